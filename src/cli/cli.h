@@ -1,0 +1,11 @@
+/*
+ * cli: the subcommands of the partkv binary.  Each takes the argument
+ * vector starting at its own name and returns the process exit status:
+ * 0 success, 1 failure, 2 usage error (after a one-line message).
+ */
+#ifndef PK_CLI_CLI_H
+#define PK_CLI_CLI_H
+
+int pk_cli_sim(int argc, char **argv);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * partkv: the one binary.  main() only dispatches to a subcommand; each
+ * subcommand lives in its own file and returns an exit status (0 ok,
+ * 1 failure, 2 usage error).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: partkv <command> [options]\n"
+               "\n"
+               "commands:\n"
+               "  sim reference            run the reference experiments\n"
+               "  sim compare [options]    compare placements on your keys\n"
+               "  help                     this text\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "sim") == 0)
+        return pk_cli_sim(argc - 1, argv + 1);
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "partkv: unknown command '%s' (try 'partkv help')\n",
+            argv[1]);
+    return 2;
+}
