@@ -1,0 +1,339 @@
+/*
+ * pk_pmap: construction, membership and invariants of the partition map.
+ * The binary encoding lives in pk_pmap_codec.c.
+ */
+#include "pk_pmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pk_err.h"
+
+int pk_pmap_new(pk_scheme scheme, pk_hash_kind hash, uint32_t npartitions,
+                uint8_t replicas, pk_pmap **out)
+{
+    pk_pmap *m;
+
+    if (scheme > PK_SCHEME_RANGE || pk_hash_get(hash) == NULL)
+        return PK_EINVAL;
+    if (npartitions == 0 || npartitions > PK_PARTITIONS_MAX)
+        return PK_EINVAL;
+    if (scheme == PK_SCHEME_SLOTS && npartitions != PK_SLOTS)
+        return PK_EINVAL;
+    if (replicas == 0 || replicas > PK_REPLICAS_MAX)
+        return PK_EINVAL;
+    m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return PK_ENOMEM;
+    m->parts = calloc(npartitions, sizeof(*m->parts));
+    if (m->parts == NULL) {
+        free(m);
+        return PK_ENOMEM;
+    }
+    for (uint32_t p = 0; p < npartitions; p++)
+        m->parts[p].move_target = PK_NODE_NONE;
+    m->scheme = (uint8_t)scheme;
+    m->hash = (uint8_t)hash;
+    m->replicas = replicas;
+    m->npartitions = npartitions;
+    *out = m;
+    return PK_OK;
+}
+
+void pk_pmap_free(pk_pmap *m)
+{
+    if (m == NULL)
+        return;
+    /* parts is NULL when pk_pmap_clone failed to allocate it. */
+    for (uint32_t p = 0; m->parts != NULL && p < m->npartitions; p++) {
+        free(m->parts[p].lo);
+        free(m->parts[p].hi);
+    }
+    free(m->parts);
+    free(m->nodes);
+    free(m);
+}
+
+static int dup_bytes(const uint8_t *src, uint32_t len, uint8_t **dst)
+{
+    *dst = NULL;
+    if (src == NULL)
+        return PK_OK;
+    *dst = malloc(len ? len : 1);
+    if (*dst == NULL)
+        return PK_ENOMEM;
+    memcpy(*dst, src, len);
+    return PK_OK;
+}
+
+int pk_pmap_clone(const pk_pmap *m, pk_pmap **out)
+{
+    pk_pmap *c;
+    int rc = PK_ENOMEM;
+
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return PK_ENOMEM;
+    *c = *m;
+    c->nodes = NULL;
+    c->parts = calloc(m->npartitions, sizeof(*c->parts));
+    if (c->parts == NULL)
+        goto fail;
+    if (m->cap_nodes) {
+        c->nodes = malloc(m->cap_nodes * sizeof(*c->nodes));
+        if (c->nodes == NULL)
+            goto fail;
+        memcpy(c->nodes, m->nodes, m->nnodes * sizeof(*c->nodes));
+    }
+    for (uint32_t p = 0; p < m->npartitions; p++) {
+        pk_partition *d = &c->parts[p];
+        *d = m->parts[p];
+        d->lo = d->hi = NULL;
+        if (dup_bytes(m->parts[p].lo, d->lo_len, &d->lo) != PK_OK ||
+            dup_bytes(m->parts[p].hi, d->hi_len, &d->hi) != PK_OK)
+            goto fail;
+    }
+    *out = c;
+    return PK_OK;
+fail:
+    pk_pmap_free(c);
+    return rc;
+}
+
+static int copy_field(char *dst, size_t cap, const char *src, int required)
+{
+    size_t len = src ? strlen(src) : 0;
+
+    if ((required && len == 0) || len >= cap)
+        return PK_EINVAL;
+    memset(dst, 0, cap);
+    if (len)
+        memcpy(dst, src, len);
+    return PK_OK;
+}
+
+int pk_pmap_node_add(pk_pmap *m, const char *name, const char *addr,
+                     const char *zone, double weight, uint32_t *id)
+{
+    pk_node n;
+    uint32_t dummy;
+
+    memset(&n, 0, sizeof(n));
+    if (!(weight >= 0) || weight > 1e6)
+        return PK_EINVAL;
+    if (copy_field(n.name, sizeof(n.name), name, 1) != PK_OK ||
+        copy_field(n.addr, sizeof(n.addr), addr, 0) != PK_OK ||
+        copy_field(n.zone, sizeof(n.zone), zone, 0) != PK_OK)
+        return PK_EINVAL;
+    if (pk_pmap_node_find(m, name, &dummy) == PK_OK)
+        return PK_EEXIST;
+    if (m->nnodes >= PK_NODES_MAX)
+        return PK_EFULL;
+    if (m->nnodes == m->cap_nodes) {
+        uint32_t cap = m->cap_nodes ? m->cap_nodes * 2 : 8;
+        pk_node *nodes = realloc(m->nodes, cap * sizeof(*nodes));
+        if (nodes == NULL)
+            return PK_ENOMEM;
+        m->nodes = nodes;
+        m->cap_nodes = cap;
+    }
+    n.id = m->nnodes;
+    n.weight = weight;
+    n.state = PK_NODE_UP;
+    m->nodes[m->nnodes++] = n;
+    *id = n.id;
+    return PK_OK;
+}
+
+int pk_pmap_node_find(const pk_pmap *m, const char *name, uint32_t *id)
+{
+    for (uint32_t i = 0; i < m->nnodes; i++) {
+        if (m->nodes[i].state != PK_NODE_REMOVED &&
+            strcmp(m->nodes[i].name, name) == 0) {
+            *id = i;
+            return PK_OK;
+        }
+    }
+    return PK_ENOTFOUND;
+}
+
+const pk_node *pk_pmap_node(const pk_pmap *m, uint32_t id)
+{
+    return id < m->nnodes ? &m->nodes[id] : NULL;
+}
+
+int pk_pmap_node_set_state(pk_pmap *m, uint32_t id, pk_node_state state)
+{
+    if (id >= m->nnodes)
+        return PK_ENOTFOUND;
+    if (state > PK_NODE_REMOVED)
+        return PK_EINVAL;
+    m->nodes[id].state = (uint8_t)state;
+    return PK_OK;
+}
+
+int pk_pmap_node_set_weight(pk_pmap *m, uint32_t id, double weight)
+{
+    if (id >= m->nnodes)
+        return PK_ENOTFOUND;
+    if (!(weight >= 0) || weight > 1e6)
+        return PK_EINVAL;
+    m->nodes[id].weight = weight;
+    return PK_OK;
+}
+
+uint32_t pk_pmap_live_nodes(const pk_pmap *m)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < m->nnodes; i++)
+        n += m->nodes[i].state == PK_NODE_UP ||
+             m->nodes[i].state == PK_NODE_DRAINING;
+    return n;
+}
+
+uint32_t pk_pmap_leader(const pk_pmap *m, uint32_t p)
+{
+    if (p >= m->npartitions || m->parts[p].nreplicas == 0)
+        return PK_NODE_NONE;
+    return m->parts[p].replicas[0];
+}
+
+static int bytes_cmp(const uint8_t *a, uint32_t alen, const uint8_t *b,
+                     uint32_t blen)
+{
+    uint32_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+
+    if (c != 0)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+int pk_pmap_set_range(pk_pmap *m, uint32_t p, const void *lo, size_t lo_len,
+                      const void *hi, size_t hi_len)
+{
+    uint8_t *nlo = NULL, *nhi = NULL;
+    pk_partition *part;
+
+    if (m->scheme != PK_SCHEME_RANGE || p >= m->npartitions)
+        return PK_EINVAL;
+    if (lo_len > UINT32_MAX || hi_len > UINT32_MAX || (lo_len && !lo))
+        return PK_EINVAL;
+    if (hi && bytes_cmp(lo, (uint32_t)lo_len, hi, (uint32_t)hi_len) >= 0)
+        return PK_EINVAL;
+    if (dup_bytes(lo ? lo : (const uint8_t *)"", (uint32_t)lo_len, &nlo) !=
+            PK_OK ||
+        dup_bytes(hi, (uint32_t)hi_len, &nhi) != PK_OK) {
+        free(nlo);
+        return PK_ENOMEM;
+    }
+    part = &m->parts[p];
+    free(part->lo);
+    free(part->hi);
+    part->lo = nlo;
+    part->lo_len = (uint32_t)lo_len;
+    part->hi = nhi;
+    part->hi_len = hi ? (uint32_t)hi_len : 0;
+    return PK_OK;
+}
+
+int pk_pmap_partition_of(const pk_pmap *m, const void *key, size_t len,
+                         uint32_t *p)
+{
+    switch (m->scheme) {
+    case PK_SCHEME_SLOTS:
+        *p = pk_hash_slot(key, len);
+        return PK_OK;
+    case PK_SCHEME_HASH:
+        *p = (uint32_t)(pk_hash_get(m->hash)(key, len) % m->npartitions);
+        return PK_OK;
+    }
+    return PK_EINVAL;
+}
+
+static int ids_ok(const pk_pmap *m, const uint32_t *ids, uint32_t n,
+                  const uint32_t *other, uint32_t nother)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (ids[i] >= m->nnodes || m->nodes[ids[i]].state == PK_NODE_REMOVED)
+            return 0;
+        for (uint32_t j = 0; j < i; j++)
+            if (ids[j] == ids[i])
+                return 0;
+        for (uint32_t j = 0; j < nother; j++)
+            if (other[j] == ids[i])
+                return 0;
+    }
+    return 1;
+}
+
+int pk_pmap_validate(const pk_pmap *m)
+{
+    if (m->replicas == 0 || m->replicas > PK_REPLICAS_MAX ||
+        m->scheme > PK_SCHEME_RANGE || pk_hash_get(m->hash) == NULL)
+        return PK_ECORRUPT;
+    for (uint32_t i = 0; i < m->nnodes; i++) {
+        const pk_node *n = &m->nodes[i];
+        if (n->id != i || n->state > PK_NODE_REMOVED || !(n->weight >= 0) ||
+            n->name[0] == '\0' || memchr(n->name, 0, sizeof(n->name)) == NULL)
+            return PK_ECORRUPT;
+    }
+    for (uint32_t p = 0; p < m->npartitions; p++) {
+        const pk_partition *pt = &m->parts[p];
+        if (pt->nreplicas > PK_REPLICAS_MAX ||
+            pt->nlearners > PK_REPLICAS_MAX ||
+            pt->move_state > PK_MOVE_SWITCHING)
+            return PK_ECORRUPT;
+        if (!ids_ok(m, pt->replicas, pt->nreplicas, NULL, 0) ||
+            !ids_ok(m, pt->learners, pt->nlearners, pt->replicas,
+                    pt->nreplicas))
+            return PK_ECORRUPT;
+        if (pt->move_target != PK_NODE_NONE && pt->move_target >= m->nnodes)
+            return PK_ECORRUPT;
+        if ((m->scheme == PK_SCHEME_RANGE) != (pt->lo != NULL))
+            return PK_ECORRUPT;
+        if (pt->hi && pt->lo &&
+            bytes_cmp(pt->lo, pt->lo_len, pt->hi, pt->hi_len) >= 0)
+            return PK_ECORRUPT;
+    }
+    return PK_OK;
+}
+
+static int part_equal(const pk_partition *a, const pk_partition *b)
+{
+    if (a->nreplicas != b->nreplicas || a->nlearners != b->nlearners ||
+        a->move_state != b->move_state || a->move_target != b->move_target ||
+        a->leader_epoch != b->leader_epoch)
+        return 0;
+    if (memcmp(a->replicas, b->replicas, a->nreplicas * sizeof(uint32_t)) ||
+        memcmp(a->learners, b->learners, a->nlearners * sizeof(uint32_t)))
+        return 0;
+    if ((a->lo == NULL) != (b->lo == NULL) ||
+        (a->hi == NULL) != (b->hi == NULL))
+        return 0;
+    if (a->lo && bytes_cmp(a->lo, a->lo_len, b->lo, b->lo_len) != 0)
+        return 0;
+    if (a->hi && bytes_cmp(a->hi, a->hi_len, b->hi, b->hi_len) != 0)
+        return 0;
+    return 1;
+}
+
+int pk_pmap_equal(const pk_pmap *a, const pk_pmap *b)
+{
+    if (a->epoch != b->epoch || a->scheme != b->scheme ||
+        a->hash != b->hash || a->replicas != b->replicas ||
+        a->nnodes != b->nnodes || a->npartitions != b->npartitions)
+        return 0;
+    for (uint32_t i = 0; i < a->nnodes; i++) {
+        const pk_node *x = &a->nodes[i], *y = &b->nodes[i];
+        if (x->id != y->id || x->state != y->state ||
+            x->weight != y->weight || strcmp(x->name, y->name) ||
+            strcmp(x->addr, y->addr) || strcmp(x->zone, y->zone))
+            return 0;
+    }
+    for (uint32_t p = 0; p < a->npartitions; p++)
+        if (!part_equal(&a->parts[p], &b->parts[p]))
+            return 0;
+    return 1;
+}
