@@ -17,20 +17,26 @@ BUILD ?= build
 CC ?= cc
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 30
-PKGS := libxxhash openssl
+PKGS := libxxhash openssl lmdb libuv
+reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Isrc -MMD -MP
 CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lxxhash -lcrypto) -lm
+LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
+	    echo -lxxhash -lcrypto -llmdb -luv) -lm -lpthread
 TEST_LDLIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
+# Layers, lowest first.  Each is a static library; programs link them in
+# reverse order so the linker resolves upward references.
+LAYERS := core proto store server
+LAYER_LIBS := $(foreach l,$(LAYERS),$(BUILD)/libpk$(l).a)
+LINK_LIBS := $(foreach l,$(call reverse,$(LAYERS)),$(BUILD)/libpk$(l).a)
+ALL_SRC := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
-CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-LIBCORE := $(BUILD)/libpkcore.a
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c) $(wildcard tests/model/test_*.c)
 UNIT_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -38,7 +44,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration check bench fuzz format install clean
+.PHONY: all deps run test test-unit test-integration check bench bench-run fuzz format install clean
 
 all: $(BUILD)/partkv
 
@@ -49,22 +55,28 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(LIBCORE): $(CORE_OBJ)
-	@rm -f $@
-	$(AR) rcs $@ $^
+define layer_rule
+$(BUILD)/libpk$(1).a: $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/$(1)/*.c))
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l))))
 
-$(BUILD)/partkv: $(CLI_OBJ) $(LIBCORE)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBCORE) $(LDLIBS)
+$(BUILD)/partkv: $(CLI_OBJ) $(LAYER_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LINK_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(LIBCORE)
+$(BUILD)/tests/%: tests/%.c $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBCORE) $(TEST_LDLIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(TEST_LDLIBS) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIBCORE)
+$(BUILD)/bench/%: bench/%.c $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBCORE) $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS)
 
-run: deps all
+# Targets that need packages install them first, then re-enter make so
+# that pkg-config (itself possibly just installed) is asked afresh.
+run: deps
+	@$(MAKE) --no-print-directory all
 	$(BUILD)/partkv sim reference
 
 test: deps
@@ -84,15 +96,19 @@ check: deps
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    LDFLAGS="-fsanitize=address,undefined" test-unit
 
-bench: deps all $(BENCH_BIN)
+bench: deps
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
+	@for s in bench/*.sh; do [ -x "$$s" ] && { $$s || exit 1; }; done; true
 
 fuzz: deps
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do \
 	    n=$$(basename $$f .c); \
 	    clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(WARN) \
-	        -fsanitize=fuzzer,address,undefined $$f $(CORE_SRC) \
+	        -fsanitize=fuzzer,address,undefined $$f $(ALL_SRC) \
 	        -o $(BUILD)/fuzz/$$n $(LDLIBS) || exit 1; \
 	    mkdir -p fuzz/corpus-$$n; \
 	    echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
@@ -109,4 +125,4 @@ install: all
 clean:
 	rm -rf build
 
--include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(patsubst %.c,$(BUILD)/%.d,$(ALL_SRC) $(CLI_SRC))

@@ -7,5 +7,6 @@
 #define PK_CLI_CLI_H
 
 int pk_cli_sim(int argc, char **argv);
+int pk_cli_sim_compare(int argc, char **argv);
 
 #endif
