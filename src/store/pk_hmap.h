@@ -1,0 +1,88 @@
+/*
+ * pk_hmap: Redis hash commands -- HSET, HGET, HMGET, HDEL, HGETALL, HLEN,
+ * HEXISTS, HINCRBY.  (pk_hmap, not pk_hash: that name holds the key hash
+ * functions in core.)
+ *
+ * A hash is a META record holding the field count plus one record per
+ * field, prefix | 0x02 | field -> value, so fields come back in byte order
+ * of their names and a field costs one lookup.  A hash never exists empty:
+ * removing its last field deletes the key.  Parameters, errors and
+ * lifetimes follow pk_key.h and pk_store.h; every function returns
+ * PK_STORE_WRONGTYPE for a key of another type.  Writes return PK_ERANGE
+ * when a field does not fit in an LMDB key together with the key (prefix
+ * + 1 + field <= 511 bytes) or a value exceeds PK_STORE_VALUE_MAX; nothing
+ * is written then.
+ */
+#ifndef PK_STORE_PK_HMAP_H
+#define PK_STORE_PK_HMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/pk_slice.h"
+
+typedef struct pk_txn pk_txn;
+
+/*
+ * HSET: sets n >= 1 field/value pairs (a field given twice takes the last
+ * value) and sets *added to the number of fields that were new.  Returns
+ * 0, PK_EINVAL (n == 0), PK_STORE_WRONGTYPE, PK_ERANGE or a sticky error.
+ */
+int pk_hmap_set(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                size_t n, const pk_slice *fields, const pk_slice *vals,
+                uint64_t now_ms, uint64_t *added);
+
+/* HGET: returns 0, PK_ENOTFOUND (key or field), WRONGTYPE or an error. */
+int pk_hmap_get(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                const void *field, size_t flen, uint64_t now_ms, pk_slice *val);
+
+/*
+ * HMGET: vals[i] gets field i's value, ptr NULL when missing (all NULL for
+ * a missing key).  Returns 0, WRONGTYPE or an error.
+ */
+int pk_hmap_mget(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 size_t n, const pk_slice *fields, uint64_t now_ms,
+                 pk_slice *vals);
+
+/*
+ * HDEL: deletes n fields, sets *removed to how many existed.  Returns 0,
+ * WRONGTYPE or a sticky error.
+ */
+int pk_hmap_del(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                size_t n, const pk_slice *fields, uint64_t now_ms,
+                uint64_t *removed);
+
+/* HLEN: *len = 0 for a missing key.  Returns 0, WRONGTYPE or an error. */
+int pk_hmap_len(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                uint64_t now_ms, uint64_t *len);
+
+/* HEXISTS: *exists = 1 or 0.  Returns 0, WRONGTYPE or an error. */
+int pk_hmap_exists(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                   const void *field, size_t flen, uint64_t now_ms,
+                   int *exists);
+
+/*
+ * HINCRBY: adds by to the field's integer (missing = 0) and sets *out.
+ * Returns 0, WRONGTYPE, PK_STORE_HASH_NOTINT, PK_STORE_OVERFLOW,
+ * PK_ERANGE or a sticky error.
+ */
+int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                   const void *field, size_t flen, int64_t by, uint64_t now_ms,
+                   int64_t *out);
+
+/*
+ * HGETALL callback: field and value point into the map and stay valid
+ * until the transaction ends (or its next write).  Return 0 to go on; any
+ * other value stops the walk and is returned by pk_hmap_each.
+ */
+typedef int (*pk_hmap_cb)(void *ctx, pk_slice field, pk_slice val);
+
+/*
+ * HGETALL: calls cb for every field in byte order of the field names (no
+ * call for a missing key).  Returns 0, WRONGTYPE, the callback's value or
+ * an error.
+ */
+int pk_hmap_each(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 uint64_t now_ms, pk_hmap_cb cb, void *ctx);
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * pk_store: the LMDB environment and transactions.
+ *
+ * pk_store_open creates the five named DBs (pk_store.h) and checks the
+ * format version in "info"; a transaction wraps an MDB_txn with the state
+ * the record layer needs (pk_store_int.h) and a sticky error.  The rule
+ * for stickiness lives in pk__fail: any negative code reported inside a
+ * write transaction by code that may already have written fails it, so a
+ * half-applied command can never be committed.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/pk_err.h"
+#include "store/pk_store_int.h"
+
+#define PK__FORMAT 1u
+
+static_assert(PK_PARTITIONS_MAX % PK__CTR_PAGE == 0, "counter pages");
+
+const char *pk_store_strstatus(int status)
+{
+    switch (status) {
+    case PK_STORE_WRONGTYPE:
+        return "WRONGTYPE Operation against a key holding the wrong kind "
+               "of value";
+    case PK_STORE_NOTINT:
+        return "ERR value is not an integer or out of range";
+    case PK_STORE_HASH_NOTINT:
+        return "ERR hash value is not an integer";
+    case PK_STORE_OVERFLOW:
+        return "ERR increment or decrement would overflow";
+    case PK_STORE_NAN:
+        return "ERR resulting score is not a number (NaN)";
+    }
+    return NULL;
+}
+
+int pk__err(int rc)
+{
+    switch (rc) {
+    case 0:
+        return 0;
+    case MDB_NOTFOUND:
+        return PK_ENOTFOUND;
+    case ENOMEM:
+        return PK_ENOMEM;
+    case EINVAL:
+    case MDB_BAD_TXN:
+    case MDB_BAD_VALSIZE:
+    case MDB_BAD_DBI:
+        return PK_EINVAL;
+    case MDB_MAP_FULL:
+    case MDB_TXN_FULL:
+    case MDB_PAGE_FULL:
+    case MDB_CURSOR_FULL:
+    case MDB_DBS_FULL:
+    case MDB_READERS_FULL:
+    case ENOSPC:
+    case EDQUOT:
+        return PK_EFULL;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_INCOMPATIBLE:
+        return PK_ECORRUPT;
+    case MDB_VERSION_MISMATCH:
+        return PK_EVERSION;
+    case MDB_MAP_RESIZED:
+        return PK_EBUSY;
+    }
+    return PK_EIO;
+}
+
+int pk__fail(pk_txn *t, int rc)
+{
+    if (rc < 0 && !t->rdonly && t->err == 0) {
+        t->err = rc;
+    }
+    return rc;
+}
+
+int pk__buf_reserve(pk__buf *b, size_t extra)
+{
+    size_t cap = b->cap ? b->cap : 256;
+    uint8_t *p;
+
+    if (extra > SIZE_MAX / 2 - b->len) {
+        return PK_ENOMEM;
+    }
+    if (b->len + extra <= b->cap) {
+        return 0;
+    }
+    while (cap < b->len + extra) {
+        cap *= 2;
+    }
+    p = realloc(b->p, cap);
+    if (p == NULL) {
+        return PK_ENOMEM;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+pk__ctr *pk__ctr_get(pk_store *s, uint32_t part)
+{
+    pk__ctr **page;
+
+    if (part >= PK_PARTITIONS_MAX) {
+        return NULL;
+    }
+    page = &s->ctr[part / PK__CTR_PAGE];
+    if (*page == NULL) {
+        *page = calloc(PK__CTR_PAGE, sizeof(**page));
+        if (*page == NULL) {
+            return NULL; /* counting is best effort */
+        }
+    }
+    return &(*page)[part % PK__CTR_PAGE];
+}
+
+static int open_dbs(pk_store *s)
+{
+    MDB_txn *txn;
+    MDB_val k = {6, "format"}, v;
+    uint8_t ver[4];
+    int rc;
+
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc != 0) {
+        return pk__err(rc);
+    }
+    if ((rc = mdb_dbi_open(txn, "data", MDB_CREATE, &s->data)) != 0 ||
+        (rc = mdb_dbi_open(txn, "log", MDB_CREATE, &s->log)) != 0 ||
+        (rc = mdb_dbi_open(txn, "expiry", MDB_CREATE, &s->expiry)) != 0 ||
+        (rc = mdb_dbi_open(txn, "stats", MDB_CREATE, &s->stats)) != 0 ||
+        (rc = mdb_dbi_open(txn, "info", MDB_CREATE, &s->info)) != 0) {
+        goto fail;
+    }
+    rc = mdb_get(txn, s->info, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        pk_be32_put(ver, PK__FORMAT);
+        v.mv_size = sizeof(ver);
+        v.mv_data = ver;
+        rc = mdb_put(txn, s->info, &k, &v, 0);
+    } else if (rc == 0 &&
+               (v.mv_size != 4 || pk_be32_get(v.mv_data) != PK__FORMAT)) {
+        mdb_txn_abort(txn);
+        return PK_EVERSION;
+    }
+    if (rc != 0) {
+        goto fail;
+    }
+    return pk__err(mdb_txn_commit(txn));
+fail:
+    mdb_txn_abort(txn);
+    return pk__err(rc);
+}
+
+int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out)
+{
+    pk_store_opts o = {0, PK_FSYNC_ALWAYS};
+    unsigned flags = MDB_NOTLS;
+    pk_store *s;
+    int rc, dead;
+
+    if (opts != NULL) {
+        o = *opts;
+    }
+    if (dir == NULL || o.fsync > PK_FSYNC_NO) {
+        return PK_EINVAL;
+    }
+    if (o.fsync == PK_FSYNC_EVERYSEC) {
+        flags |= MDB_NOSYNC;
+    } else if (o.fsync == PK_FSYNC_NO) {
+        flags |= MDB_NOSYNC | MDB_NOMETASYNC;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        return errno == ENOMEM ? PK_ENOMEM : PK_EIO;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return PK_ENOMEM;
+    }
+    rc = mdb_env_create(&s->env);
+    if (rc != 0) {
+        free(s);
+        return pk__err(rc);
+    }
+    if ((rc = mdb_env_set_mapsize(
+             s->env, o.map_size ? o.map_size : PK_STORE_MAP_SIZE_DEFAULT)) !=
+            0 ||
+        (rc = mdb_env_set_maxdbs(s->env, 5)) != 0 ||
+        (rc = mdb_env_open(s->env, dir, flags, 0600)) != 0) {
+        rc = pk__err(rc);
+        goto fail;
+    }
+    mdb_reader_check(s->env, &dead); /* slots left by a crashed process */
+    rc = open_dbs(s);
+    if (rc != 0) {
+        goto fail;
+    }
+    *out = s;
+    return 0;
+fail:
+    mdb_env_close(s->env);
+    free(s);
+    return rc;
+}
+
+void pk_store_close(pk_store *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    mdb_env_close(s->env);
+    for (size_t i = 0; i < PK_PARTITIONS_MAX / PK__CTR_PAGE; i++) {
+        free(s->ctr[i]);
+    }
+    free(s);
+}
+
+int pk_store_sync(pk_store *s)
+{
+    return mdb_env_sync(s->env, 1) == 0 ? 0 : PK_EIO;
+}
+
+int pk_txn_begin(pk_store *s, int rdonly, pk_txn **out)
+{
+    pk_txn *t;
+    int rc;
+
+    if (!rdonly && s->wtxn_open) {
+        return PK_EBUSY;
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return PK_ENOMEM;
+    }
+    rc = mdb_txn_begin(s->env, NULL, rdonly ? MDB_RDONLY : 0, &t->txn);
+    if (rc != 0) {
+        free(t);
+        return pk__err(rc);
+    }
+    t->s = s;
+    t->rdonly = rdonly != 0;
+    s->wtxn_open |= !rdonly;
+    *out = t;
+    return 0;
+}
+
+static void txn_free(pk_txn *t)
+{
+    if (!t->rdonly) {
+        t->s->wtxn_open = 0;
+    }
+    free(t->log.p);
+    free(t->val.p);
+    free(t->scratch.p);
+    free(t);
+}
+
+int pk_txn_commit(pk_txn *t)
+{
+    int rc = t->err;
+
+    if (rc != 0) {
+        mdb_txn_abort(t->txn);
+    } else {
+        rc = pk__err(mdb_txn_commit(t->txn));
+    }
+    txn_free(t);
+    return rc;
+}
+
+void pk_txn_abort(pk_txn *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    mdb_txn_abort(t->txn);
+    txn_free(t);
+}
+
+int pk_txn_error(const pk_txn *t)
+{
+    return t->err;
+}

@@ -1,0 +1,256 @@
+/*
+ * pk_store_part: partition-wide operations.  All of them walk one of the
+ * ordered DBs by prefix -- a partition is the key range [part, part + 1)
+ * in data, log and stats -- or the expiry index by time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "store/pk_store_int.h"
+#include "store/pk_store_part.h"
+
+static void stats_fill(pk_txn *t, uint32_t part, const pk__stat *st,
+                       pk_part_stats *out)
+{
+    pk__ctr *c = pk__ctr_get(t->s, part);
+
+    out->keys = st->keys;
+    out->bytes = st->bytes;
+    out->reads = c ? c->reads : 0;
+    out->writes = c ? c->writes : 0;
+    out->log_first = st->log_trim + 1;
+    out->log_last = st->log_last;
+}
+
+int pk_store_part_stats(pk_txn *t, uint32_t part, pk_part_stats *out)
+{
+    pk__stat st;
+    int rc = t->err;
+
+    rc = rc ? rc : pk__stat_load(t, part, &st);
+    if (rc == 0) {
+        stats_fill(t, part, &st, out);
+    }
+    return rc;
+}
+
+int pk_store_part_next(pk_txn *t, uint64_t from, uint32_t *part,
+                       pk_part_stats *out)
+{
+    uint8_t kb[4];
+    MDB_val k = {4, kb}, v;
+    MDB_cursor *c;
+    pk__stat st;
+    uint32_t p;
+    int rc;
+
+    if (t->err != 0) {
+        return t->err;
+    }
+    if (from > UINT32_MAX) {
+        return PK_ENOTFOUND;
+    }
+    pk_be32_put(kb, (uint32_t)from);
+    if ((rc = mdb_cursor_open(t->txn, t->s->stats, &c)) != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    if (rc == 0 && k.mv_size != 4) {
+        rc = MDB_CORRUPTED;
+    }
+    p = rc == 0 ? pk_be32_get(k.mv_data) : 0;
+    mdb_cursor_close(c);
+    if (rc != 0) {
+        return rc == MDB_NOTFOUND ? PK_ENOTFOUND : pk__fail(t, pk__err(rc));
+    }
+    if ((rc = pk__stat_load(t, p, &st)) != 0) {
+        return rc;
+    }
+    *part = p;
+    stats_fill(t, p, &st, out);
+    return 0;
+}
+
+int pk_store_dbsize(pk_txn *t, uint64_t *out)
+{
+    pk_part_stats st;
+    uint64_t n = 0;
+    uint32_t part;
+    int rc = 0;
+
+    for (uint64_t p = 0; (rc = pk_store_part_next(t, p, &part, &st)) == 0;
+         p = (uint64_t)part + 1) {
+        n += st.keys;
+    }
+    if (rc == PK_ENOTFOUND) {
+        *out = n;
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Deletes log records of part with seq <= upto, at most limit (0: all). */
+static int log_delete(pk_txn *t, uint32_t part, uint64_t upto, size_t limit,
+                      size_t *n)
+{
+    uint8_t kb[12];
+    MDB_cursor *c;
+    MDB_val k, v;
+    size_t done = 0;
+    int rc;
+
+    if ((rc = mdb_cursor_open(t->txn, t->s->log, &c)) != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    pk_be32_put(kb, part);
+    pk_be64_put(kb + 4, 0);
+    while (limit == 0 || done < limit) {
+        k = (MDB_val){12, kb};
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        if (rc != 0 || k.mv_size != 12 || pk_be32_get(k.mv_data) != part ||
+            pk_be64_get((uint8_t *)k.mv_data + 4) > upto) {
+            break;
+        }
+        if ((rc = mdb_cursor_del(c, 0)) != 0) {
+            break;
+        }
+        done++;
+    }
+    mdb_cursor_close(c);
+    *n = done;
+    return rc == 0 || rc == MDB_NOTFOUND ? 0 : pk__fail(t, pk__err(rc));
+}
+
+int pk__log_delete(pk_txn *t, uint32_t part, uint64_t upto)
+{
+    size_t n;
+
+    return log_delete(t, part, upto, 0, &n);
+}
+
+int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done)
+{
+    uint8_t prefix[4];
+    size_t n = 0, m = 0;
+    int rc = pk__op_begin(t, part, PK__OP_NOLOG | PK__OP_QUIET), all = 0;
+    pk__ctr *c;
+
+    if (rc != 0) {
+        return rc;
+    }
+    pk_be32_put(prefix, part);
+    rc = pk__rec_delprefix(t, prefix, 4, max_records, &n);
+    if (rc == 0 && (max_records == 0 || n < max_records)) {
+        rc = log_delete(t, part, UINT64_MAX, max_records ? max_records - n : 0,
+                        &m);
+        all = max_records == 0 || n + m < max_records;
+    }
+    if (rc == 0 && all) {
+        /* Nothing of the partition is left: forget its stats. */
+        memset(&t->st, 0, sizeof(t->st));
+        t->st_dirty = 1;
+    }
+    rc = pk__op_end(t, rc);
+    if (rc == 0) {
+        if (all && (c = pk__ctr_get(t->s, part)) != NULL) {
+            memset(c, 0, sizeof(*c));
+        }
+        *done = all;
+    }
+    return rc;
+}
+
+int pk_store_flushall(pk_txn *t)
+{
+    pk_part_stats st;
+    uint32_t part, *parts = NULL, *grown;
+    size_t n = 0, cap = 0;
+    uint8_t prefix[4];
+    int rc;
+
+    /* Collect first: the stats DB changes under each partition's clear. */
+    for (uint64_t p = 0; (rc = pk_store_part_next(t, p, &part, &st)) == 0;
+         p = (uint64_t)part + 1) {
+        if (st.keys == 0 && st.bytes == 0) {
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            grown = realloc(parts, cap * sizeof(*parts));
+            if (grown == NULL) {
+                free(parts);
+                return PK_ENOMEM;
+            }
+            parts = grown;
+        }
+        parts[n++] = part;
+    }
+    rc = rc == PK_ENOTFOUND ? 0 : rc;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if ((rc = pk__op_begin(t, parts[i], 0)) == 0) {
+            pk_be32_put(prefix, parts[i]);
+            rc = pk__rec_delprefix(t, prefix, 4, 0, NULL);
+            rc = pk__op_end(t, rc);
+        }
+    }
+    free(parts);
+    return rc;
+}
+
+/* Expires the key named by the expiry entry k (when | prefix). */
+static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
+{
+    uint8_t prefix[PK_KEYENC_MAX];
+    size_t plen = k->mv_size - 8, n = 0;
+    MDB_val cur, v;
+    int rc;
+
+    memcpy(prefix, (uint8_t *)k->mv_data + 8, plen);
+    /* Logged like a DEL, but not counted as a client's write. */
+    if ((rc = pk__op_begin(t, pk_be32_get(prefix), PK__OP_QUIET)) != 0) {
+        return rc;
+    }
+    rc = pk__rec_delprefix(t, prefix, plen, 0, &n);
+    rc = pk__op_end(t, rc);
+    if (rc == 0 && n == 0) {
+        /* An entry without its key would stop the cycle forever. */
+        rc = mdb_cursor_get(c, &cur, &v, MDB_FIRST);
+        rc = rc ? rc : mdb_cursor_del(c, 0);
+        rc = pk__fail(t, pk__err(rc));
+    }
+    return rc;
+}
+
+int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
+                          size_t *expired)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    size_t n = 0;
+    int rc;
+
+    if (t->err != 0 || t->rdonly) {
+        return t->err ? t->err : PK_EINVAL;
+    }
+    if ((rc = mdb_cursor_open(t->txn, t->s->expiry, &c)) != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    while (n < max_keys) {
+        rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+        if (rc != 0 || k.mv_size < 8 + 4 + 2 ||
+            pk_be64_get(k.mv_data) > now_ms) {
+            rc = rc == MDB_NOTFOUND ? 0 : pk__err(rc);
+            break;
+        }
+        if ((rc = expire_one(t, c, &k)) != 0) {
+            break;
+        }
+        n++;
+    }
+    mdb_cursor_close(c);
+    if (rc == 0 && expired != NULL) {
+        *expired = n;
+    }
+    return pk__fail(t, rc);
+}

@@ -1,0 +1,73 @@
+/*
+ * pk_store_part: operations on whole partitions and on all of them --
+ * counters, iteration, drop, DBSIZE, FLUSHALL and active expiry.
+ *
+ * A partition's keys and bytes live in the stats DB and change in the same
+ * transaction as its data, so they are exact at every commit; reads and
+ * writes are in-memory counts since pk_store_open (partitions below
+ * PK_PARTITIONS_MAX only).  Errors and lifetimes as in pk_store.h.
+ */
+#ifndef PK_STORE_PK_STORE_PART_H
+#define PK_STORE_PK_STORE_PART_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pk_txn pk_txn;
+
+typedef struct pk_part_stats {
+    uint64_t keys;      /* user keys, expired-but-not-deleted included */
+    uint64_t bytes;     /* sum of key + value sizes of its data records */
+    uint64_t reads;     /* read commands since open (memory only) */
+    uint64_t writes;    /* write commands since open (memory only) */
+    uint64_t log_first; /* first seq still in the log (log_last+1: none) */
+    uint64_t log_last;  /* last seq written, 0 before the first write */
+} pk_part_stats;
+
+/*
+ * Counters of partition part as seen by t.  A partition without data
+ * reports zeros (and log_first 1).  Returns 0 or an error.
+ */
+int pk_store_part_stats(pk_txn *t, uint32_t part, pk_part_stats *out);
+
+/*
+ * The first partition >= from that holds keys or change-log state, with
+ * its counters.  Iterate with
+ *     for (uint64_t p = 0; pk_store_part_next(t, p, &part, &st) == 0;
+ *          p = (uint64_t)part + 1)
+ * Returns 0, PK_ENOTFOUND (no more) or an error.
+ */
+int pk_store_part_next(pk_txn *t, uint64_t from, uint32_t *part,
+                       pk_part_stats *out);
+
+/*
+ * Deletes partition part from every DB -- data, expiry index, change log,
+ * stats -- and zeroes its in-memory counters.  Not logged: dropping is
+ * what a node does when it stops holding a partition.  Deletes at most
+ * max_records records per call (0: no bound) so that a large partition can
+ * be dropped over several transactions; *done = 1 once nothing of the
+ * partition is left.  Until then the partition's counters stay exact.
+ * Returns 0 or a sticky error.
+ */
+int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done);
+
+/* DBSIZE: keys in all partitions (expired ones not yet deleted too). */
+int pk_store_dbsize(pk_txn *t, uint64_t *out);
+
+/*
+ * FLUSHALL: deletes every key of every partition.  Each partition's
+ * deletion is one change record, so followers clear the same data; logs
+ * and their sequence numbers stay.  Returns 0 or a sticky error.
+ */
+int pk_store_flushall(pk_txn *t);
+
+/*
+ * Active expiry: deletes up to max_keys keys whose expiry is <= now_ms, in
+ * expiry order, each as one change record of its partition.  *expired (may
+ * be NULL) gets the number deleted; fewer than max_keys means nothing else
+ * is due.  Returns 0 or a sticky error.
+ */
+int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
+                          size_t *expired);
+
+#endif

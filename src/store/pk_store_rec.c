@@ -1,0 +1,477 @@
+/*
+ * pk_store_rec: the record layer -- the only code that writes the data DB.
+ *
+ * Every change to the data DB goes through pk__rec_put, pk__rec_del and
+ * pk__rec_delprefix, inside an operation framed by pk__op_begin and
+ * pk__op_end (see pk_store_int.h).  Those functions keep three invariants
+ * that the rest of the store relies on:
+ *
+ *   - stats.keys counts META records and stats.bytes sums key + value
+ *     sizes of the partition's data records;
+ *   - the expiry index holds (when, prefix) exactly for META records with
+ *     a non-zero expiry;
+ *   - the partition's log gets one record per operation that changed
+ *     something, listing the physical changes in order.
+ *
+ * A failure inside the record layer makes the transaction's error sticky
+ * (pk__fail), because the operation may be half applied.
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "store/pk_store_int.h"
+
+static_assert(PK__META_HDR == 1 + 1 + 8, "META header: type, flags, expire");
+static_assert(PK__META_AGG == PK__META_HDR + 8, "META of hash/zset: count");
+static_assert(PK__STAT_LEN == 4 * 8, "stats: four u64");
+
+int pk__stat_load(pk_txn *t, uint32_t part, pk__stat *st)
+{
+    uint8_t kb[4];
+    MDB_val k = {4, kb}, v;
+    const uint8_t *p;
+    int rc;
+
+    pk_be32_put(kb, part);
+    rc = mdb_get(t->txn, t->s->stats, &k, &v);
+    memset(st, 0, sizeof(*st));
+    if (rc == MDB_NOTFOUND) {
+        return 0;
+    }
+    if (rc != 0) {
+        return pk__err(rc);
+    }
+    if (v.mv_size != PK__STAT_LEN) {
+        return PK_ECORRUPT;
+    }
+    p = v.mv_data;
+    st->keys = pk_be64_get(p);
+    st->bytes = pk_be64_get(p + 8);
+    st->log_last = pk_be64_get(p + 16);
+    st->log_trim = pk_be64_get(p + 24);
+    return 0;
+}
+
+int pk__stat_save(pk_txn *t, uint32_t part, const pk__stat *st)
+{
+    uint8_t kb[4], vb[PK__STAT_LEN];
+    MDB_val k = {4, kb}, v = {PK__STAT_LEN, vb};
+    int rc;
+
+    pk_be32_put(kb, part);
+    if ((st->keys | st->bytes | st->log_last | st->log_trim) == 0) {
+        rc = mdb_del(t->txn, t->s->stats, &k, NULL);
+        return rc == MDB_NOTFOUND ? 0 : pk__err(rc);
+    }
+    pk_be64_put(vb, st->keys);
+    pk_be64_put(vb + 8, st->bytes);
+    pk_be64_put(vb + 16, st->log_last);
+    pk_be64_put(vb + 24, st->log_trim);
+    return pk__err(mdb_put(t->txn, t->s->stats, &k, &v, 0));
+}
+
+int pk__read_begin(pk_txn *t, uint32_t part)
+{
+    pk__ctr *c;
+
+    if (t->err != 0) {
+        return t->err;
+    }
+    c = pk__ctr_get(t->s, part);
+    if (c != NULL) {
+        c->reads++;
+    }
+    return 0;
+}
+
+int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags)
+{
+    pk__ctr *c;
+    int rc;
+
+    if (t->err != 0) {
+        return t->err;
+    }
+    if (t->rdonly || t->op_open) {
+        return PK_EINVAL;
+    }
+    rc = pk__stat_load(t, part, &t->st);
+    if (rc != 0) {
+        return pk__fail(t, rc);
+    }
+    t->op_open = 1;
+    t->op_flags = flags;
+    t->op_part = part;
+    t->st_dirty = 0;
+    t->log.len = 0;
+    if (!(flags & PK__OP_QUIET) && (c = pk__ctr_get(t->s, part)) != NULL) {
+        c->writes++;
+    }
+    return 0;
+}
+
+int pk__op_end(pk_txn *t, int rc)
+{
+    uint8_t kb[12];
+    MDB_val k = {12, kb}, v;
+    int err;
+
+    if (!t->op_open) {
+        return t->err ? t->err : rc;
+    }
+    t->op_open = 0;
+    if (t->err != 0) {
+        return t->err;
+    }
+    if (t->log.len > 0 && !(t->op_flags & PK__OP_NOLOG)) {
+        pk_be32_put(kb, t->op_part);
+        pk_be64_put(kb + 4, t->st.log_last + 1);
+        v.mv_size = t->log.len;
+        v.mv_data = t->log.p;
+        err = mdb_put(t->txn, t->s->log, &k, &v, 0);
+        if (err != 0) {
+            return pk__fail(t, pk__err(err));
+        }
+        t->st.log_last++;
+        t->st_dirty = 1;
+    }
+    if (t->st_dirty && (err = pk__stat_save(t, t->op_part, &t->st)) != 0) {
+        return pk__fail(t, err);
+    }
+    return rc;
+}
+
+int pk__meta_parse(const uint8_t *v, size_t n, uint8_t *type, uint64_t *expire,
+                   uint64_t *count)
+{
+    if (n < PK__META_HDR || v[0] < PK__T_STRING || v[0] > PK__T_ZSET ||
+        v[1] != 0 || (v[0] != PK__T_STRING && n != PK__META_AGG)) {
+        return PK_ECORRUPT;
+    }
+    *type = v[0];
+    *expire = pk_be64_get(v + 2);
+    *count = v[0] == PK__T_STRING ? 0 : pk_be64_get(v + PK__META_HDR);
+    return 0;
+}
+
+int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+    pk_keyparts kp;
+    uint8_t type;
+    uint64_t exp, cnt;
+
+    if (klen > PK_KEYENC_MAX || pk_keyenc_parse(k, klen, &kp) != 0 ||
+        kp.prefix_len > PK_KEYENC_PREFIX_MAX) {
+        return PK_ECORRUPT;
+    }
+    switch (kp.tag) {
+    case PK_TAG_META:
+        return kp.sub_len == 0 ? pk__meta_parse(v, vlen, &type, &exp, &cnt)
+                               : PK_ECORRUPT;
+    case PK_TAG_ZMEMBER:
+        return vlen == 8 ? 0 : PK_ECORRUPT;
+    case PK_TAG_ZSCORE:
+        return vlen == 0 && kp.sub_len >= 8 ? 0 : PK_ECORRUPT;
+    }
+    return 0;
+}
+
+int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v)
+{
+    MDB_val key = {klen, (void *)k};
+    int rc = mdb_get(t->txn, t->s->data, &key, v);
+
+    if (rc == MDB_NOTFOUND) {
+        return PK_ENOTFOUND;
+    }
+    return rc == 0 ? 0 : pk__fail(t, pk__err(rc));
+}
+
+/* Appends one physical entry to the operation's change record. */
+static int log_add(pk_txn *t, uint8_t op, const uint8_t *k, size_t klen,
+                   const void *v, size_t vlen)
+{
+    pk__buf *b = &t->log;
+    uint8_t *p;
+
+    if (t->op_flags & PK__OP_NOLOG) {
+        return 0;
+    }
+    klen -= 4; /* the partition is the log's, not the entry's */
+    if (pk__buf_reserve(b, 1 + 2 + klen + 4 + vlen) != 0) {
+        return PK_ENOMEM;
+    }
+    p = b->p + b->len;
+    *p++ = op;
+    *p++ = (uint8_t)(klen >> 8);
+    *p++ = (uint8_t)klen;
+    if (klen > 0) {
+        memcpy(p, k + 4, klen);
+        p += klen;
+    }
+    if (op == PK__LOG_PUT) {
+        pk_be32_put(p, (uint32_t)vlen);
+        if (vlen > 0) {
+            memcpy(p + 4, v, vlen);
+        }
+        p += 4 + vlen;
+    }
+    b->len = (size_t)(p - b->p);
+    return 0;
+}
+
+/* Adds (add != 0) or removes the expiry index entry (when, prefix). */
+static int expiry_set(pk_txn *t, uint64_t when, const uint8_t *prefix,
+                      size_t plen, int add)
+{
+    uint8_t kb[PK_KEYENC_MAX];
+    MDB_val k = {8 + plen, kb}, v = {0, ""};
+    int rc;
+
+    if (when == 0) {
+        return 0;
+    }
+    pk_be64_put(kb, when);
+    memcpy(kb + 8, prefix, plen);
+    rc = add ? mdb_put(t->txn, t->s->expiry, &k, &v, 0)
+             : mdb_del(t->txn, t->s->expiry, &k, NULL);
+    return rc == MDB_NOTFOUND ? 0 : pk__err(rc);
+}
+
+static uint64_t meta_expire(const uint8_t *v, size_t n)
+{
+    return n >= PK__META_HDR ? pk_be64_get(v + 2) : 0;
+}
+
+static void sub_sat(uint64_t *a, uint64_t b)
+{
+    *a = *a > b ? *a - b : 0;
+}
+
+int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
+                size_t vlen)
+{
+    MDB_val key = {klen, (void *)k}, old, val = {vlen, (void *)v};
+    uint64_t old_exp = 0, new_exp = 0;
+    pk_keyparts kp;
+    int rc, meta;
+
+    assert(t->op_open && pk_be32_get(k) == t->op_part);
+    if (v == NULL) {
+        v = ""; /* an empty value may come as {NULL, 0} */
+        val.mv_data = (void *)v;
+    }
+    if (pk_keyenc_parse(k, klen, &kp) != 0) {
+        return pk__fail(t, PK_ECORRUPT);
+    }
+    meta = kp.tag == PK_TAG_META;
+    rc = mdb_get(t->txn, t->s->data, &key, &old);
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        return pk__fail(t, pk__err(rc));
+    }
+    if (rc == 0) {
+        sub_sat(&t->st.bytes, klen + old.mv_size);
+        old_exp = meta ? meta_expire(old.mv_data, old.mv_size) : 0;
+    } else if (meta) {
+        t->st.keys++;
+    }
+    new_exp = meta ? meta_expire(v, vlen) : 0;
+    t->st.bytes += klen + vlen;
+    t->st_dirty = 1;
+    /* Log first: v may not survive the put if it points into the map. */
+    if ((rc = log_add(t, PK__LOG_PUT, k, klen, v, vlen)) != 0 ||
+        (rc = pk__err(mdb_put(t->txn, t->s->data, &key, &val, 0))) != 0) {
+        return pk__fail(t, rc);
+    }
+    if (old_exp != new_exp &&
+        ((rc = expiry_set(t, old_exp, k, kp.prefix_len, 0)) != 0 ||
+         (rc = expiry_set(t, new_exp, k, kp.prefix_len, 1)) != 0)) {
+        return pk__fail(t, rc);
+    }
+    return 0;
+}
+
+/* Deletes the record under cursor c, whose key and value are k and v. */
+static int del_current(pk_txn *t, MDB_cursor *c, MDB_val *k, MDB_val *v)
+{
+    pk_keyparts kp;
+    uint8_t prefix[PK_KEYENC_MAX];
+    uint64_t exp = 0;
+    size_t plen = 0;
+    int rc;
+
+    if (pk_keyenc_parse(k->mv_data, k->mv_size, &kp) != 0) {
+        return PK_ECORRUPT;
+    }
+    if (kp.tag == PK_TAG_META) {
+        exp = meta_expire(v->mv_data, v->mv_size);
+        plen = kp.prefix_len;
+        memcpy(prefix, k->mv_data, plen);
+        sub_sat(&t->st.keys, 1);
+    }
+    sub_sat(&t->st.bytes, k->mv_size + v->mv_size);
+    t->st_dirty = 1;
+    rc = mdb_cursor_del(c, 0);
+    if (rc != 0) {
+        return pk__err(rc);
+    }
+    return expiry_set(t, exp, prefix, plen, 0);
+}
+
+int pk__rec_del(pk_txn *t, const uint8_t *k, size_t klen, int *deleted)
+{
+    MDB_val key = {klen, (void *)k}, v;
+    MDB_cursor *c;
+    int rc;
+
+    assert(t->op_open && pk_be32_get(k) == t->op_part);
+    rc = mdb_cursor_open(t->txn, t->s->data, &c);
+    if (rc != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    rc = mdb_cursor_get(c, &key, &v, MDB_SET_KEY);
+    if (rc == 0) {
+        rc = log_add(t, PK__LOG_DEL, k, klen, NULL, 0);
+        rc = rc ? rc : del_current(t, c, &key, &v);
+        if (deleted != NULL) {
+            *deleted = 1;
+        }
+    } else if (rc == MDB_NOTFOUND) {
+        rc = 0;
+    } else {
+        rc = pk__err(rc);
+    }
+    mdb_cursor_close(c);
+    return pk__fail(t, rc);
+}
+
+int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
+                      size_t limit, size_t *n)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    size_t done = 0;
+    int rc;
+
+    assert(t->op_open && plen >= 4 && pk_be32_get(prefix) == t->op_part);
+    /* A bounded delete would not replay as one entry. */
+    assert(limit == 0 || (t->op_flags & PK__OP_NOLOG));
+    rc = mdb_cursor_open(t->txn, t->s->data, &c);
+    if (rc != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    for (;;) {
+        k.mv_size = plen;
+        k.mv_data = (void *)prefix;
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND ||
+            (rc == 0 &&
+             (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0))) {
+            rc = 0;
+            break;
+        }
+        rc = rc ? pk__err(rc) : del_current(t, c, &k, &v);
+        if (rc != 0 || (++done == limit)) {
+            break;
+        }
+    }
+    mdb_cursor_close(c);
+    if (rc == 0 && done > 0) {
+        rc = log_add(t, PK__LOG_DELPREFIX, prefix, plen, NULL, 0);
+    }
+    if (n != NULL) {
+        *n = done;
+    }
+    return pk__fail(t, rc);
+}
+
+int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                  uint64_t now, pk__meta *m)
+{
+    uint64_t expire, count;
+    uint8_t type;
+    MDB_val v;
+    int rc;
+
+    m->exists = 0;
+    m->type = 0;
+    m->expire = 0;
+    m->count = 0;
+    m->val = NULL;
+    m->vlen = 0;
+    rc =
+        pk_keyenc_prefix(part, key, klen, m->key, sizeof(m->key) - 1, &m->plen);
+    if (rc != 0) {
+        return rc;
+    }
+    m->key[m->plen] = PK_TAG_META;
+    rc = pk__rec_get(t, m->key, m->plen + 1, &v);
+    if (rc != 0) {
+        return rc == PK_ENOTFOUND ? 0 : rc;
+    }
+    rc = pk__meta_parse(v.mv_data, v.mv_size, &type, &expire, &count);
+    if (rc != 0) {
+        return pk__fail(t, rc);
+    }
+    if (expire != 0 && expire <= now) {
+        return t->rdonly || !t->op_open ? 0 : pk__key_drop(t, m);
+    }
+    m->exists = 1;
+    m->type = type;
+    m->expire = expire;
+    m->count = count;
+    m->val = (const uint8_t *)v.mv_data + PK__META_HDR;
+    m->vlen = v.mv_size - PK__META_HDR;
+    return 0;
+}
+
+int pk__meta_put(pk_txn *t, pk__meta *m, const void *a, size_t alen,
+                 const void *b, size_t blen)
+{
+    size_t n = PK__META_HDR + (m->type == PK__T_STRING ? alen + blen : 8);
+    uint8_t *p;
+
+    if (m->type == PK__T_STRING && alen + blen > PK_STORE_VALUE_MAX) {
+        return PK_ERANGE;
+    }
+    t->val.len = 0;
+    if (pk__buf_reserve(&t->val, n) != 0) {
+        return pk__fail(t, PK_ENOMEM);
+    }
+    p = t->val.p;
+    p[0] = m->type;
+    p[1] = 0;
+    pk_be64_put(p + 2, m->expire);
+    if (m->type != PK__T_STRING) {
+        pk_be64_put(p + PK__META_HDR, m->count);
+    } else {
+        if (alen > 0) {
+            memcpy(p + PK__META_HDR, a, alen);
+        }
+        if (blen > 0) {
+            memcpy(p + PK__META_HDR + alen, b, blen);
+        }
+    }
+    m->exists = 1;
+    return pk__rec_put(t, m->key, m->plen + 1, p, n);
+}
+
+int pk__key_drop(pk_txn *t, pk__meta *m)
+{
+    m->exists = 0;
+    return pk__rec_delprefix(t, m->key, m->plen, 0, NULL);
+}
+
+int pk__scratch_copy(pk_txn *t, const void *p, size_t n, const void **out)
+{
+    t->scratch.len = 0;
+    if (pk__buf_reserve(&t->scratch, n + 1) != 0) {
+        return pk__fail(t, PK_ENOMEM);
+    }
+    if (n > 0) {
+        memcpy(t->scratch.p, p, n);
+    }
+    *out = t->scratch.p;
+    return 0;
+}
