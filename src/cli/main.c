@@ -13,6 +13,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: partkv <command> [options]\n"
                "\n"
                "commands:\n"
+               "  server [options]         run one node (see README)\n"
                "  sim reference            run the reference experiments\n"
                "  sim compare [options]    compare placements on your keys\n"
                "  help                     this text\n");
@@ -26,6 +27,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "sim") == 0)
         return pk_cli_sim(argc - 1, argv + 1);
+    if (strcmp(argv[1], "server") == 0)
+        return pk_cli_server(argc - 1, argv + 1);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage(stdout);

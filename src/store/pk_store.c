@@ -164,7 +164,10 @@ fail:
 int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out)
 {
     pk_store_opts o = {0, PK_FSYNC_ALWAYS};
-    unsigned flags = MDB_NOTLS;
+    /* WRITEMAP: commits touch the map directly instead of pwrite()ing
+     * every dirty page -- the difference between ~25k and far more group
+     * commits per second. */
+    unsigned flags = MDB_NOTLS | MDB_WRITEMAP;
     pk_store *s;
     int rc, dead;
 

@@ -1,0 +1,134 @@
+/*
+ * partkv server: runs one node in the foreground.
+ *
+ *   partkv server [--port P] [--bind ADDR] [--dir D]
+ *                 [--fsync always|everysec|no] [--requirepass PW]
+ *                 [--protected-mode yes|no] [--proto-max-bulk-len N]
+ *                 [--maxclients N] [--map-size BYTES]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "server/pk_server.h"
+
+static int bad(const char *flag, const char *val, const char *want)
+{
+    fprintf(stderr, "partkv server: %s %s, got '%s'\n", flag, want, val);
+    return -1;
+}
+
+static int num(const char *flag, const char *s, unsigned long long lo,
+               unsigned long long hi, unsigned long long *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (*s == '\0' || *s == '-' || *end || errno || v < lo || v > hi) {
+        char want[96];
+        snprintf(want, sizeof(want), "needs a number from %llu to %llu", lo,
+                 hi);
+        return bad(flag, s, want);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, pk_server_config *c)
+{
+    static const struct option opts[] = {
+        {"port", required_argument, NULL, 'p'},
+        {"bind", required_argument, NULL, 'b'},
+        {"dir", required_argument, NULL, 'd'},
+        {"fsync", required_argument, NULL, 'f'},
+        {"requirepass", required_argument, NULL, 'a'},
+        {"protected-mode", required_argument, NULL, 'P'},
+        {"proto-max-bulk-len", required_argument, NULL, 'B'},
+        {"maxclients", required_argument, NULL, 'm'},
+        {"map-size", required_argument, NULL, 'M'},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned long long v;
+    int ch, rc = 0;
+
+    opterr = 0;
+    optind = 1;
+    while (rc == 0 && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'p':
+            rc = num("--port", optarg, 0, 65535, &v);
+            c->port = (int)v;
+            break;
+        case 'b':
+            c->bind = optarg;
+            break;
+        case 'd':
+            c->dir = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "always") == 0)
+                c->fsync = PK_FSYNC_ALWAYS;
+            else if (strcmp(optarg, "everysec") == 0)
+                c->fsync = PK_FSYNC_EVERYSEC;
+            else if (strcmp(optarg, "no") == 0)
+                c->fsync = PK_FSYNC_NO;
+            else
+                rc = bad("--fsync", optarg, "must be always, everysec or no");
+            break;
+        case 'a':
+            c->requirepass = *optarg ? optarg : NULL;
+            break;
+        case 'P':
+            if (strcmp(optarg, "yes") == 0 || strcmp(optarg, "no") == 0)
+                c->protected_mode = strcmp(optarg, "yes") == 0;
+            else
+                rc = bad("--protected-mode", optarg, "must be yes or no");
+            break;
+        case 'B':
+            rc = num("--proto-max-bulk-len", optarg, 1024, 1ull << 40, &v);
+            c->proto_max_bulk_len = (size_t)v;
+            break;
+        case 'm':
+            rc = num("--maxclients", optarg, 1, 1000000, &v);
+            c->maxclients = (int)v;
+            break;
+        case 'M':
+            rc = num("--map-size", optarg, 1ull << 20, 1ull << 44, &v);
+            c->map_size = v;
+            break;
+        default:
+            fprintf(stderr,
+                    "partkv server: unknown or incomplete option '%s'\n",
+                    argv[optind - 1]);
+            rc = -1;
+        }
+    }
+    if (rc == 0 && optind < argc) {
+        fprintf(stderr, "partkv server: unexpected argument '%s'\n",
+                argv[optind]);
+        rc = -1;
+    }
+    return rc;
+}
+
+int pk_cli_server(int argc, char **argv)
+{
+    pk_server_config c;
+    struct stat st;
+
+    pk_server_config_default(&c);
+    if (parse(argc, argv, &c) != 0)
+        return 2;
+    if (stat(c.dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "partkv server: --dir '%s' is not a directory\n",
+                c.dir);
+        return 2;
+    }
+    return pk_server_run(&c);
+}

@@ -1,0 +1,79 @@
+/*
+ * pk_cmd: the command table -- name, arity, flags and key positions of
+ * every command a node serves, as COMMAND reports them to clients -- and
+ * the helpers command implementations share.  Internal to src/server.
+ */
+#ifndef PK_SERVER_PK_CMD_H
+#define PK_SERVER_PK_CMD_H
+
+#include <stdint.h>
+
+#include "server/pk_srv.h"
+#include "store/pk_slice.h"
+
+#define PK_CMD_WRITE 0x01u
+#define PK_CMD_READONLY 0x02u
+#define PK_CMD_FAST 0x04u
+#define PK_CMD_ADMIN 0x08u
+#define PK_CMD_NOAUTH 0x10u /* runs before AUTH */
+#define PK_CMD_STALE 0x20u
+#define PK_CMD_LOADING 0x40u
+
+typedef void (*pk_cmd_fn)(pk_cmd_ctx *x);
+
+typedef struct pk_cmd {
+    const char *name; /* lower case; the table is sorted by name */
+    int arity;        /* N: exactly N args (name included); -N: at least N */
+    unsigned flags;   /* PK_CMD_* */
+    int first, last, step; /* key positions as COMMAND reports them */
+    const char *acl;  /* ACL categories, space separated, without '@' */
+    pk_cmd_fn fn;
+} pk_cmd;
+
+/* The command named by a (any case), or NULL. */
+const pk_cmd *pk_cmd_find(const char *name, size_t len);
+
+/* The whole table, sorted; *n receives its length. */
+const pk_cmd *pk_cmd_table(size_t *n);
+
+/* Helpers shared by the command files. */
+int pk_arg_eq(const pk_arg *a, const char *lit);
+int pk_arg_i64(const pk_arg *a, int64_t *v);
+int pk_arg_double(const pk_arg *a, double *v);
+void pk_reply_syntax(pk_cmd_ctx *x);
+void pk_reply_notint(pk_cmd_ctx *x);
+
+void pk_reply_slice(pk_cmd_ctx *x, pk_slice v); /* bulk, or nil */
+/* A store read's result: v, nil for PK_ENOTFOUND, or the error. */
+void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v);
+
+/* The command's clock: wall-clock ms of the read that brought it. */
+#define NOW(x) ((x)->srv->now_ms)
+
+/* Declares t as the iteration's transaction, or returns after the error
+ * reply pk_srv_txn made. */
+#define TXN_OR_RETURN(x, t)                                                    \
+    pk_txn *t = pk_srv_txn(x);                                                 \
+    if (t == NULL)                                                             \
+    return
+
+/* The key arguments' partition and bytes, for store calls. */
+#define PK_KEY(x, i)                                                           \
+    pk_srv_part((x)->srv, (x)->argv[i].ptr, (x)->argv[i].len),                 \
+        (x)->argv[i].ptr, (x)->argv[i].len
+
+/* Command implementations, one file per family. */
+#define PK__CMDS(X)                                                            \
+    X(append) X(auth) X(client) X(command) X(config) X(dbsize) X(decr)         \
+    X(decrby) X(del) X(echo) X(exists) X(expire) X(flushall) X(get)            \
+    X(getdel) X(hdel) X(hello) X(hexists) X(hget) X(hgetall) X(hincrby)        \
+    X(hlen) X(hmget) X(hset) X(incr) X(incrby) X(info) X(mget) X(mset)         \
+    X(persist) X(pexpire) X(ping) X(pk_partitions) X(pttl) X(quit)             \
+    X(reset) X(scan) X(select) X(set) X(shutdown) X(strlen) X(ttl) X(type)     \
+    X(zadd) X(zcard) X(zrange) X(zrangebylex) X(zrangebyscore) X(zrem)         \
+    X(zrevrange) X(zscore)
+#define PK__CMD_DECL(n) void pk_cmd_##n(pk_cmd_ctx *x);
+PK__CMDS(PK__CMD_DECL)
+#undef PK__CMD_DECL
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * Server commands: INFO CONFIG DBSIZE FLUSHALL SHUTDOWN SCAN and
+ * PK.PARTITIONS (per-partition keys, bytes, reads/s, writes/s).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "core/pk_err.h"
+#include "core/pk_hash.h"
+#include "server/pk_cmd.h"
+#include "store/pk_glob.h"
+#include "store/pk_key.h"
+#include "store/pk_store_part.h"
+
+#define PK_VERSION "0.1.0"
+
+void pk_cmd_dbsize(pk_cmd_ctx *x)
+{
+    TXN_OR_RETURN(x, t);
+    uint64_t n;
+    int rc = pk_store_dbsize(t, &n);
+
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, (int64_t)n);
+}
+
+void pk_cmd_flushall(pk_cmd_ctx *x)
+{
+    if (x->argc > 2 || (x->argc == 2 && !pk_arg_eq(&x->argv[1], "sync") &&
+                        !pk_arg_eq(&x->argv[1], "async"))) {
+        pk_reply_syntax(x);
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    int rc = pk_store_flushall(t);
+
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_simple(x->out, "OK");
+}
+
+void pk_cmd_shutdown(pk_cmd_ctx *x)
+{
+    /* The connection gets no reply, as with Redis: the server commits the
+     * iteration, closes every connection and exits 0. */
+    x->c->closing = 1;
+    pk_srv_shutdown(x->srv);
+}
+
+typedef struct scan_out {
+    pk_cmd_ctx *x;
+    pk_obuf *keys;
+    size_t n;
+} scan_out;
+
+static int scan_emit(void *ctx, uint32_t part, pk_slice key)
+{
+    scan_out *o = ctx;
+
+    (void)part;
+    pk_reply_bulk(o->keys, key.ptr, key.len);
+    o->n++;
+    return 0;
+}
+
+void pk_cmd_scan(pk_cmd_ctx *x)
+{
+    pk_scan_opts o = {NULL, 0, 10, PK_TYPE_NONE};
+    int64_t cursor, count;
+    uint64_t next = 0;
+    char cur[24];
+
+    if (!pk_arg_i64(&x->argv[1], &cursor)) {
+        pk_reply_error(x->out, "ERR invalid cursor");
+        return;
+    }
+    for (int i = 2; i < x->argc; i += 2) {
+        const pk_arg *a = &x->argv[i];
+        if (i + 1 >= x->argc) {
+            pk_reply_syntax(x);
+            return;
+        }
+        if (pk_arg_eq(a, "match")) {
+            o.match = x->argv[i + 1].ptr;
+            o.match_len = x->argv[i + 1].len;
+        } else if (pk_arg_eq(a, "count")) {
+            if (!pk_arg_i64(&x->argv[i + 1], &count)) {
+                pk_reply_notint(x);
+                return;
+            }
+            if (count < 1) {
+                pk_reply_syntax(x);
+                return;
+            }
+            o.count = (size_t)count;
+        } else if (pk_arg_eq(a, "type")) {
+            const pk_arg *ty = &x->argv[i + 1];
+            o.type = pk_arg_eq(ty, "string") ? PK_TYPE_STRING
+                     : pk_arg_eq(ty, "hash") ? PK_TYPE_HASH
+                     : pk_arg_eq(ty, "zset") ? PK_TYPE_ZSET
+                                             : (pk_type)99;
+        } else {
+            pk_reply_syntax(x);
+            return;
+        }
+    }
+    TXN_OR_RETURN(x, t);
+    /* Keys are collected aside: the cursor, which comes first in the
+     * reply, is known only after the walk. */
+    pk_obuf keys;
+    pk_obuf_init(&keys);
+    scan_out so = {x, &keys, 0};
+    int rc = o.type == (pk_type)99
+                 ? PK_OK
+                 : pk_store_scan(t, (uint64_t)cursor, &o, NOW(x), scan_emit,
+                                 &so, &next);
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+    } else {
+        snprintf(cur, sizeof(cur), "%llu", (unsigned long long)next);
+        pk_reply_array(x->out, 2);
+        pk_reply_bulk_str(x->out, cur);
+        pk_reply_array(x->out, so.n);
+        pk_obuf_append(x->out, keys.data + keys.head, pk_obuf_pending(&keys));
+    }
+    pk_obuf_free(&keys);
+}
+
+/* CONFIG GET: the parameters clients and tools ask for. */
+void pk_cmd_config(pk_cmd_ctx *x)
+{
+    const pk_server_config *c = &x->srv->cfg;
+    static const char *const fsyncs[] = {"always", "everysec", "no"};
+    char port[16], bulk[24], maxc[16];
+    const char *params[][2] = {
+        {"appendfsync", fsyncs[c->fsync]},
+        {"appendonly", "no"},
+        {"bind", c->bind},
+        {"cluster-enabled", "no"},
+        {"databases", "1"},
+        {"dir", c->dir},
+        {"maxclients", maxc},
+        {"maxmemory", "0"},
+        {"maxmemory-policy", "noeviction"},
+        {"port", port},
+        {"protected-mode", c->protected_mode ? "yes" : "no"},
+        {"proto-max-bulk-len", bulk},
+        {"save", ""},
+        {"timeout", "0"},
+    };
+    size_t np = sizeof(params) / sizeof(params[0]), n = 0, pos;
+
+    snprintf(port, sizeof(port), "%d", x->srv->port);
+    snprintf(bulk, sizeof(bulk), "%zu", c->proto_max_bulk_len);
+    snprintf(maxc, sizeof(maxc), "%d", c->maxclients);
+    if (pk_arg_eq(&x->argv[1], "resetstat") && x->argc == 2) {
+        x->srv->total_cmds = x->srv->hits = x->srv->misses = 0;
+        pk_reply_simple(x->out, "OK");
+        return;
+    }
+    if (!pk_arg_eq(&x->argv[1], "get") || x->argc < 3) {
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand or wrong number of arguments "
+                        "for '%.*s'. Try CONFIG HELP.",
+                        (int)(x->argv[1].len > 64 ? 64 : x->argv[1].len),
+                        x->argv[1].ptr);
+        return;
+    }
+    pk_reply_defer(x->out, &pos);
+    for (size_t i = 0; i < np; i++) {
+        for (int a = 2; a < x->argc; a++) {
+            if (pk_glob_match(x->argv[a].ptr, x->argv[a].len, params[i][0],
+                              strlen(params[i][0]), 1)) {
+                pk_reply_bulk_str(x->out, params[i][0]);
+                pk_reply_bulk_str(x->out, params[i][1]);
+                n++;
+                break;
+            }
+        }
+    }
+    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_MAP, n);
+}
+
+void pk_cmd_pk_partitions(pk_cmd_ctx *x)
+{
+    TXN_OR_RETURN(x, t);
+    pk_part_stats st;
+    uint32_t part;
+    size_t pos, n = 0;
+    int rc = PK_OK;
+
+    pk_reply_defer(x->out, &pos);
+    for (uint64_t p = 0;
+         (rc = pk_store_part_next(t, p, &part, &st)) == PK_OK;
+         p = (uint64_t)part + 1) {
+        const pk_part_rate *r =
+            part < PK_SLOTS ? &x->srv->rates[part] : NULL;
+        pk_reply_map(x->out, x->proto, 5);
+        pk_reply_bulk_str(x->out, "partition");
+        pk_reply_int(x->out, part);
+        pk_reply_bulk_str(x->out, "keys");
+        pk_reply_int(x->out, (int64_t)st.keys);
+        pk_reply_bulk_str(x->out, "bytes");
+        pk_reply_int(x->out, (int64_t)st.bytes);
+        pk_reply_bulk_str(x->out, "reads_per_sec");
+        pk_reply_double(x->out, x->proto, r ? r->read_rate : 0);
+        pk_reply_bulk_str(x->out, "writes_per_sec");
+        pk_reply_double(x->out, x->proto, r ? r->write_rate : 0);
+        n++;
+    }
+    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY, n);
+}

@@ -1,0 +1,220 @@
+/*
+ * Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT.
+ * Texts follow Redis 7.0 exactly where clients look at them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/pk_cmd.h"
+
+#define PK_VERSION "0.1.0"
+#define PK_REDIS_VERSION "7.0.0" /* the Redis API level partkv speaks */
+
+void pk_cmd_ping(pk_cmd_ctx *x)
+{
+    if (x->argc > 2)
+        pk_reply_error(x->out,
+                       "ERR wrong number of arguments for 'ping' command");
+    else if (x->argc == 2)
+        pk_reply_bulk(x->out, x->argv[1].ptr, x->argv[1].len);
+    else
+        pk_reply_simple(x->out, "PONG");
+}
+
+void pk_cmd_echo(pk_cmd_ctx *x)
+{
+    pk_reply_bulk(x->out, x->argv[1].ptr, x->argv[1].len);
+}
+
+/* Only the "default" user exists; without --requirepass it has no
+ * password and any password is accepted, as in Redis. */
+static int check_pass(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass)
+{
+    const char *want = x->srv->cfg.requirepass;
+
+    if (user && !pk_arg_eq(user, "default"))
+        return 0;
+    return want == NULL ||
+           (pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0);
+}
+
+void pk_cmd_auth(pk_cmd_ctx *x)
+{
+    if (x->argc > 3) {
+        pk_reply_syntax(x);
+        return;
+    }
+    if (x->srv->cfg.requirepass == NULL && x->argc == 2) {
+        pk_reply_error(x->out,
+                       "ERR AUTH <password> called without any password "
+                       "configured for the default user. Are you sure "
+                       "your configuration is correct?");
+        return;
+    }
+    if (!check_pass(x, x->argc == 3 ? &x->argv[1] : NULL,
+                    &x->argv[x->argc - 1])) {
+        pk_reply_error(x->out, "WRONGPASS invalid username-password pair or "
+                               "user is disabled.");
+        return;
+    }
+    x->c->authed = 1;
+    pk_reply_simple(x->out, "OK");
+}
+
+static int set_name(pk_cmd_ctx *x, const pk_arg *a)
+{
+    for (size_t i = 0; i < a->len; i++) {
+        if (a->ptr[i] < '!' || a->ptr[i] > '~') {
+            pk_reply_error(x->out, "ERR Client names cannot contain spaces, "
+                                   "newlines or special characters.");
+            return 0;
+        }
+    }
+    snprintf(x->c->name, sizeof(x->c->name), "%.*s", (int)a->len, a->ptr);
+    return 1;
+}
+
+void pk_cmd_hello(pk_cmd_ctx *x)
+{
+    int64_t ver = x->c->proto;
+    int i = 2;
+
+    if (x->argc >= 2 && (!pk_arg_i64(&x->argv[1], &ver))) {
+        pk_reply_error(x->out, "ERR Protocol version is not an integer or "
+                               "out of range");
+        return;
+    }
+    if (ver < 2 || ver > 3) {
+        pk_reply_error(x->out, "NOPROTO unsupported protocol version");
+        return;
+    }
+    for (; i < x->argc; i++) {
+        if (pk_arg_eq(&x->argv[i], "auth") && i + 2 < x->argc) {
+            if (!check_pass(x, &x->argv[i + 1], &x->argv[i + 2])) {
+                pk_reply_error(x->out, "WRONGPASS invalid username-password "
+                                       "pair or user is disabled.");
+                return;
+            }
+            x->c->authed = 1;
+            i += 2;
+        } else if (pk_arg_eq(&x->argv[i], "setname") && i + 1 < x->argc) {
+            if (!set_name(x, &x->argv[++i]))
+                return;
+        } else {
+            pk_reply_errorf(x->out, "ERR Syntax error in HELLO option '%.*s'",
+                            (int)x->argv[i].len, x->argv[i].ptr);
+            return;
+        }
+    }
+    if (!x->c->authed) {
+        pk_reply_error(x->out,
+                       "NOAUTH HELLO must be called with the client already "
+                       "authenticated, otherwise the HELLO <proto> AUTH "
+                       "<user> <pass> option can be used to authenticate the "
+                       "client and select the RESP protocol version at the "
+                       "same time");
+        return;
+    }
+    x->c->proto = x->proto = (int)ver;
+    pk_reply_map(x->out, x->proto, 7);
+    pk_reply_bulk_str(x->out, "server");
+    pk_reply_bulk_str(x->out, "redis");
+    pk_reply_bulk_str(x->out, "version");
+    pk_reply_bulk_str(x->out, PK_REDIS_VERSION);
+    pk_reply_bulk_str(x->out, "proto");
+    pk_reply_int(x->out, ver);
+    pk_reply_bulk_str(x->out, "id");
+    pk_reply_int(x->out, (int64_t)x->c->id);
+    pk_reply_bulk_str(x->out, "mode");
+    pk_reply_bulk_str(x->out, "standalone");
+    pk_reply_bulk_str(x->out, "role");
+    pk_reply_bulk_str(x->out, "master");
+    pk_reply_bulk_str(x->out, "modules");
+    pk_reply_array(x->out, 0);
+}
+
+void pk_cmd_select(pk_cmd_ctx *x)
+{
+    int64_t db;
+
+    if (!pk_arg_i64(&x->argv[1], &db)) {
+        pk_reply_notint(x);
+        return;
+    }
+    if (db != 0) {
+        pk_reply_error(x->out, "ERR DB index is out of range");
+        return;
+    }
+    pk_reply_simple(x->out, "OK");
+}
+
+void pk_cmd_quit(pk_cmd_ctx *x)
+{
+    pk_reply_simple(x->out, "OK");
+    x->c->closing = 1;
+}
+
+void pk_cmd_reset(pk_cmd_ctx *x)
+{
+    x->c->proto = x->proto = 2;
+    x->c->name[0] = '\0';
+    x->c->authed = x->srv->cfg.requirepass == NULL;
+    pk_reply_simple(x->out, "RESET");
+}
+
+static void client_info_line(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n)
+{
+    uint64_t now = pk_srv_wall_ms();
+
+    snprintf(buf, n,
+             "id=%llu addr=%s laddr=%s fd=-1 name=%s age=%llu idle=%llu "
+             "flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu "
+             "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 "
+             "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default "
+             "redir=-1 resp=%d\n",
+             (unsigned long long)c->id, c->addr, c->laddr, c->name,
+             (unsigned long long)(now - c->created_ms) / 1000,
+             (unsigned long long)(now - c->last_ms) / 1000,
+             pk_resp_buffered(c->parser), pk_obuf_pending(&c->out),
+             pk_resp_memory(c->parser) + c->out.cap + c->wire.cap,
+             c->last_cmd ? c->last_cmd : "NULL", c->proto);
+    (void)x;
+}
+
+void pk_cmd_client(pk_cmd_ctx *x)
+{
+    const pk_arg *sub = &x->argv[1];
+    char line[1024];
+
+    if (pk_arg_eq(sub, "setname") && x->argc == 3) {
+        if (set_name(x, &x->argv[2]))
+            pk_reply_simple(x->out, "OK");
+    } else if (pk_arg_eq(sub, "getname") && x->argc == 2) {
+        if (x->c->name[0])
+            pk_reply_bulk_str(x->out, x->c->name);
+        else
+            pk_reply_null(x->out, x->proto);
+    } else if (pk_arg_eq(sub, "id") && x->argc == 2) {
+        pk_reply_int(x->out, (int64_t)x->c->id);
+    } else if (pk_arg_eq(sub, "info") && x->argc == 2) {
+        client_info_line(x, x->c, line, sizeof(line));
+        pk_reply_verbatim(x->out, x->proto, "txt", line, strlen(line));
+    } else if (pk_arg_eq(sub, "list")) {
+        pk_obuf all;
+        pk_obuf_init(&all);
+        for (pk_conn *c = x->srv->conns; c; c = c->next) {
+            client_info_line(x, c, line, sizeof(line));
+            pk_obuf_append(&all, line, strlen(line));
+        }
+        pk_reply_verbatim(x->out, x->proto, "txt", all.data + all.head,
+                          pk_obuf_pending(&all));
+        pk_obuf_free(&all);
+    } else if (pk_arg_eq(sub, "setinfo") && x->argc == 4) {
+        pk_reply_simple(x->out, "OK");
+    } else {
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand or wrong number of arguments "
+                        "for '%.*s'. Try CLIENT HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    }
+}

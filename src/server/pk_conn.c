@@ -1,0 +1,293 @@
+/*
+ * pk_conn: one client connection -- reading into the RESP parser, running
+ * each complete command, and writing replies in order.
+ *
+ * Replies go to `out` during an iteration and are handed to the socket only
+ * in the check phase, after the group commit (pk_server.c).  A partial
+ * write moves `out` to `wire`, which stays untouched until its uv_write
+ * completes, so new replies never move memory the kernel is reading.
+ *
+ * Backpressure: a client with more than PK_CONN_OBUF_HIGH bytes of replies
+ * pending (one that pipelines and never reads) is not read from, and its
+ * buffered commands wait, until the socket drains.  Memory per connection
+ * is thus bounded by the parser's limits plus about two high-water marks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "server/pk_srv.h"
+
+static void process(pk_conn *c);
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    pk_conn *c = (pk_conn *)h;
+    size_t got = 0;
+    char *p = NULL;
+
+    if (pk_resp_space(c->parser, suggested, &p, &got) != PK_OK) {
+        /* Query buffer limit reached or no memory: libuv reports
+         * UV_ENOBUFS to on_read, which closes the connection. */
+        got = 0;
+        p = NULL;
+    }
+    *buf = uv_buf_init(p, (unsigned)got);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    pk_conn *c = (pk_conn *)st;
+
+    (void)buf;
+    if (nread < 0) {
+        pk_conn_close(c);
+        return;
+    }
+    if (nread == 0)
+        return;
+    pk_resp_commit(c->parser, (size_t)nread);
+    c->last_ms = c->srv->now_ms = pk_srv_wall_ms();
+    process(c);
+}
+
+static void read_start(pk_conn *c)
+{
+    if (!c->reading && !c->closing && !c->freed) {
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+        c->reading = 1;
+    }
+}
+
+static void read_stop(pk_conn *c)
+{
+    if (c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = 0;
+    }
+}
+
+/* Enrols c in this iteration's group commit before its first command. */
+static void iter_join(pk_conn *c)
+{
+    pk_server *s = c->srv;
+
+    if (c->in_iter)
+        return;
+    c->in_iter = 1;
+    c->iter_mark = pk_obuf_pending(&c->out);
+    c->iter_cmds = 0;
+    c->iter_next = s->iter;
+    s->iter = c;
+}
+
+/* Runs every complete buffered command, until backpressure or close. */
+static void process(pk_conn *c)
+{
+    pk_cmd_ctx x = {c->srv, c, 0, NULL, &c->out, 0};
+    int rc;
+
+    while (!c->closing && !c->freed) {
+        if (pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) >
+            PK_CONN_OBUF_HIGH) {
+            read_stop(c);
+            return;
+        }
+        rc = pk_resp_next(c->parser, &x.argc, &x.argv);
+        if (rc == 0)
+            break;
+        iter_join(c);
+        if (rc < 0) {
+            pk_reply_error(&c->out, rc == PK_EPROTO
+                                        ? pk_resp_error(c->parser)
+                                        : "ERR out of memory");
+            c->closing = 1;
+            break;
+        }
+        c->iter_cmds++;
+        x.proto = c->proto;
+        pk_cmd_dispatch(&x);
+        c->srv->total_cmds++;
+    }
+    read_start(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    pk_conn *c = req->data;
+
+    c->writing = 0;
+    pk_obuf_reset(&c->wire);
+    if (c->freed)
+        return;
+    if (status < 0) {
+        pk_conn_close(c);
+        return;
+    }
+    /* Commands held back by backpressure run now; their replies go out
+     * after this iteration's commit, like any others. */
+    process(c);
+    pk_conn_flush(c);
+}
+
+void pk_conn_flush(pk_conn *c)
+{
+    size_t n;
+    int w;
+
+    if (c->freed || c->writing)
+        return;
+    n = pk_obuf_pending(&c->out);
+    if (n) {
+        uv_buf_t b = uv_buf_init(c->out.data + c->out.head, (unsigned)n);
+        w = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (w > 0)
+            pk_obuf_consume(&c->out, (size_t)w);
+        else if (w != UV_EAGAIN) {
+            pk_conn_close(c);
+            return;
+        }
+        n = pk_obuf_pending(&c->out);
+    }
+    if (n) {
+        pk_obuf tmp = c->wire;
+        uv_buf_t b;
+        c->wire = c->out;
+        c->out = tmp;
+        b = uv_buf_init(c->wire.data + c->wire.head, (unsigned)n);
+        c->wreq.data = c;
+        c->writing = 1;
+        if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
+            c->writing = 0;
+            pk_conn_close(c);
+        }
+        return;
+    }
+    if (c->closing)
+        pk_conn_close(c);
+}
+
+static void on_close(uv_handle_t *h)
+{
+    pk_conn *c = (pk_conn *)h;
+
+    pk_resp_parser_free(c->parser);
+    pk_obuf_free(&c->out);
+    pk_obuf_free(&c->wire);
+    free(c);
+}
+
+void pk_conn_close(pk_conn *c)
+{
+    pk_server *s = c->srv;
+
+    if (c->freed)
+        return;
+    c->freed = 1;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconns--;
+    uv_close((uv_handle_t *)&c->tcp, on_close);
+}
+
+static void fmt_addr(const struct sockaddr_storage *a, char *buf, size_t n)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)a;
+        uv_ip4_name(in, ip, sizeof(ip));
+        port = ntohs(in->sin_port);
+    } else if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in = (const struct sockaddr_in6 *)a;
+        uv_ip6_name(in, ip, sizeof(ip));
+        port = ntohs(in->sin6_port);
+    }
+    snprintf(buf, n, "%s:%d", ip, port);
+}
+
+static int is_loopback(const struct sockaddr_storage *a)
+{
+    if (a->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >>
+                24) == 127;
+    if (a->ss_family == AF_INET6) {
+        const struct in6_addr *in = &((const struct sockaddr_in6 *)a)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(in) ||
+               (IN6_IS_ADDR_V4MAPPED(in) && in->s6_addr[12] == 127);
+    }
+    return 0;
+}
+
+/* Sends one error to a connection we refuse, then closes it. */
+static void refuse(pk_conn *c, const char *err)
+{
+    c->closing = 1;
+    pk_reply_error(&c->out, err);
+    pk_conn_flush(c);
+}
+
+static const char denied[] =
+    "DENIED Running in protected mode because protected mode is enabled "
+    "and no password is set for the default user. In this mode "
+    "connections are only accepted from the loopback interface. Set a "
+    "password with --requirepass or disable protected mode with "
+    "--protected-mode no.";
+
+void pk_conn_accept(uv_stream_t *listener, int status)
+{
+    pk_server *s = listener->data;
+    struct sockaddr_storage peer, local;
+    int len = sizeof(peer);
+    pk_conn *c;
+
+    if (status < 0)
+        return;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL || pk_resp_parser_new(NULL, &c->parser) != PK_OK) {
+        free(c);
+        return;
+    }
+    uv_tcp_init(&s->loop, &c->tcp);
+    c->srv = s;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, on_close);
+        return;
+    }
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    s->total_conns++;
+    c->id = s->next_id++;
+    c->proto = 2;
+    c->authed = s->cfg.requirepass == NULL;
+    c->created_ms = c->last_ms = pk_srv_wall_ms();
+    pk_obuf_init(&c->out);
+    pk_obuf_init(&c->wire);
+    uv_tcp_nodelay(&c->tcp, 1);
+    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &len);
+    fmt_addr(&peer, c->addr, sizeof(c->addr));
+    len = sizeof(local);
+    uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&local, &len);
+    fmt_addr(&local, c->laddr, sizeof(c->laddr));
+    if (s->cfg.protected_mode && s->cfg.requirepass == NULL &&
+        !is_loopback(&peer)) {
+        s->rejected_conns++;
+        refuse(c, denied);
+        return;
+    }
+    if ((int)s->nconns > s->cfg.maxclients) {
+        s->rejected_conns++;
+        refuse(c, "ERR max number of clients reached");
+        return;
+    }
+    read_start(c);
+}

@@ -1,0 +1,307 @@
+/*
+ * pk_server: the loop of one node -- listener, group commit in the check
+ * phase, timers and signals.  See pk_server.h for the iteration model.
+ */
+#include "server/pk_server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "core/pk_err.h"
+#include "core/pk_hash.h"
+#include "server/pk_srv.h"
+#include "store/pk_store_part.h"
+
+#define EXPIRE_HZ_MS 100
+#define EXPIRE_MAX_KEYS 200
+
+void pk_server_config_default(pk_server_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->bind = "127.0.0.1";
+    c->port = 6379;
+    c->dir = ".";
+    c->fsync = PK_FSYNC_EVERYSEC;
+    c->protected_mode = 1;
+    c->proto_max_bulk_len = 512u << 20;
+    c->maxclients = 10000;
+}
+
+uint64_t pk_srv_wall_ms(void)
+{
+    struct timeval tv;
+
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len)
+{
+    (void)s;
+    return pk_hash_slot(key, len);
+}
+
+pk_txn *pk_srv_txn(pk_cmd_ctx *x)
+{
+    pk_server *s = x->srv;
+    int rc;
+
+    if (s->txn)
+        return s->txn;
+    rc = pk_txn_begin(s->store, 0, &s->txn);
+    if (rc != PK_OK) {
+        s->txn = NULL;
+        pk_reply_errorf(x->out, "ERR storage unavailable: %s",
+                        pk_strerror(rc));
+        return NULL;
+    }
+    return s->txn;
+}
+
+/*
+ * Replaces the replies of every command of this iteration by an error: the
+ * transaction that held their effects (and what their reads saw) is gone.
+ */
+static void fail_iteration(pk_server *s, int rc)
+{
+    for (pk_conn *c = s->iter; c; c = c->iter_next) {
+        c->out.len = c->out.head + c->iter_mark;
+        for (uint32_t i = 0; i < c->iter_cmds; i++)
+            pk_reply_errorf(&c->out,
+                            "ERR write not committed, nothing was "
+                            "changed: %s",
+                            pk_strerror(rc));
+    }
+    s->commit_failures++;
+}
+
+/* The check phase: commit, then send.  Runs once per loop iteration. */
+static void on_check(uv_check_t *h)
+{
+    pk_server *s = h->data;
+    pk_conn *c, *next;
+
+    if (s->txn) {
+        int rc = pk_txn_commit(s->txn);
+        s->txn = NULL;
+        s->commits++;
+        if (rc != PK_OK)
+            fail_iteration(s, rc);
+    }
+    for (c = s->iter; c; c = next) {
+        next = c->iter_next;
+        c->iter_next = NULL;
+        c->in_iter = 0;
+        c->iter_cmds = 0;
+        pk_conn_flush(c);
+    }
+    s->iter = NULL;
+    if (s->shutting_down)
+        uv_stop(&s->loop);
+}
+
+/* Active expiry: deletes a bounded number of due keys per tick. */
+static void on_expire(uv_timer_t *t)
+{
+    pk_server *s = t->data;
+    pk_txn *txn = s->txn;
+    size_t n = 0;
+    int own = txn == NULL;
+
+    if (own && pk_txn_begin(s->store, 0, &txn) != PK_OK)
+        return;
+    if (pk_store_expire_cycle(txn, pk_srv_wall_ms(), EXPIRE_MAX_KEYS, &n) ==
+        PK_OK)
+        s->expired_keys += n;
+    if (own) {
+        if (n)
+            pk_txn_commit(txn);
+        else
+            pk_txn_abort(txn);
+    }
+}
+
+/* Samples per-partition counters once a second for reads/s, writes/s. */
+static void on_rate(uv_timer_t *t)
+{
+    pk_server *s = t->data;
+    pk_txn *txn;
+    pk_part_stats st;
+    uint32_t part;
+
+    s->ops_rate = s->total_cmds - s->ops_last;
+    s->ops_last = s->total_cmds;
+    if (pk_txn_begin(s->store, 1, &txn) != PK_OK)
+        return;
+    for (uint64_t p = 0;
+         p < PK_SLOTS && pk_store_part_next(txn, p, &part, &st) == PK_OK;
+         p = (uint64_t)part + 1) {
+        pk_part_rate *r;
+        if (part >= PK_SLOTS)
+            break;
+        r = &s->rates[part];
+        r->read_rate = (double)(st.reads - r->reads);
+        r->write_rate = (double)(st.writes - r->writes);
+        r->reads = st.reads;
+        r->writes = st.writes;
+    }
+    pk_txn_abort(txn);
+}
+
+static void sync_work(uv_work_t *w)
+{
+    pk_server *s = w->data;
+
+    s->sync_rc = pk_store_sync(s->store);
+}
+
+static void sync_done(uv_work_t *w, int status)
+{
+    pk_server *s = w->data;
+
+    (void)status;
+    s->syncing = 0;
+    if (s->sync_rc != PK_OK)
+        fprintf(stderr, "partkv: background sync failed: %s\n",
+                pk_strerror(s->sync_rc));
+}
+
+/* --fsync everysec: flush in the thread pool, one sync in flight. */
+static void on_sync(uv_timer_t *t)
+{
+    pk_server *s = t->data;
+
+    if (s->syncing)
+        return;
+    s->syncing = 1;
+    s->sync_work.data = s;
+    uv_queue_work(&s->loop, &s->sync_work, sync_work, sync_done);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    pk_srv_shutdown(h->data);
+}
+
+void pk_srv_shutdown(pk_server *s)
+{
+    s->shutting_down = 1;
+    uv_stop(&s->loop);
+}
+
+static int listen_on(pk_server *s)
+{
+    struct sockaddr_storage addr;
+    int len = sizeof(addr);
+    int rc;
+
+    if (uv_ip4_addr(s->cfg.bind, s->cfg.port, (struct sockaddr_in *)&addr) &&
+        uv_ip6_addr(s->cfg.bind, s->cfg.port, (struct sockaddr_in6 *)&addr)) {
+        fprintf(stderr, "partkv: bad --bind address '%s'\n", s->cfg.bind);
+        return -1;
+    }
+    uv_tcp_init(&s->loop, &s->listener);
+    s->listener.data = s;
+    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&s->listener, 511, pk_conn_accept);
+    if (rc != 0) {
+        fprintf(stderr, "partkv: cannot listen on %s:%d: %s\n", s->cfg.bind,
+                s->cfg.port, uv_strerror(rc));
+        return -1;
+    }
+    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&addr, &len);
+    s->port = ntohs(addr.ss_family == AF_INET6
+                        ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                        : ((struct sockaddr_in *)&addr)->sin_port);
+    return 0;
+}
+
+static void init_handles(pk_server *s)
+{
+    uv_check_start(&s->check, on_check);
+    uv_timer_init(&s->loop, &s->expire_timer);
+    s->expire_timer.data = s;
+    uv_timer_start(&s->expire_timer, on_expire, EXPIRE_HZ_MS, EXPIRE_HZ_MS);
+    uv_timer_init(&s->loop, &s->rate_timer);
+    s->rate_timer.data = s;
+    uv_timer_start(&s->rate_timer, on_rate, 1000, 1000);
+    uv_timer_init(&s->loop, &s->sync_timer);
+    s->sync_timer.data = s;
+    if (s->cfg.fsync == PK_FSYNC_EVERYSEC)
+        uv_timer_start(&s->sync_timer, on_sync, 1000, 1000);
+    uv_signal_init(&s->loop, &s->sigterm);
+    s->sigterm.data = s;
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    uv_signal_init(&s->loop, &s->sigint);
+    s->sigint.data = s;
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+}
+
+/* The remaining handles are embedded in pk_server: nothing to free. */
+static void close_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/*
+ * Commits and answers what the last iteration executed, closes every
+ * connection (their close callbacks free them) and every other handle.
+ */
+static void teardown(pk_server *s)
+{
+    on_check(&s->check);
+    while (s->conns)
+        pk_conn_close(s->conns);
+    uv_walk(&s->loop, close_handle, NULL);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    if (s->store && s->cfg.fsync != PK_FSYNC_NO)
+        pk_store_sync(s->store);
+}
+
+int pk_server_run(const pk_server_config *cfg)
+{
+    pk_server *s = calloc(1, sizeof(*s));
+    pk_store_opts so = {cfg->map_size, cfg->fsync};
+    int rc, status = 1;
+
+    if (s == NULL)
+        return 1;
+    s->cfg = *cfg;
+    s->rates = calloc(PK_SLOTS, sizeof(*s->rates));
+    if (s->rates == NULL || uv_loop_init(&s->loop) != 0) {
+        free(s->rates);
+        free(s);
+        return 1;
+    }
+    uv_check_init(&s->loop, &s->check);
+    s->check.data = s;
+    rc = pk_store_open(cfg->dir, &so, &s->store);
+    if (rc != PK_OK) {
+        fprintf(stderr, "partkv: cannot open store in '%s': %s\n", cfg->dir,
+                pk_strerror(rc));
+        goto out;
+    }
+    if (listen_on(s) != 0)
+        goto out;
+    init_handles(s);
+    s->start_ms = s->now_ms = pk_srv_wall_ms();
+    s->next_id = 1;
+    printf("partkv: ready on %s:%d pid %d\n", cfg->bind, s->port,
+           (int)uv_os_getpid());
+    fflush(stdout);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    status = 0;
+out:
+    teardown(s);
+    uv_loop_close(&s->loop);
+    pk_store_close(s->store);
+    free(s->rates);
+    free(s);
+    return status;
+}

@@ -1,0 +1,50 @@
+/*
+ * pk_server: one partkv node -- a libuv loop serving RESP clients from an
+ * LMDB store.
+ *
+ * All state hangs off one pk_server per event loop (no globals), so a later
+ * step can run one loop per core.  The loop body, per iteration:
+ *
+ *   poll  -> read callbacks: parse every complete command, execute it
+ *            against the iteration's write transaction, append its reply
+ *            to the connection's output buffer (nothing is sent yet)
+ *   check -> commit the transaction once (group commit); on success send
+ *            every pending reply, on failure replace the iteration's
+ *            replies by errors -- a write is acknowledged only once durable
+ *            per --fsync
+ *
+ * Timers: active expiry (10 Hz), per-partition rates (1 Hz), and with
+ * --fsync everysec a background LMDB sync once a second.
+ */
+#ifndef PK_SERVER_PK_SERVER_H
+#define PK_SERVER_PK_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/pk_store.h"
+
+typedef struct pk_server_config {
+    const char *bind;       /* listen address, default "127.0.0.1" */
+    int port;               /* 0 picks an ephemeral port */
+    const char *dir;        /* data directory (created if missing) */
+    pk_fsync fsync;         /* durability of acknowledged writes */
+    const char *requirepass; /* NULL: no password */
+    int protected_mode;     /* refuse non-loopback clients without a pass */
+    size_t proto_max_bulk_len;
+    uint64_t map_size;      /* LMDB map size in bytes, 0 = default */
+    int maxclients;
+} pk_server_config;
+
+/* Defaults as Redis has them where the option exists there. */
+void pk_server_config_default(pk_server_config *c);
+
+/*
+ * Runs a node until SIGTERM/SIGINT or SHUTDOWN.  Prints one line
+ * "partkv: ready on HOST:PORT pid PID" on stdout once listening.  Returns
+ * the process exit status: 0 after a clean shutdown, 1 when the node could
+ * not start (the reason printed on stderr).
+ */
+int pk_server_run(const pk_server_config *c);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * pk_srv: the server layer's internal structures, shared by the loop
+ * (pk_server.c), connections (pk_conn.c) and commands (pk_cmd*.c).  Not
+ * for use outside src/server.
+ *
+ * Ownership: the server owns the store, the listener and every connection;
+ * a connection owns its parser and output buffers.  During one loop
+ * iteration every command runs in the server's one write transaction
+ * (srv->txn), opened on first use and committed in the check phase.
+ */
+#ifndef PK_SERVER_PK_SRV_H
+#define PK_SERVER_PK_SRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "proto/pk_reply.h"
+#include "proto/pk_resp.h"
+#include "server/pk_server.h"
+#include "store/pk_store.h"
+
+#define PK_CONN_OBUF_HIGH (1u << 20) /* stop reading above 1 MiB pending */
+#define PK_NAME_LEN 64
+
+typedef struct pk_server pk_server;
+typedef struct pk_conn pk_conn;
+
+struct pk_conn {
+    uv_tcp_t tcp; /* first member: handle->data is not needed */
+    pk_server *srv;
+    pk_resp_parser *parser; /* owned */
+    pk_obuf out;            /* replies not yet handed to the socket */
+    pk_obuf wire;           /* replies in flight in a uv_write */
+    uv_write_t wreq;
+    uint64_t id;
+    int proto;          /* 2 or 3 */
+    int authed;         /* 1 when no password is set */
+    int reading;        /* uv_read_start active */
+    int closing;        /* close after pending output is flushed */
+    int writing;        /* wreq in flight */
+    int freed;          /* uv_close issued */
+    uint64_t created_ms, last_ms;
+    char name[PK_NAME_LEN];
+    char addr[64];  /* peer "ip:port" */
+    char laddr[64]; /* local "ip:port" */
+    /* Group-commit bookkeeping for the current iteration. */
+    size_t iter_mark;  /* pending output bytes before its first command */
+    uint32_t iter_cmds; /* commands executed this iteration */
+    pk_conn *iter_next; /* next connection touched this iteration */
+    int in_iter;
+    pk_conn *prev, *next; /* all connections */
+    const char *last_cmd;  /* name of the last command, static */
+};
+
+typedef struct pk_part_rate {
+    uint64_t reads, writes;   /* counters at the last sample */
+    double read_rate, write_rate; /* per second, last interval */
+} pk_part_rate;
+
+struct pk_server {
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_check_t check;
+    uv_timer_t expire_timer, rate_timer, sync_timer;
+    uv_signal_t sigterm, sigint;
+    uv_work_t sync_work;
+    int syncing;
+    int sync_rc;
+    pk_server_config cfg;
+    pk_store *store;
+    pk_txn *txn;       /* this iteration's write transaction, or NULL */
+    pk_conn *iter;     /* connections touched this iteration */
+    pk_conn *conns;    /* all connections */
+    uint32_t nconns;
+    uint64_t next_id;
+    uint64_t now_ms;   /* wall clock, refreshed per read batch */
+    uint64_t start_ms;
+    int port;          /* bound port */
+    int shutting_down;
+    /* Stats. */
+    uint64_t total_conns, total_cmds, rejected_conns, expired_keys;
+    uint64_t hits, misses, commit_failures, commits;
+    uint64_t ops_last, ops_rate;
+    pk_part_rate *rates; /* owned, PK_SLOTS entries */
+};
+
+/* Command execution context, one per command. */
+typedef struct pk_cmd_ctx {
+    pk_server *srv;
+    pk_conn *c;
+    int argc;
+    const pk_arg *argv; /* borrowed from the parser until the next read */
+    pk_obuf *out;
+    int proto;
+} pk_cmd_ctx;
+
+/* pk_conn.c */
+void pk_conn_accept(uv_stream_t *listener, int status);
+void pk_conn_flush(pk_conn *c);
+void pk_conn_close(pk_conn *c);
+
+/* pk_server.c */
+uint64_t pk_srv_wall_ms(void);
+/* The iteration's write transaction, begun on first use; NULL after
+ * replying an error when the store cannot begin one. */
+pk_txn *pk_srv_txn(pk_cmd_ctx *x);
+/* The partition of a key (Redis Cluster slot). */
+uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len);
+void pk_srv_shutdown(pk_server *s);
+
+/* pk_cmd.c */
+void pk_cmd_dispatch(pk_cmd_ctx *x);
+/* Replies the error of a store call that returned rc != 0. */
+void pk_cmd_store_error(pk_cmd_ctx *x, int rc);
+
+#endif
