@@ -245,12 +245,14 @@ void pk_conn_accept(uv_stream_t *listener, int status)
     pk_server *s = listener->data;
     struct sockaddr_storage peer, local;
     int len = sizeof(peer);
+    pk_resp_limits lim = pk_resp_limits_default();
     pk_conn *c;
 
     if (status < 0)
         return;
+    lim.max_bulk_len = s->cfg.proto_max_bulk_len;
     c = calloc(1, sizeof(*c));
-    if (c == NULL || pk_resp_parser_new(NULL, &c->parser) != PK_OK) {
+    if (c == NULL || pk_resp_parser_new(&lim, &c->parser) != PK_OK) {
         free(c);
         return;
     }
