@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include "cli/cli.h"
@@ -65,9 +66,14 @@ static int parse(int argc, char **argv, pk_server_config *c)
             rc = num("--port", optarg, 0, 65535, &v);
             c->port = (int)v;
             break;
-        case 'b':
+        case 'b': {
+            unsigned char a[16];
             c->bind = optarg;
+            if (inet_pton(AF_INET, optarg, a) != 1 &&
+                inet_pton(AF_INET6, optarg, a) != 1)
+                rc = bad("--bind", optarg, "needs an IPv4 or IPv6 address");
             break;
+        }
         case 'd':
             c->dir = optarg;
             break;

@@ -8,9 +8,15 @@
  * completes, so new replies never move memory the kernel is reading.
  *
  * Backpressure: a client with more than PK_CONN_OBUF_HIGH bytes of replies
- * pending (one that pipelines and never reads) is not read from, and its
- * buffered commands wait, until the socket drains.  Memory per connection
- * is thus bounded by the parser's limits plus about two high-water marks.
+ * pending (one that pipelines and never reads) is `blocked`: not read from,
+ * its buffered commands waiting, until the socket drains; then it is put on
+ * srv->resume and its commands run in the next iteration (an idle handle
+ * keeps the loop from sleeping meanwhile).  Memory per connection is thus
+ * bounded by the parser's limits plus about two high-water marks.
+ *
+ * Replies produced in an iteration are uncommitted until its check phase,
+ * so output is only ever sent from the check phase, or from a write
+ * completion on a connection that has run nothing yet in this iteration.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +98,7 @@ static void process(pk_conn *c)
         if (pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) >
             PK_CONN_OBUF_HIGH) {
             read_stop(c);
+            c->blocked = 1;
             return;
         }
         rc = pk_resp_next(c->parser, &x.argc, &x.argv);
@@ -125,10 +132,42 @@ static void on_write(uv_write_t *req, int status)
         pk_conn_close(c);
         return;
     }
-    /* Commands held back by backpressure run now; their replies go out
-     * after this iteration's commit, like any others. */
-    process(c);
-    pk_conn_flush(c);
+    /* `out` holds only committed replies unless c ran commands in this
+     * iteration, in which case the check phase sends them. */
+    if (!c->in_iter)
+        pk_conn_flush(c);
+}
+
+static void on_idle(uv_idle_t *h);
+
+/* Queues a drained, blocked connection to run its buffered commands. */
+static void resume_later(pk_conn *c)
+{
+    pk_server *s = c->srv;
+
+    c->blocked = 0;
+    if (c->in_resume)
+        return;
+    c->in_resume = 1;
+    c->resume_next = s->resume;
+    s->resume = c;
+    uv_idle_start(&s->idle, on_idle);
+}
+
+static void on_idle(uv_idle_t *h)
+{
+    pk_server *s = h->data;
+    pk_conn *c = s->resume;
+
+    s->resume = NULL;
+    uv_idle_stop(&s->idle);
+    while (c) {
+        pk_conn *next = c->resume_next;
+        c->in_resume = 0;
+        c->resume_next = NULL;
+        process(c);
+        c = next;
+    }
 }
 
 void pk_conn_flush(pk_conn *c)
@@ -166,6 +205,8 @@ void pk_conn_flush(pk_conn *c)
     }
     if (c->closing)
         pk_conn_close(c);
+    else if (c->blocked)
+        resume_later(c);
 }
 
 static void on_close(uv_handle_t *h)
@@ -185,6 +226,12 @@ void pk_conn_close(pk_conn *c)
     if (c->freed)
         return;
     c->freed = 1;
+    if (c->in_resume) {
+        pk_conn **pp = &s->resume;
+        while (*pp != c)
+            pp = &(*pp)->resume_next;
+        *pp = c->resume_next;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else

@@ -281,6 +281,8 @@ int pk_server_run(const pk_server_config *cfg)
     }
     uv_check_init(&s->loop, &s->check);
     s->check.data = s;
+    uv_idle_init(&s->loop, &s->idle);
+    s->idle.data = s;
     rc = pk_store_open(cfg->dir, &so, &s->store);
     if (rc != PK_OK) {
         fprintf(stderr, "partkv: cannot open store in '%s': %s\n", cfg->dir,

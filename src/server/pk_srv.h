@@ -49,6 +49,9 @@ struct pk_conn {
     uint32_t iter_cmds; /* commands executed this iteration */
     pk_conn *iter_next; /* next connection touched this iteration */
     int in_iter;
+    int blocked;          /* reading stopped by backpressure */
+    pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
+    int in_resume;
     pk_conn *prev, *next; /* all connections */
     const char *last_cmd;  /* name of the last command, static */
 };
@@ -62,6 +65,8 @@ struct pk_server {
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_check_t check;
+    uv_idle_t idle;    /* runs while connections wait on srv->resume */
+    pk_conn *resume;   /* unblocked connections with commands buffered */
     uv_timer_t expire_timer, rate_timer, sync_timer;
     uv_signal_t sigterm, sigint;
     uv_work_t sync_work;
