@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# vs-redis: partkv beside redis-server 7 under redis-benchmark, same machine,
+# same run, comparable durability.
+#
+#   partkv server --fsync everysec
+#   redis-server  --appendonly yes --appendfsync everysec --save ""
+#
+# Each server gets a fresh temp dir and a free port on 127.0.0.1.  Cases are
+# SET, GET, INCR, HSET, ZADD at -P 1 and -P 16, each with
+#   redis-benchmark -c 50 -r 100000 -n $BENCH_N -P <p> -t <test> --csv
+# The two servers alternate within a case (the one going first swaps every
+# run) and each case runs BENCH_RUNS times; the table shows medians.
+#
+# Server CPU: utime+stime of the whole server process (all threads;
+# /proc/PID/stat fields 14 and 15, in CLK_TCK ticks) read before and after
+# each redis-benchmark run, as CPU seconds per million requests.  Work done
+# in forked children (redis AOF rewrites) is not in those fields; the
+# number of redis forks is printed at the end.
+#
+# The last line sums SET and GET (requests over total time, CPU over total
+# requests) at -P 1 and -P 16 and prints partkv/redis ratios beside the
+# acceptance targets (throughput >= 0.80x, CPU per request <= 1.25x).  It
+# only prints; it does not fail on them.
+#
+# Environment: BENCH_N (requests per run, default 300000), BENCH_RUNS
+# (default 3), PARTKV (binary, default build/partkv), REDIS_SERVER,
+# REDIS_BENCHMARK, REDIS_CLI.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+N=${BENCH_N:-300000}
+RUNS=${BENCH_RUNS:-3}
+PARTKV=${PARTKV:-$root/build/partkv}
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+REDIS_BENCHMARK=${REDIS_BENCHMARK:-redis-benchmark}
+REDIS_CLI=${REDIS_CLI:-redis-cli}
+PY=/usr/bin/python3
+TESTS=(SET GET INCR HSET ZADD)
+PIPES=(1 16)
+CLIENTS=50
+KEYSPACE=100000
+
+die() { echo "vs-redis: $*" >&2; exit 1; }
+[[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_N must be a positive integer, got '$N'"
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
+[[ -x $PARTKV ]] || die "$PARTKV not built (run make)"
+for t in "$REDIS_SERVER" "$REDIS_BENCHMARK" "$REDIS_CLI" "$PY"; do
+    command -v "$t" >/dev/null || die "$t not found"
+done
+TCK=$(getconf CLK_TCK)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-vs-redis.XXXXXX")
+pk_pid=""
+rd_pid=""
+
+stop() { # stop PID: SIGTERM, wait up to 10 s, then SIGKILL
+    local pid=$1 i
+    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    stop "$pk_pid"
+    stop "$rd_pid"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+    "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+}
+
+# child_ticks PID: cutime+cstime (fields 16, 17) of reaped children
+child_ticks() {
+    local st rest f
+    st=$(<"/proc/$1/stat") || die "server pid $1 is gone"
+    rest=${st##*) }
+    read -ra f <<<"$rest"
+    echo $((f[13] + f[14]))
+}
+
+# cpu_ticks PID: utime+stime (fields 14, 15).  The command name in field 2
+# may hold spaces or ')', so split after the last ')': the rest starts at
+# field 3.
+cpu_ticks() {
+    local st rest f
+    st=$(<"/proc/$1/stat") || die "server pid $1 is gone"
+    rest=${st##*) }
+    read -ra f <<<"$rest"
+    echo $((f[11] + f[12]))
+}
+
+# --- start partkv ----------------------------------------------------------
+mkdir -p "$work/partkv" "$work/redis"
+: >"$work/partkv.out" # exists before the job's redirect runs
+"$PARTKV" server --port 0 --dir "$work/partkv" --fsync everysec \
+    >"$work/partkv.out" 2>"$work/partkv.err" &
+pk_pid=$!
+pk_port=""
+for ((i = 0; i < 100; i++)); do
+    pk_port=$(sed -n 's/^partkv: ready on [^ ]*:\([0-9][0-9]*\) pid .*/\1/p' \
+        "$work/partkv.out" 2>/dev/null || true)
+    [[ -n $pk_port ]] && break
+    kill -0 "$pk_pid" 2>/dev/null || break
+    sleep 0.1
+done
+[[ -n $pk_port ]] || { cat "$work/partkv.err" >&2; die "partkv did not start"; }
+
+# --- start redis -----------------------------------------------------------
+rd_port=$(free_port)
+"$REDIS_SERVER" --port "$rd_port" --bind 127.0.0.1 --dir "$work/redis" \
+    --appendonly yes --appendfsync everysec --save "" \
+    --daemonize no --logfile "" >"$work/redis.log" 2>&1 &
+rd_pid=$!
+for ((i = 0; i < 100; i++)); do
+    [[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] && break
+    kill -0 "$rd_pid" 2>/dev/null || break
+    sleep 0.1
+done
+[[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] ||
+    { cat "$work/redis.log" >&2; die "redis-server did not start"; }
+
+rd_version=$("$REDIS_CLI" -p "$rd_port" info server |
+    sed -n 's/^redis_version:\([^[:space:]]*\).*/\1/p')
+echo "vs-redis: partkv pid $pk_pid port $pk_port (--fsync everysec);" \
+    "redis $rd_version pid $rd_pid port $rd_port (appendonly everysec, no RDB)"
+echo "vs-redis: -c $CLIENTS -r $KEYSPACE -n $N, $RUNS runs per case," \
+    "$(nproc) CPUs (redis-benchmark shares them)"
+
+declare -A PID=([partkv]=$pk_pid [redis]=$rd_pid)
+declare -A PORT=([partkv]=$pk_port [redis]=$rd_port)
+raw=$work/raw.tsv
+: >"$raw"
+
+# one SERVER TEST P RUN: appends "server test p run rps p50 p99 cpu_s" to raw
+one() {
+    local srv=$1 test=$2 p=$3 run=$4 pid=${PID[$1]} c0 c1 out line
+    c0=$(cpu_ticks "$pid")
+    out=$(timeout 600 "$REDIS_BENCHMARK" -h 127.0.0.1 -p "${PORT[$srv]}" \
+        -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$p" -t "$test" --csv) ||
+        die "redis-benchmark $test -P $p against $srv failed"
+    c1=$(cpu_ticks "$pid")
+    # --csv: a header naming the columns, then one row for the test.
+    line=$(awk -F, -v srv="$srv" -v p="$p" -v run="$run" -v tck="$TCK" \
+        -v dt=$((c1 - c0)) '
+        { for (i = 1; i <= NF; i++) gsub(/"/, "", $i) }
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        NF > 1 && ("rps" in col) {
+            printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4f\n", srv, $1, p, run,
+                $col["rps"], $col["p50_latency_ms"], $col["p99_latency_ms"],
+                dt / tck
+        }' <<<"$out")
+    [[ -n $line ]] || die "could not parse redis-benchmark output: $out"
+    printf '%s\n' "$line" >>"$raw"
+    local f
+    IFS=$'\t' read -ra f <<<"$line"
+    printf '  %-6s %-4s P%-2s run %d: %10s req/s  p50 %s  p99 %s ms  cpu %ss\n' \
+        "$srv" "$test" "$p" "$run" "${f[4]}" "${f[5]}" "${f[6]}" "${f[7]}"
+}
+
+for p in "${PIPES[@]}"; do
+    for test in "${TESTS[@]}"; do
+        for ((run = 1; run <= RUNS; run++)); do
+            if ((run % 2)); then order=(partkv redis); else order=(redis partkv); fi
+            for srv in "${order[@]}"; do
+                one "$srv" "$test" "$p" "$run"
+            done
+        done
+    done
+done
+
+forks=$("$REDIS_CLI" -p "$rd_port" info stats |
+    tr -d '\r' | sed -n 's/^total_forks:\([0-9]*\).*/\1/p')
+child_cpu=$(awk -v t="$(child_ticks "$rd_pid")" -v tck="$TCK" \
+    'BEGIN { printf "%.2f", t / tck }')
+
+# --- report ----------------------------------------------------------------
+"$PY" - "$raw" "$N" "$RUNS" "${forks:-?}" "$child_cpu" <<'EOF'
+import sys
+from statistics import median
+
+raw, n, runs, forks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+child_cpu = float(sys.argv[5])
+rows = {}
+order = []
+for line in open(raw):
+    srv, test, p, run, rps, p50, p99, cpu = line.split("\t")
+    key = (test, int(p))
+    if key not in rows:
+        rows[key] = {"partkv": [], "redis": []}
+        order.append(key)
+    rows[key][srv].append((float(rps), float(p50), float(p99), float(cpu)))
+
+def med(key, srv, i):
+    return median(r[i] for r in rows[key][srv])
+
+def cpu_per_m(key, srv):  # CPU seconds per million requests
+    return med(key, srv, 3) / n * 1e6
+
+def ratio(a, b):
+    return a / b if b else float("inf")
+
+print()
+print(f"partkv vs redis: medians of {runs} runs, {n} requests per run, "
+      "50 clients, 100000 random keys")
+hdr = (f"{'case':<9} | {'requests/s':^29} | {'p50 ms':^15} | {'p99 ms':^15} | "
+       f"{'CPU s / 1M requests':^23}")
+sub = (f"{'':<9} | {'partkv':>10} {'redis':>10} {'ratio':>7} | "
+       f"{'partkv':>7} {'redis':>7} | {'partkv':>7} {'redis':>7} | "
+       f"{'partkv':>7} {'redis':>7} {'ratio':>7}")
+print(hdr.rstrip())
+print(sub)
+print("-" * len(sub))
+for key in order:
+    test, p = key
+    a, b = med(key, "partkv", 0), med(key, "redis", 0)
+    ca, cb = cpu_per_m(key, "partkv"), cpu_per_m(key, "redis")
+    print(f"{test + ' P' + str(p):<9} | {a:>10.0f} {b:>10.0f} {ratio(a, b):>6.2f}x | "
+          f"{med(key, 'partkv', 1):>7.3f} {med(key, 'redis', 1):>7.3f} | "
+          f"{med(key, 'partkv', 2):>7.3f} {med(key, 'redis', 2):>7.3f} | "
+          f"{ca:>7.2f} {cb:>7.2f} {ratio(ca, cb):>6.2f}x")
+print("ratio = partkv/redis; throughput: higher is better for partkv, "
+      "CPU: lower is better")
+total_req = sum(len(v["redis"]) for v in rows.values()) * n
+print(f"redis forked {forks} times (AOF rewrites); its reaped children used "
+      f"{child_cpu:.2f} CPU s, {child_cpu / total_req * 1e6:.2f} s per 1M of all "
+      "its requests, not in the table")
+
+# SET+GET combined: both ran n requests, so combined req/s is the total
+# requests over the total time, and CPU per request is total CPU over total
+# requests.
+parts = []
+cparts = []
+for p in sorted({p for _, p in order}):
+    keys = [("SET", p), ("GET", p)]
+    if not all(k in rows for k in keys):
+        continue
+    tput = {}
+    cpu = {}
+    for srv in ("partkv", "redis"):
+        tput[srv] = 2 * n / sum(n / med(k, srv, 0) for k in keys)
+        cpu[srv] = sum(med(k, srv, 3) for k in keys) / (2 * n)
+    parts.append(f"P{p} {ratio(tput['partkv'], tput['redis']):.2f}x "
+                 f"({tput['partkv']:.0f} vs {tput['redis']:.0f} req/s)")
+    cparts.append(f"P{p} {ratio(cpu['partkv'], cpu['redis']):.2f}x "
+                  f"({cpu['partkv'] * 1e6:.2f} vs {cpu['redis'] * 1e6:.2f} s/1M)")
+print()
+print("SET+GET partkv/redis: throughput " + ", ".join(parts) +
+      " [target >= 0.80x]; server CPU per request " + ", ".join(cparts) +
+      " [target <= 1.25x]")
+EOF
