@@ -3,7 +3,7 @@
 #   make            build build/partkv
 #   make run        install deps, build, run the quick start
 #   make test       install deps, build, run every test (unit, model)
-#   make check      the C tests under ASan+UBSan (build/asan)
+#   make check      every test, with binaries built under ASan+UBSan
 #   make bench      benchmarks, each printed beside its anchor
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each
 #   make format     clang-format every C file
@@ -94,7 +94,7 @@ test-integration: all
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	    LDFLAGS="-fsanitize=address,undefined" test-unit
+	    LDFLAGS="-fsanitize=address,undefined" test-unit test-integration
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run

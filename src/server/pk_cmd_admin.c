@@ -127,7 +127,9 @@ void pk_cmd_scan(pk_cmd_ctx *x)
         pk_reply_array(x->out, 2);
         pk_reply_bulk_str(x->out, cur);
         pk_reply_array(x->out, so.n);
-        pk_obuf_append(x->out, keys.data + keys.head, pk_obuf_pending(&keys));
+        if (so.n)
+            pk_obuf_append(x->out, keys.data + keys.head,
+                           pk_obuf_pending(&keys));
     }
     pk_obuf_free(&keys);
 }

@@ -255,11 +255,13 @@ static void close_handle(uv_handle_t *h, void *arg)
  */
 static void teardown(pk_server *s)
 {
+    s->shutting_down = 0; /* on_check must not stop the closing run */
     on_check(&s->check);
     while (s->conns)
         pk_conn_close(s->conns);
     uv_walk(&s->loop, close_handle, NULL);
-    uv_run(&s->loop, UV_RUN_DEFAULT);
+    while (uv_run(&s->loop, UV_RUN_DEFAULT) != 0)
+        ;
     if (s->store && s->cfg.fsync != PK_FSYNC_NO)
         pk_store_sync(s->store);
 }
