@@ -15,14 +15,16 @@
  * then the lowest id.  No zone rounds up past its cap.  Leaders need no
  * exact quota: [floor, ceil] of the leader share is balanced.
  *
- * Replica phase.
+ * Replica phase, greedy:
  *
  *   A  open_holes   per partition: drop replicas above R (followers on
- *                   over-quota nodes first), open a hole for each replica
+ *                   over-quota nodes first; drop_chain re-routes earlier
+ *                   drops when none is over), open a hole for each replica
  *                   on an ineligible node or beyond the zone limit, and for
  *                   each replica missing
- *   C  fill_holes   put each hole on an under-quota node that may take it
- *                   (follower creations round-robin after the leader)
+ *   C  fill_holes   put each hole on the most urgent under-quota node that
+ *                   may take it (furthest below quota per partition it
+ *                   could still take; ties round-robin after the leader)
  *   B  shed         each node above quota hands partitions to under-quota
  *                   nodes -- leader replicas while it leads too many, so
  *                   that leadership travels with the data
@@ -30,11 +32,15 @@
  * Only over-quota nodes give and only under-quota nodes take, so the data
  * moves meet the lower bound sum(max(0, before - quota)) + missing.  When
  * no under-quota node may take a partition (all already hold it, or their
- * zone is full), relieve() finds the shortest chain of hand-overs to one:
+ * zone is full), relieve() finds the cheapest chain of hand-overs to one:
  * a 0-1 BFS over nodes where re-targeting a copy already planned costs
  * nothing and moving a replica that was staying costs one move.
  *
  *   over ---p1---> w ---p2---> under        p2 was planned onto w: free
+ *
+ * Polish.  Distinct nodes and zones can put the bound out of reach; then
+ * the greedy result is made optimal by cancelling negative cycles of the
+ * min-cost flow it is (polish_run, below).
  *
  * Leader phase.  Leadership transfers along shortest chains (BFS over
  * "u leads p, f follows p" edges) until every leader count is within
@@ -64,36 +70,39 @@ typedef struct plink {
 typedef struct ctx {
     const pk_pmap *m; /* borrowed for the duration of the plan */
     uint32_t np, nn, r;
-    uint32_t ne;      /* eligible nodes */
-    uint32_t nzones;  /* 1 when zones are not in use */
-    uint32_t zcap;    /* max replicas of one partition in one zone */
-    uint32_t *el;     /* [ne] eligible node ids, ascending */
-    uint32_t *elpos;  /* [nn] index in el */
-    uint8_t *elig;    /* [nn] */
-    uint32_t *zone;   /* [nn] zone index, eligible nodes only */
-    uint32_t *init;   /* [np * RMAX] replicas before, leader first */
-    uint8_t *ninit;   /* [np] */
-    uint32_t *rep;    /* [np * RMAX] working replicas, NONE = hole */
-    uint8_t *nrep;    /* [np] slots in use, holes included */
-    uint32_t *before; /* [nn] replicas before */
-    uint32_t *lbefore; /* [nn] leaders before */
-    uint32_t *cnt;     /* [nn] replicas now */
-    uint32_t *q;       /* [nn] replica quota, 0 when ineligible */
-    uint32_t *rlo, *rhi; /* [nn] floor and ceil of the replica share */
-    uint32_t *lc;      /* [nn] leaders now */
-    uint32_t *llo, *lhi; /* [nn] leader bounds */
+    uint32_t ne;            /* eligible nodes */
+    uint32_t nzones;        /* 1 when zones are not in use */
+    uint32_t zcap;          /* max replicas of one partition in one zone */
+    uint32_t *el;           /* [ne] eligible node ids, ascending */
+    uint32_t *elpos;        /* [nn] index in el */
+    uint8_t *elig;          /* [nn] */
+    uint32_t *zone;         /* [nn] zone index, eligible nodes only */
+    uint32_t *init;         /* [np * RMAX] replicas before, leader first */
+    uint8_t *ninit;         /* [np] */
+    uint32_t *rep;          /* [np * RMAX] working replicas, NONE = hole */
+    uint8_t *nrep;          /* [np] slots in use, holes included */
+    uint32_t *before;       /* [nn] replicas before */
+    uint32_t *lbefore;      /* [nn] leaders before */
+    uint32_t *cnt;          /* [nn] replicas now */
+    uint32_t *q;            /* [nn] replica quota, 0 when ineligible */
+    uint32_t *rlo, *rhi;    /* [nn] floor and ceil of the replica share */
+    uint32_t *lc;           /* [nn] leaders now */
+    uint32_t *llo, *lhi;    /* [nn] leader bounds */
     double *share, *lshare; /* [nn] exact shares */
     uint32_t *off, *lst;    /* CSR: partitions held before, per node */
-    uint32_t *ahead; /* [nn] partitions planned onto the node (lists */
-    uint32_t *dhead; /* [nn] partitions dropped from it   in pool) */
+    /* Per-node lists of partitions, entries in pool: those planned onto
+     * the node (not held before) and those dropped from it. */
+    uint32_t *ahead, *dhead; /* [nn] list heads */
     plink *pool;
     uint32_t npool, cappool;
-    uint32_t *holes; /* (p * RMAX + slot) * 2 + creation */
+    uint32_t *holes; /* p * RMAX + slot */
     uint32_t nholes;
+    int32_t *avail;       /* [nn] partitions with a hole the node may fill */
+    uint8_t *hleft;       /* [np] holes left in the partition */
     uint32_t *tmp, *mark; /* [np] node_parts scratch and stamps */
     uint32_t gen;
     uint32_t *dist, *pnode, *ppart; /* [nn] search state */
-    uint32_t *qa, *qb;              /* [ne] search queues */
+    uint32_t *qa, *qb;              /* [nn] search queues */
     uint8_t *done;                  /* [nn] */
 } ctx;
 
@@ -443,8 +452,7 @@ static int quotas(ctx *c)
     b.zsum = malloc(c->nzones * sizeof(*b.zsum));
     b.zcapped = malloc(c->nzones);
     zb = malloc(c->nzones * sizeof(*zb));
-    if (!b.w || !b.out || !b.idx || !b.capped || !b.zsum || !b.zcapped ||
-        !zb) {
+    if (!b.w || !b.out || !b.idx || !b.capped || !b.zsum || !b.zcapped || !zb) {
         goto out;
     }
     shares(c, &b);
@@ -487,8 +495,7 @@ static int eligibility(ctx *c)
     int zoned = 0, rc = PK_ENOMEM;
 
     for (uint32_t n = 0; n < c->nn; n++) {
-        c->elig[n] = m->nodes[n].state == PK_NODE_UP &&
-                     m->nodes[n].weight > 0;
+        c->elig[n] = m->nodes[n].state == PK_NODE_UP && m->nodes[n].weight > 0;
         if (c->elig[n]) {
             c->elpos[n] = c->ne;
             c->el[c->ne++] = n;
@@ -528,12 +535,13 @@ out:
 
 static void ctx_free(ctx *c)
 {
-    void *ptrs[] = {c->el,     c->elpos, c->elig,  c->zone,   c->init,
-                    c->ninit,  c->rep,   c->nrep,  c->before, c->lbefore,
-                    c->cnt,    c->q,     c->rlo,   c->rhi,   c->lc,    c->llo,    c->lhi,
-                    c->share,  c->lshare, c->off,  c->lst,    c->ahead,
-                    c->dhead,  c->pool,  c->holes, c->tmp,   c->mark,   c->dist,
-                    c->pnode,  c->ppart, c->qa,    c->qb,     c->done};
+    void *ptrs[] = {c->el,    c->elpos, c->elig,  c->zone,   c->init,
+                    c->ninit, c->rep,   c->nrep,  c->before, c->lbefore,
+                    c->cnt,   c->q,     c->rlo,   c->rhi,    c->lc,
+                    c->llo,   c->lhi,   c->share, c->lshare, c->off,
+                    c->lst,   c->ahead, c->dhead, c->pool,   c->holes,
+                    c->avail, c->hleft, c->tmp,   c->mark,   c->dist,
+                    c->pnode, c->ppart, c->qa,    c->qb,     c->done};
 
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
         free(ptrs[i]);
@@ -568,6 +576,8 @@ static int ctx_alloc(ctx *c)
     c->ahead = malloc(nn * sizeof(*c->ahead));
     c->dhead = malloc(nn * sizeof(*c->dhead));
     c->holes = calloc(np * c->r, sizeof(*c->holes));
+    c->avail = calloc(nn, sizeof(*c->avail));
+    c->hleft = calloc(np, 1);
     c->tmp = calloc(np, sizeof(*c->tmp));
     c->mark = calloc(np, sizeof(*c->mark));
     c->dist = calloc(nn, sizeof(*c->dist));
@@ -576,13 +586,12 @@ static int ctx_alloc(ctx *c)
     c->qa = calloc(nn, sizeof(*c->qa));
     c->qb = calloc(nn, sizeof(*c->qb));
     c->done = calloc(nn, 1);
-    if (!c->el || !c->elpos || !c->elig || !c->zone || !c->init ||
-        !c->ninit || !c->rep || !c->nrep || !c->before || !c->lbefore ||
-        !c->cnt || !c->q || !c->rlo || !c->rhi || !c->lc || !c->llo || !c->lhi || !c->share ||
+    if (!c->el || !c->elpos || !c->elig || !c->zone || !c->init || !c->ninit ||
+        !c->rep || !c->nrep || !c->before || !c->lbefore || !c->cnt || !c->q ||
+        !c->rlo || !c->rhi || !c->lc || !c->llo || !c->lhi || !c->share ||
         !c->lshare || !c->off || !c->lst || !c->ahead || !c->dhead ||
-        !c->holes ||
-        !c->tmp || !c->mark || !c->dist || !c->pnode || !c->ppart ||
-        !c->qa || !c->qb || !c->done) {
+        !c->holes || !c->avail || !c->hleft || !c->tmp || !c->mark ||
+        !c->dist || !c->pnode || !c->ppart || !c->qa || !c->qb || !c->done) {
         return PK_ENOMEM;
     }
     return PK_OK;
@@ -719,9 +728,9 @@ static uint32_t zone_victim(const ctx *c, uint32_t p, uint32_t z)
     return best;
 }
 
-static void push_hole(ctx *c, uint32_t p, uint32_t i, int creation)
+static void push_hole(ctx *c, uint32_t p, uint32_t i)
 {
-    c->holes[c->nholes++] = (p * RMAX + i) * 2 + (uint32_t)creation;
+    c->holes[c->nholes++] = p * RMAX + i;
 }
 
 /*
@@ -838,17 +847,17 @@ static int open_holes(ctx *c)
         for (uint32_t i = 0; i < c->nrep[p]; i++) {
             if (!c->elig[s[i]]) {
                 slot_clear(c, p, i);
-                push_hole(c, p, i, 0);
+                push_hole(c, p, i);
             }
         }
         while ((z = violating_zone(c, p)) != NONE) {
             uint32_t i = zone_victim(c, p, z);
             slot_clear(c, p, i);
-            push_hole(c, p, i, 0);
+            push_hole(c, p, i);
         }
         while (c->nrep[p] < c->r) {
             s[c->nrep[p]] = NONE;
-            push_hole(c, p, c->nrep[p]++, 1);
+            push_hole(c, p, c->nrep[p]++);
         }
     }
     return PK_OK;
@@ -863,7 +872,7 @@ static void open_unowned(ctx *c)
         }
         for (uint32_t i = 0; i < c->r; i++) {
             slots(c, p)[i] = NONE;
-            push_hole(c, p, i, 1);
+            push_hole(c, p, i);
         }
         c->nrep[p] = (uint8_t)c->r;
     }
@@ -875,39 +884,40 @@ static int lneed(const ctx *c, uint32_t v)
     return c->lc[v] < c->llo[v] ? 2 : c->lc[v] < c->lhi[v];
 }
 
-/*
- * An under-quota node for slot i of p (replacing ex, or NONE): the first
- * after the leader in id order when `cyclic`, else the one wanting
- * leadership most (leader slot only), then furthest below quota, then the
- * lowest id.  NONE when there is none.
- */
-static uint32_t pick_under(const ctx *c, uint32_t p, uint32_t i, uint32_t ex,
-                           int cyclic)
+/* Is v a more urgent taker than b: further below quota per partition
+ * with a hole it could still fill?  A node whose share is capped at np has
+ * urgency 1 and must take every partition it can. */
+static int more_urgent(const ctx *c, uint32_t v, uint32_t b)
 {
-    uint32_t best = NONE;
+    int64_t dv = (int64_t)c->q[v] - c->cnt[v],
+            db = (int64_t)c->q[b] - c->cnt[b];
+    int64_t av = c->avail[v] > 0 ? c->avail[v] : 1;
+    int64_t ab = c->avail[b] > 0 ? c->avail[b] : 1;
 
-    if (cyclic) {
-        uint32_t start = c->elpos[slots(c, p)[0]];
-        for (uint32_t j = 1; j <= c->ne; j++) {
-            uint32_t v = c->el[(start + j) % c->ne];
-            if (c->cnt[v] < c->q[v] && allowed(c, p, v, ex)) {
-                return v;
-            }
-        }
-        return NONE;
+    return dv * ab > db * av;
+}
+
+/*
+ * An under-quota node for slot i of p (replacing ex, or NONE): for a
+ * leader slot the one wanting leadership most, then the most urgent (see
+ * more_urgent), ties going round-robin after p's leader.  NONE when no
+ * under-quota node may take it.
+ */
+static uint32_t pick_under(const ctx *c, uint32_t p, uint32_t i, uint32_t ex)
+{
+    uint32_t best = NONE, lead = slots(c, p)[0], start = 0;
+
+    if (i > 0 && lead != NONE && c->elig[lead]) {
+        start = c->elpos[lead] + 1;
     }
     for (uint32_t j = 0; j < c->ne; j++) {
-        uint32_t v = c->el[j];
+        uint32_t v = c->el[(start + j) % c->ne];
         if (c->cnt[v] >= c->q[v] || !allowed(c, p, v, ex)) {
             continue;
         }
         if (best != NONE && i == 0 && lneed(c, v) != lneed(c, best)) {
-            if (lneed(c, v) > lneed(c, best)) {
-                best = v;
-            }
-            continue;
-        }
-        if (best == NONE || excess(c, v) < excess(c, best)) {
+            best = lneed(c, v) > lneed(c, best) ? v : best;
+        } else if (best == NONE || more_urgent(c, v, best)) {
             best = v;
         }
     }
@@ -930,40 +940,52 @@ static uint32_t pick_any(const ctx *c, uint32_t p)
 }
 
 /*
- * Relaxes the edges out of node w at distance d: every partition p on w
- * may go to every node v allowed to take it.  Moving w's replica costs the
- * change in the number of nodes added to p: 0 when w's copy was itself
- * planned, 1 when it was staying.
+ * Relaxes the edges out of node w at distance d: w may hand any partition
+ * p it holds to any node v allowed to take it.  That costs the change in
+ * the number of nodes added to p: 0 when w's copy was itself planned (or v
+ * held p before), 1 when w's copy was staying.  For each v one cheapest
+ * partition is enough.  Returns an under-quota node reached at cost d --
+ * nothing can be closer -- or NONE.
  */
-static void expand(ctx *c, uint32_t w, uint32_t d, uint32_t *ncur,
-                   uint32_t *nnext)
+static uint32_t expand(ctx *c, uint32_t w, uint32_t d, uint32_t *ncur,
+                       uint32_t *nnext)
 {
     uint32_t n = node_parts(c, w);
 
-    for (uint32_t k = 0; k < n; k++) {
-        uint32_t p = c->tmp[k];
-        int wnew = !in_init(c, p, w);
-        for (uint32_t j = 0; j < c->ne; j++) {
-            uint32_t v = c->el[j], nd;
+    for (uint32_t j = 0; j < c->ne; j++) {
+        uint32_t v = c->el[j], bp = NONE, nd;
+        int best = 2;
+        if (c->done[v] || v == w || c->dist[v] <= d) {
+            continue;
+        }
+        for (uint32_t k = 0; k < n && best > 0; k++) {
+            uint32_t p = c->tmp[k];
             int cost;
-            if (c->done[v] || v == w || !allowed(c, p, v, w)) {
+            if (!allowed(c, p, v, w)) {
                 continue;
             }
-            cost = !in_init(c, p, v) - wnew;
-            nd = d + (cost > 0);
-            if (nd >= c->dist[v]) {
-                continue;
-            }
-            c->dist[v] = nd;
-            c->pnode[v] = w;
-            c->ppart[v] = p;
-            if (cost > 0) {
-                c->qb[(*nnext)++] = v;
-            } else {
-                c->qa[(*ncur)++] = v;
+            cost = !in_init(c, p, v) - !in_init(c, p, w);
+            if (cost < best) {
+                best = cost;
+                bp = p;
             }
         }
+        nd = d + (best > 0);
+        if (bp == NONE || nd >= c->dist[v]) {
+            continue;
+        }
+        c->dist[v] = nd;
+        c->pnode[v] = w;
+        c->ppart[v] = bp;
+        if (best > 0) {
+            c->qb[(*nnext)++] = v;
+        } else if (c->cnt[v] < c->q[v]) {
+            return v;
+        } else {
+            c->qa[(*ncur)++] = v;
+        }
     }
+    return NONE;
 }
 
 /*
@@ -994,7 +1016,10 @@ static int relieve(ctx *c, uint32_t u)
                 t = w;
                 break;
             }
-            expand(c, w, d, &ncur, &nnext);
+            t = expand(c, w, d, &ncur, &nnext);
+            if (t != NONE) {
+                break;
+            }
         }
         sw = c->qa;
         c->qa = c->qb;
@@ -1041,15 +1066,32 @@ static int relieve_all(ctx *c, uint32_t u)
     return PK_OK;
 }
 
+/* Counts (sign 1) or uncounts (-1) partition p in the avail of every
+ * node that may fill one of its holes. */
+static void avail_count(ctx *c, uint32_t p, int sign)
+{
+    if (c->hleft[p] == 0) {
+        return;
+    }
+    for (uint32_t j = 0; j < c->ne; j++) {
+        if (allowed(c, p, c->el[j], NONE)) {
+            c->avail[c->el[j]] += sign;
+        }
+    }
+}
+
 /* Phase C (see top); relieve is 0 for pk_plan_initial on a partial map. */
 static int fill_holes(ctx *c, int relieve_ok)
 {
     for (uint32_t h = 0; h < c->nholes; h++) {
-        uint32_t p = c->holes[h] / 2 / RMAX, i = c->holes[h] / 2 % RMAX;
-        uint32_t lead = slots(c, p)[0];
-        int cyclic = (c->holes[h] & 1) && i > 0 && lead != NONE &&
-                     c->elig[lead];
-        uint32_t v = pick_under(c, p, i, NONE, cyclic);
+        c->hleft[c->holes[h] / RMAX]++;
+    }
+    for (uint32_t p = 0; p < c->np; p++) {
+        avail_count(c, p, 1);
+    }
+    for (uint32_t h = 0; h < c->nholes; h++) {
+        uint32_t p = c->holes[h] / RMAX, i = c->holes[h] % RMAX;
+        uint32_t v = pick_under(c, p, i, NONE);
         int rc;
 
         if (v == NONE) {
@@ -1058,7 +1100,10 @@ static int fill_holes(ctx *c, int relieve_ok)
         if (v == NONE) {
             return PK_EINFEASIBLE; /* eligibility() rules this out */
         }
+        avail_count(c, p, -1);
+        c->hleft[p]--;
         rc = slot_set(c, p, i, v);
+        avail_count(c, p, 1);
         if (rc == PK_OK && relieve_ok) {
             rc = relieve_all(c, v);
         }
@@ -1102,7 +1147,7 @@ static int shed(ctx *c, uint32_t u)
             if (i < 0 || (pass == 0 && (i == 0) != want_leader(c, u))) {
                 continue;
             }
-            v = pick_under(c, p, (uint32_t)i, u, 0);
+            v = pick_under(c, p, (uint32_t)i, u);
             if (v == NONE) {
                 continue;
             }
@@ -1134,7 +1179,7 @@ static int shed(ctx *c, uint32_t u)
  * realised (rare; the plan is then kept as it is).  O(ne^3) per cycle, so
  * it runs only up to POLISH_MAX_NODES eligible nodes.
  */
-#define POLISH_MAX_NODES 512
+#define POLISH_MAX_NODES 256
 
 typedef struct polish {
     uint32_t *ecnt;  /* [ne * ne * 3]: partitions per edge a->b and cost */
@@ -1170,8 +1215,7 @@ static void contrib(ctx *c, polish *g, uint32_t p, int sign)
 }
 
 /* Cost of edge a -> b between vertices (c->ne is T); 0 when absent. */
-static int edge(const ctx *c, const polish *g, uint32_t a, uint32_t b,
-                int *w)
+static int edge(const ctx *c, const polish *g, uint32_t a, uint32_t b, int *w)
 {
     const uint32_t *e;
 
@@ -1292,14 +1336,45 @@ static int apply_cycle(ctx *c, polish *g, uint32_t k)
     return PK_OK;
 }
 
+/* The lower bound on data moves described in pk_plan.h. */
+static uint32_t bound(const ctx *c)
+{
+    uint32_t b = 0;
+
+    for (uint32_t p = 0; p < c->np; p++) {
+        b += c->ninit[p] < c->r ? c->r - c->ninit[p] : 0;
+    }
+    for (uint32_t n = 0; n < c->nn; n++) {
+        b += c->before[n] > c->q[n] ? c->before[n] - c->q[n] : 0;
+    }
+    return b;
+}
+
+/* Data moves of the working assignment: per partition, the larger of the
+ * nodes added and the nodes removed. */
+static uint32_t data_moves(const ctx *c)
+{
+    uint32_t k = 0;
+
+    for (uint32_t p = 0; p < c->np; p++) {
+        const uint32_t *s = slots(c, p);
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < c->nrep[p]; i++) {
+            kept += in_init(c, p, s[i]);
+        }
+        k += (c->nrep[p] > c->ninit[p] ? c->nrep[p] : c->ninit[p]) - kept;
+    }
+    return k;
+}
+
 static int polish_run(ctx *c)
 {
     polish g;
     size_t nv = (size_t)c->ne + 2;
     int rc = PK_ENOMEM;
 
-    if (c->ne < 2 || c->ne > POLISH_MAX_NODES) {
-        return PK_OK;
+    if (c->ne < 2 || c->ne > POLISH_MAX_NODES || data_moves(c) == bound(c)) {
+        return PK_OK; /* already optimal, or too big to polish */
     }
     g.ecnt = calloc((size_t)c->ne * c->ne * 3, sizeof(*g.ecnt));
     g.dist = calloc(nv, sizeof(*g.dist));
@@ -1588,18 +1663,12 @@ static int plan_build(const ctx *c, pk_plan **out)
     }
     for (uint32_t p = 0; p < c->np; p++) {
         k += emit(c, p, pl->moves + k);
-        if (c->ninit[p] < c->r) {
-            pl->min_data_moves += c->r - c->ninit[p];
-        }
     }
+    pl->min_data_moves = bound(c);
     for (uint32_t i = 0; i < pl->nmoves; i++) {
         pl->ntransfers += pl->moves[i].transfer;
     }
     pl->ndata = pl->nmoves - pl->ntransfers;
-    for (uint32_t n = 0; n < c->nn; n++) {
-        pl->min_data_moves += c->before[n] > c->q[n] ? c->before[n] - c->q[n]
-                                                     : 0;
-    }
     memcpy(pl->replicas_before, c->before, c->nn * sizeof(uint32_t));
     memcpy(pl->replicas_after, c->cnt, c->nn * sizeof(uint32_t));
     memcpy(pl->leaders_before, c->lbefore, c->nn * sizeof(uint32_t));
@@ -1686,8 +1755,7 @@ static int change_record(pk_pmap *m, const pk_change *c, undo *u)
     u->nnodes = m->nnodes;
     u->replicas = m->replicas;
     if (c->kind == PK_CHANGE_ADD) {
-        return pk_pmap_node_add(m, c->name, c->addr, c->zone, c->weight,
-                                &id);
+        return pk_pmap_node_add(m, c->name, c->addr, c->zone, c->weight, &id);
     }
     if (c->kind == PK_CHANGE_REPLICAS) {
         if (c->replicas == 0 || c->replicas > RMAX) {
@@ -1788,13 +1856,13 @@ static int move_apply(pk_pmap *m, const pk_move *mv)
 
     if (mv->part >= m->npartitions || mv->role > PK_ROLE_FOLLOWER ||
         mv->transfer > 1 || mv->from == mv->to ||
-        (mv->transfer && (mv->role != PK_ROLE_LEADER ||
-                          mv->from == NONE || mv->to == NONE))) {
+        (mv->transfer &&
+         (mv->role != PK_ROLE_LEADER || mv->from == NONE || mv->to == NONE))) {
         return PK_EINVAL;
     }
     if ((mv->from != NONE && mv->from >= m->nnodes) ||
-        (mv->to != NONE && (mv->to >= m->nnodes ||
-                            m->nodes[mv->to].state == PK_NODE_REMOVED))) {
+        (mv->to != NONE &&
+         (mv->to >= m->nnodes || m->nodes[mv->to].state == PK_NODE_REMOVED))) {
         return PK_ESTALE;
     }
     pt = &m->parts[mv->part];

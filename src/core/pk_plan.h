@@ -27,14 +27,20 @@
  *     npartitions leaders (pk_plan.leader_share).  Leadership is moved by
  *     transfers between existing replicas (no data copied) where it can be,
  *     and data moves of a leader replica carry the leadership with them.
- *   - Data moves are minimal: ndata == min_data_moves, the sum over nodes of
- *     max(0, replicas before - quota) plus the replicas that partitions with
- *     fewer than R must gain.  Ineligible nodes (draining, down, weight 0)
- *     have quota 0, so all of their replicas move and, on a balanced map,
- *     nothing else does.  Which nodes round their share up prefers those
- *     that already hold the rounded-up count, so a balanced map yields an
- *     empty plan.  (In rare zone layouts the planner may need a few more
- *     moves than the bound; ndata then exceeds min_data_moves.)
+ *   - Data moves are minimal.  min_data_moves is the lower bound: the sum
+ *     over nodes of max(0, replicas before - quota) plus the replicas that
+ *     partitions with fewer than R must gain.  Ineligible nodes (draining,
+ *     down, weight 0) have quota 0, so all of their replicas move.  Which
+ *     nodes round their share up prefers those that already hold the
+ *     rounded-up count, so a balanced map yields an empty plan.  When only
+ *     the counts constrain the plan, ndata == min_data_moves.  The bound is
+ *     not always reachable: if a node that must grow already holds most of
+ *     what a leaving node held (distinct nodes), or zones must change
+ *     shape, some replicas that could stay must move too.  The planner then
+ *     still finds the fewest data moves (it cancels the negative cycles of
+ *     the min-cost flow the assignment is) and ndata > min_data_moves.
+ *     That last step runs for up to 256 eligible nodes; above that the plan
+ *     is balanced and valid but may copy a few more replicas than needed.
  *   - Deterministic: the same map always yields the same plan.
  *
  * Infeasible maps are refused rather than half-served: with no eligible
@@ -42,9 +48,10 @@
  * zones that cannot hold R replicas under the zone rule, PK_EINFEASIBLE.
  * In both cases nothing is changed.
  *
- * Cost: O(npartitions * R) time and memory for the common changes, plus a
- * breadth-first search over nodes in the rare cases where no direct move
- * exists.  16384 partitions x R=3 x 100 nodes plan in milliseconds.
+ * Cost: O(npartitions * R * nodes) time, O(npartitions * R) memory; more
+ * only where distinct nodes or zones constrain the moves (searches over
+ * nodes, O(nodes^3) per improving cycle).  Adding a node to 100 nodes with
+ * 16384 partitions and R = 3 plans in about 2 ms.
  *
  * Thread-safety: the functions keep no shared state; a map and a plan are
  * each used by one thread at a time.
@@ -185,12 +192,12 @@ int pk_plan_apply(pk_pmap *m, const pk_plan *p);
  * A fresh map (no partition owned) gets a balanced layout: eligible nodes,
  * in id order, lead contiguous runs of partitions sized by weight, the
  * boundaries rounded like redis-cli --cluster create (3 equal nodes and
- * 16384 slots: 0-5460, 5461-10922, 10923-16383); followers for R > 1 go to
- * the next nodes round-robin, respecting quotas and zones.  When some
- * partitions are already owned, only the unowned ones are given R replicas
- * on the nodes furthest below their quota; owned partitions are not
- * touched (pk_plan_compute rebalances them).  A map with no unowned
- * partition is left unchanged.
+ * 16384 slots: 0-5460, 5461-10922, 10923-16383); followers for R > 1 go
+ * to the nodes furthest below their quota, ties broken round-robin after
+ * the leader, respecting zones.  When some partitions are already owned,
+ * only the unowned ones are given R replicas, on the nodes furthest below
+ * their quota; owned partitions are not touched (pk_plan_compute
+ * rebalances them).  A map with no unowned partition is left unchanged.
  *
  * Returns 0, PK_EINVAL, PK_ECORRUPT, PK_EEMPTY, PK_EINFEASIBLE or
  * PK_ENOMEM; on error m is unchanged.

@@ -119,8 +119,12 @@ static void check_balance(const pk_pmap *m, const pk_plan *pl)
 static pk_plan *change(pk_pmap *m, pk_change_kind kind, uint32_t node,
                        double weight, uint8_t r)
 {
-    pk_change c = {.kind = kind, .node = node, .weight = weight,
-                   .replicas = r, .name = "new", .addr = "127.0.0.1:7999"};
+    pk_change c = {.kind = kind,
+                   .node = node,
+                   .weight = weight,
+                   .replicas = r,
+                   .name = "new",
+                   .addr = "127.0.0.1:7999"};
     pk_plan *pl = NULL;
 
     assert_int_equal(pk_plan_change(m, &c, &pl), PK_OK);
@@ -169,9 +173,12 @@ static void test_initial_balanced_replicated(void **state)
     assert_int_equal(pk_plan_compute(m, &pl), PK_OK);
     check_balance(m, pl);
     assert_int_equal(pl->nmoves, 0);
-    /* Leaders stay contiguous; the first follower is the next node. */
+    /* Leaders stay in contiguous runs, in node order. */
+    for (uint32_t p = 1; p < 1024; p++) {
+        assert_in_range(m->parts[p].replicas[0], m->parts[p - 1].replicas[0],
+                        m->parts[p - 1].replicas[0] + 1);
+    }
     assert_int_equal(m->parts[0].replicas[0], 0);
-    assert_int_equal(m->parts[0].replicas[1], 1);
     assert_int_equal(m->parts[1023].replicas[0], 6);
     pk_plan_free(pl);
     pk_pmap_free(m);
@@ -346,8 +353,7 @@ static void test_replicas_up(void **state)
     }
     apply_check(m, pl);
     for (uint32_t p = 0; p < PK_SLOTS; p++) {
-        assert_int_equal(m->parts[p].replicas[0],
-                         before->parts[p].replicas[0]);
+        assert_int_equal(m->parts[p].replicas[0], before->parts[p].replicas[0]);
         assert_int_equal(m->parts[p].leader_epoch,
                          before->parts[p].leader_epoch);
     }
@@ -375,8 +381,7 @@ static void test_replicas_down(void **state)
     }
     apply_check(m, pl);
     for (uint32_t p = 0; p < PK_SLOTS; p++) {
-        assert_int_equal(m->parts[p].replicas[0],
-                         before->parts[p].replicas[0]);
+        assert_int_equal(m->parts[p].replicas[0], before->parts[p].replicas[0]);
     }
     pk_plan_free(pl);
     pk_pmap_free(before);
@@ -606,6 +611,35 @@ static void test_leaders_balanced_by_transfers(void **state)
     pk_pmap_free(m);
 }
 
+static void test_bound_unreachable_still_fewest(void **state)
+{
+    /* n3 drains; its partition 0 already has n0, the only node below its
+     * share.  The bound says 1 move; the fewest is 2: n3 -> n1 (or n2),
+     * which then hands a partition to n0. */
+    static const uint32_t parts[3][2] = {{3, 0}, {1, 2}, {1, 2}};
+    pk_pmap *m = map_new(3, 2, 4, NULL, 0);
+    pk_plan *pl = NULL;
+
+    (void)state;
+    for (uint32_t p = 0; p < 3; p++) {
+        m->parts[p].nreplicas = 2;
+        memcpy(m->parts[p].replicas, parts[p], sizeof(parts[p]));
+    }
+    assert_int_equal(pk_pmap_node_set_state(m, 3, PK_NODE_DRAINING), PK_OK);
+    assert_int_equal(pk_plan_compute(m, &pl), PK_OK);
+    assert_int_equal(pl->min_data_moves, 1);
+    assert_int_equal(pl->ndata, 2);
+    assert_int_equal(pk_plan_apply(m, pl), PK_OK);
+    check_placement(m);
+    check_balance(m, pl);
+    for (uint32_t n = 0; n < 3; n++) {
+        assert_int_equal(pl->replicas_after[n], 2);
+        assert_int_equal(pl->leaders_after[n], 1);
+    }
+    pk_plan_free(pl);
+    pk_pmap_free(m);
+}
+
 static void test_deterministic(void **state)
 {
     pk_pmap *a = map_initial(PK_SLOTS, 3, 9), *b = map_initial(PK_SLOTS, 3, 9);
@@ -615,8 +649,7 @@ static void test_deterministic(void **state)
     pa = change(a, PK_CHANGE_ADD, 0, 2.0, 0);
     pb = change(b, PK_CHANGE_ADD, 0, 2.0, 0);
     assert_int_equal(pa->nmoves, pb->nmoves);
-    assert_memory_equal(pa->moves, pb->moves,
-                        pa->nmoves * sizeof(*pa->moves));
+    assert_memory_equal(pa->moves, pb->moves, pa->nmoves * sizeof(*pa->moves));
     pk_plan_free(pa);
     pk_plan_free(pb);
     pk_pmap_free(a);
@@ -693,6 +726,7 @@ int main(void)
         cmocka_unit_test(test_apply_twice_is_stale),
         cmocka_unit_test(test_apply_bumps_epochs),
         cmocka_unit_test(test_leaders_balanced_by_transfers),
+        cmocka_unit_test(test_bound_unreachable_still_fewest),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_plan_time_100_nodes),
         cmocka_unit_test(test_bad_arguments),
