@@ -26,8 +26,10 @@
 /* Sorted by name: pk_cmd_find is a binary search. */
 static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append},
+    {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking},
     {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth},
     {"client", -2, S | L, 0, 0, 0, "slow connection", pk_cmd_client},
+    {"cluster", -2, S, 0, 0, 0, "slow", pk_cmd_cluster},
     {"command", -1, S | L, 0, 0, 0, "slow connection", pk_cmd_command},
     {"config", -2, A | S | L, 0, 0, 0, "admin slow dangerous", pk_cmd_config},
     {"dbsize", 1, R | F, 0, 0, 0, "keyspace read fast", pk_cmd_dbsize},
@@ -62,6 +64,8 @@ static const pk_cmd table[] = {
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit},
+    {"readonly", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readonly},
+    {"readwrite", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readwrite},
     {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset},
     {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan},
     {"select", 2, F | S | L, 0, 0, 0, "fast connection", pk_cmd_select},
@@ -238,7 +242,8 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
         pk_reply_error(x->out, "NOAUTH Authentication required.");
         return;
     }
-    cmd->fn(x);
+    if (pk_cluster_route(x, cmd))
+        cmd->fn(x);
 }
 
 /* One COMMAND entry, in Redis 7's 10-field shape. */

@@ -126,7 +126,8 @@ void pk_cmd_hello(pk_cmd_ctx *x)
     pk_reply_bulk_str(x->out, "id");
     pk_reply_int(x->out, (int64_t)x->c->id);
     pk_reply_bulk_str(x->out, "mode");
-    pk_reply_bulk_str(x->out, "standalone");
+    pk_reply_bulk_str(x->out,
+                      x->srv->cluster.enabled ? "cluster" : "standalone");
     pk_reply_bulk_str(x->out, "role");
     pk_reply_bulk_str(x->out, "master");
     pk_reply_bulk_str(x->out, "modules");

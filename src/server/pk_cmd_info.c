@@ -57,11 +57,11 @@ static void sec_server(pk_cmd_ctx *x, pk_obuf *b)
 
     uname(&u);
     add(b, "# Server\r\nredis_version:7.0.0\r\npartkv_version:%s\r\n"
-           "redis_mode:standalone\r\nos:%s %s %s\r\narch_bits:%d\r\n"
+           "redis_mode:%s\r\nos:%s %s %s\r\narch_bits:%d\r\n"
            "multiplexing_api:libuv\r\nprocess_id:%d\r\ntcp_port:%d\r\n"
            "uptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
            "executable:partkv\r\n\r\n",
-        PK_VERSION, u.sysname, u.release, u.machine,
+        PK_VERSION, s->cluster.enabled ? "cluster" : "standalone", u.sysname, u.release, u.machine,
         (int)(sizeof(void *) * 8), (int)getpid(), s->port,
         (unsigned long long)up, (unsigned long long)up / 86400);
 }
@@ -197,7 +197,8 @@ void pk_cmd_info(pk_cmd_ctx *x)
     if (wants(x, "cpu", 1))
         sec_cpu(x, &b);
     if (wants(x, "cluster", 1))
-        add(&b, "# Cluster\r\ncluster_enabled:0\r\n\r\n");
+        add(&b, "# Cluster\r\ncluster_enabled:%d\r\n\r\n",
+            x->srv->cluster.enabled);
     if (wants(x, "keyspace", 1))
         sec_keyspace(x, &b, t);
     if (wants(x, "partitions", 1))

@@ -305,6 +305,7 @@ out:
     teardown(s);
     uv_loop_close(&s->loop);
     pk_store_close(s->store);
+    pk_cluster_free(&s->cluster);
     free(s->rates);
     free(s);
     return status;

@@ -17,6 +17,7 @@
 
 #include "proto/pk_reply.h"
 #include "proto/pk_resp.h"
+#include "server/pk_cluster.h"
 #include "server/pk_server.h"
 #include "store/pk_store.h"
 
@@ -50,6 +51,8 @@ struct pk_conn {
     pk_conn *iter_next; /* next connection touched this iteration */
     int in_iter;
     int blocked;          /* reading stopped by backpressure */
+    int asking;           /* ASKING: the next command may be imported */
+    int readonly;         /* READONLY: reads may be served by followers */
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     int in_resume;
     pk_conn *prev, *next; /* all connections */
@@ -74,6 +77,7 @@ struct pk_server {
     int sync_rc;
     pk_server_config cfg;
     pk_store *store;
+    pk_cluster cluster;
     pk_txn *txn;       /* this iteration's write transaction, or NULL */
     pk_conn *iter;     /* connections touched this iteration */
     pk_conn *conns;    /* all connections */

@@ -1,0 +1,403 @@
+/*
+ * pk_cluster: routing by the partition map and the Redis Cluster commands.
+ * Reply shapes follow Redis 7.0 as real clients parse them (see
+ * ../shared/REDIS-CLUSTER-NOTES.md): CLUSTER NODES lines end in "\n",
+ * CLUSTER INFO lines in "\r\n", node entries in CLUSTER SLOTS are
+ * [ip, port, id].
+ */
+#include "server/pk_cluster.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "core/pk_hash.h"
+#include "server/pk_cmd.h"
+#include "store/pk_key.h"
+#include "store/pk_store_part.h"
+
+void pk_cluster_set_map(pk_cluster *cl, pk_pmap *map)
+{
+    pk_pmap_free(cl->map);
+    cl->map = map;
+    cl->self = PK_NODE_NONE;
+    if (map && pk_pmap_node_find(map, cl->name, &cl->self) != PK_OK)
+        cl->self = PK_NODE_NONE;
+}
+
+void pk_cluster_free(pk_cluster *cl)
+{
+    pk_pmap_free(cl->map);
+    cl->map = NULL;
+}
+
+/* "host:port" of a node, split for replies; port 0 if malformed. */
+static void split_addr(const pk_node *n, char *host, size_t cap, int *port)
+{
+    const char *colon = strrchr(n->addr, ':');
+    size_t len = colon ? (size_t)(colon - n->addr) : strlen(n->addr);
+
+    snprintf(host, cap, "%.*s", (int)len, n->addr);
+    *port = colon ? atoi(colon + 1) : 0;
+}
+
+int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    pk_cluster *cl = &x->srv->cluster;
+    int asking = x->c->asking;
+    int last, slot = -1;
+    uint32_t leader;
+
+    x->c->asking = 0;
+    if (!cl->enabled || cmd->first == 0)
+        return 1;
+    if (cl->map == NULL) {
+        pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
+        return 0;
+    }
+    last = cmd->last < 0 ? x->argc + cmd->last : cmd->last;
+    for (int i = cmd->first; i <= last && i < x->argc; i += cmd->step) {
+        int s = pk_hash_slot(x->argv[i].ptr, x->argv[i].len);
+        if (slot >= 0 && s != slot) {
+            pk_reply_error(x->out, "CROSSSLOT Keys in request don't hash to "
+                                   "the same slot");
+            return 0;
+        }
+        slot = s;
+    }
+    if (slot < 0)
+        return 1;
+    leader = pk_pmap_leader(cl->map, (uint32_t)slot);
+    if (leader == PK_NODE_NONE) {
+        pk_reply_error(x->out, "CLUSTERDOWN Hash slot not served");
+        return 0;
+    }
+    if (leader == cl->self || asking)
+        return 1;
+    pk_reply_errorf(x->out, "MOVED %d %s", slot, cl->map->nodes[leader].addr);
+    return 0;
+}
+
+void pk_cmd_readonly(pk_cmd_ctx *x)
+{
+    x->c->readonly = 1;
+    pk_reply_simple(x->out, "OK");
+}
+
+void pk_cmd_readwrite(pk_cmd_ctx *x)
+{
+    x->c->readonly = 0;
+    pk_reply_simple(x->out, "OK");
+}
+
+void pk_cmd_asking(pk_cmd_ctx *x)
+{
+    x->c->asking = 1;
+    pk_reply_simple(x->out, "OK");
+}
+
+/* Calls fn for each maximal run of slots [start, end] with one leader. */
+typedef void (*run_fn)(pk_cmd_ctx *x, uint32_t start, uint32_t end,
+                       uint32_t leader);
+
+static size_t each_run(pk_cmd_ctx *x, const pk_pmap *m, uint32_t only,
+                       run_fn fn)
+{
+    size_t runs = 0;
+
+    for (uint32_t s = 0; s < m->npartitions;) {
+        uint32_t leader = pk_pmap_leader(m, s), e = s;
+        while (e + 1 < m->npartitions &&
+               pk_pmap_leader(m, e + 1) == leader &&
+               memcmp(m->parts[e + 1].replicas, m->parts[s].replicas,
+                      m->parts[s].nreplicas * sizeof(uint32_t)) == 0 &&
+               m->parts[e + 1].nreplicas == m->parts[s].nreplicas)
+            e++;
+        if (leader != PK_NODE_NONE && (only == PK_NODE_NONE || only == leader)) {
+            if (fn)
+                fn(x, s, e, leader);
+            runs++;
+        }
+        s = e + 1;
+    }
+    return runs;
+}
+
+static void reply_node_entry(pk_cmd_ctx *x, const pk_node *n)
+{
+    char host[PK_ADDR_MAX + 1];
+    int port;
+
+    split_addr(n, host, sizeof(host), &port);
+    pk_reply_array(x->out, 3);
+    pk_reply_bulk_str(x->out, host);
+    pk_reply_int(x->out, port);
+    pk_reply_bulk_str(x->out, n->name);
+}
+
+static void slots_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
+                      uint32_t leader)
+{
+    const pk_pmap *m = x->srv->cluster.map;
+    const pk_partition *p = &m->parts[start];
+
+    (void)leader;
+    pk_reply_array(x->out, 2 + (size_t)p->nreplicas);
+    pk_reply_int(x->out, start);
+    pk_reply_int(x->out, end);
+    for (uint32_t i = 0; i < p->nreplicas; i++)
+        reply_node_entry(x, &m->nodes[p->replicas[i]]);
+}
+
+static void cluster_slots(pk_cmd_ctx *x, const pk_pmap *m)
+{
+    if (m->scheme != PK_SCHEME_SLOTS) {
+        pk_reply_error(x->out, "ERR CLUSTER SLOTS is only served with the "
+                               "slots scheme: this cluster places keys by "
+                               "hash mod P, which Redis Cluster clients "
+                               "cannot compute; use forward mode or the "
+                               "proxy");
+        return;
+    }
+    pk_reply_array(x->out, each_run(x, m, PK_NODE_NONE, NULL));
+    each_run(x, m, PK_NODE_NONE, slots_run);
+}
+
+/* Appends " a-b" (or " a") for a run of slots to x->out. */static void nodes_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
+                      uint32_t leader)
+{
+    char r[32];
+    int n = start == end ? snprintf(r, sizeof(r), " %u", start)
+                         : snprintf(r, sizeof(r), " %u-%u", start, end);
+
+    (void)leader;
+    pk_obuf_append(x->out, r, (size_t)n);
+}
+
+/* The leader of the first partition node id follows, or PK_NODE_NONE. */
+static uint32_t followed_leader(const pk_pmap *m, uint32_t id)
+{
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        for (uint32_t i = 1; i < m->parts[p].nreplicas; i++)
+            if (m->parts[p].replicas[i] == id)
+                return m->parts[p].replicas[0];
+    return PK_NODE_NONE;
+}
+
+static void cluster_nodes(pk_cmd_ctx *x, const pk_pmap *m)
+{
+    pk_obuf *saved = x->out, text;
+
+    pk_obuf_init(&text);
+    x->out = &text; /* nodes_run appends the ranges here */
+    for (uint32_t id = 0; id < m->nnodes; id++) {
+        const pk_node *n = &m->nodes[id];
+        char host[PK_ADDR_MAX + 1], line[512];
+        int port, len, leads;
+        uint32_t master;
+        if (n->state == PK_NODE_REMOVED)
+            continue;
+        split_addr(n, host, sizeof(host), &port);
+        leads = each_run(x, m, id, NULL) > 0;
+        master = leads ? PK_NODE_NONE : followed_leader(m, id);
+        len = snprintf(line, sizeof(line),
+                       "%s %s:%d@%d %s%s%s %s 0 0 %llu %s", n->name, host,
+                       port, port + 10000,
+                       id == x->srv->cluster.self ? "myself," : "",
+                       master == PK_NODE_NONE ? "master" : "slave",
+                       n->state == PK_NODE_DOWN ? ",fail" : "",
+                       master == PK_NODE_NONE ? "-" : m->nodes[master].name,
+                       (unsigned long long)m->epoch,
+                       n->state == PK_NODE_DOWN ? "disconnected"
+                                                : "connected");
+        pk_obuf_append(&text, line, (size_t)len);
+        each_run(x, m, id, nodes_run);
+        pk_obuf_append(&text, "\n", 1);
+    }
+    x->out = saved;
+    pk_reply_verbatim(x->out, x->proto, "txt", text.data + text.head,
+                      pk_obuf_pending(&text));
+    pk_obuf_free(&text);
+}
+
+static void cluster_info(pk_cmd_ctx *x, const pk_pmap *m)
+{
+    char buf[1024];
+    uint32_t assigned = 0, masters = 0, known = 0;
+    int n;
+
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        assigned += m->parts[p].nreplicas > 0;
+    for (uint32_t id = 0; id < m->nnodes; id++) {
+        known += m->nodes[id].state != PK_NODE_REMOVED;
+        masters += each_run(x, m, id, NULL) > 0;
+    }
+    n = snprintf(buf, sizeof(buf),
+                 "cluster_state:%s\r\ncluster_slots_assigned:%u\r\n"
+                 "cluster_slots_ok:%u\r\ncluster_slots_pfail:0\r\n"
+                 "cluster_slots_fail:0\r\ncluster_known_nodes:%u\r\n"
+                 "cluster_size:%u\r\ncluster_current_epoch:%llu\r\n"
+                 "cluster_my_epoch:%llu\r\ncluster_stats_messages_sent:0\r\n"
+                 "cluster_stats_messages_received:0\r\n"
+                 "total_cluster_links_buffer_limit_exceeded:0\r\n",
+                 assigned == m->npartitions ? "ok" : "fail", assigned,
+                 assigned, known, masters, (unsigned long long)m->epoch,
+                 (unsigned long long)m->epoch);
+    pk_reply_verbatim(x->out, x->proto, "txt", buf, (size_t)n);
+}
+
+static void shard_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
+                      uint32_t leader)
+{
+    (void)leader;
+    pk_reply_int(x->out, start);
+    pk_reply_int(x->out, end);
+}
+
+static void cluster_shards(pk_cmd_ctx *x, const pk_pmap *m)
+{
+    size_t nshards = 0;
+
+    for (uint32_t id = 0; id < m->nnodes; id++)
+        nshards += each_run(x, m, id, NULL) > 0;
+    pk_reply_array(x->out, nshards);
+    for (uint32_t id = 0; id < m->nnodes; id++) {
+        const pk_node *n = &m->nodes[id];
+        char host[PK_ADDR_MAX + 1];
+        int port;
+        size_t runs = each_run(x, m, id, NULL);
+        if (runs == 0)
+            continue;
+        split_addr(n, host, sizeof(host), &port);
+        pk_reply_map(x->out, x->proto, 2);
+        pk_reply_bulk_str(x->out, "slots");
+        pk_reply_array(x->out, 2 * runs);
+        each_run(x, m, id, shard_run);
+        pk_reply_bulk_str(x->out, "nodes");
+        pk_reply_array(x->out, 1);
+        pk_reply_map(x->out, x->proto, 7);
+        pk_reply_bulk_str(x->out, "id");
+        pk_reply_bulk_str(x->out, n->name);
+        pk_reply_bulk_str(x->out, "port");
+        pk_reply_int(x->out, port);
+        pk_reply_bulk_str(x->out, "ip");
+        pk_reply_bulk_str(x->out, host);
+        pk_reply_bulk_str(x->out, "endpoint");
+        pk_reply_bulk_str(x->out, host);
+        pk_reply_bulk_str(x->out, "role");
+        pk_reply_bulk_str(x->out, "master");
+        pk_reply_bulk_str(x->out, "replication-offset");
+        pk_reply_int(x->out, 0);
+        pk_reply_bulk_str(x->out, "health");
+        pk_reply_bulk_str(x->out, n->state == PK_NODE_DOWN ? "fail"
+                                                           : "online");
+    }
+}
+
+typedef struct slot_keys {
+    pk_cmd_ctx *x;
+    pk_obuf *keys;
+    uint32_t slot;
+    int64_t want, n;
+} slot_keys;
+
+#define STOP_SCAN PK_ERANGE /* callback sentinel: the slot is done */
+
+static int collect_key(void *ctx, uint32_t part, pk_slice key)
+{
+    slot_keys *k = ctx;
+
+    if (part != k->slot || k->n >= k->want)
+        return STOP_SCAN;
+    pk_reply_bulk(k->keys, key.ptr, key.len);
+    k->n++;
+    return 0;
+}
+
+static void getkeysinslot(pk_cmd_ctx *x, int64_t slot, int64_t count)
+{
+    pk_scan_opts o = {NULL, 0, 1024, PK_TYPE_NONE};
+    pk_obuf keys;
+    slot_keys k = {x, &keys, (uint32_t)slot, count, 0};
+    uint64_t cursor = (uint64_t)slot << 32, next = 0;
+    int rc = PK_OK;
+
+    TXN_OR_RETURN(x, t);
+    pk_obuf_init(&keys);
+    do {
+        rc = pk_store_scan(t, cursor, &o, NOW(x), collect_key, &k, &next);
+        cursor = next;
+    } while (rc == PK_OK && next != 0 && (next >> 32) == (uint64_t)slot);
+    if (rc != PK_OK && rc != STOP_SCAN) {
+        pk_cmd_store_error(x, rc);
+    } else {
+        pk_reply_array(x->out, (size_t)k.n);
+        if (k.n)
+            pk_obuf_append(x->out, keys.data + keys.head,
+                           pk_obuf_pending(&keys));
+    }
+    pk_obuf_free(&keys);
+}
+
+static int slot_arg(pk_cmd_ctx *x, const pk_arg *a, int64_t *slot)
+{
+    if (!pk_arg_i64(a, slot) || *slot < 0 || *slot >= PK_SLOTS) {
+        pk_reply_error(x->out, "ERR Invalid or out of range slot");
+        return 0;
+    }
+    return 1;
+}
+
+void pk_cmd_cluster(pk_cmd_ctx *x)
+{
+    const pk_arg *sub = &x->argv[1];
+    const pk_pmap *m = x->srv->cluster.map;
+    int64_t slot, count;
+
+    if (pk_arg_eq(sub, "keyslot") && x->argc == 3) {
+        pk_reply_int(x->out, pk_hash_slot(x->argv[2].ptr, x->argv[2].len));
+        return;
+    }
+    if (!x->srv->cluster.enabled) {
+        pk_reply_error(x->out, "ERR This instance has cluster support "
+                               "disabled");
+        return;
+    }
+    if (pk_arg_eq(sub, "myid") && x->argc == 2) {
+        pk_reply_bulk_str(x->out, x->srv->cluster.name);
+    } else if (pk_arg_eq(sub, "countkeysinslot") && x->argc == 3) {
+        pk_part_stats st;
+        if (!slot_arg(x, &x->argv[2], &slot))
+            return;
+        TXN_OR_RETURN(x, t);
+        int rc = pk_store_part_stats(t, (uint32_t)slot, &st);
+        if (rc != PK_OK)
+            pk_cmd_store_error(x, rc);
+        else
+            pk_reply_int(x->out, (int64_t)st.keys);
+    } else if (pk_arg_eq(sub, "getkeysinslot") && x->argc == 4) {
+        if (!slot_arg(x, &x->argv[2], &slot))
+            return;
+        if (!pk_arg_i64(&x->argv[3], &count) || count < 0) {
+            pk_reply_error(x->out, "ERR Invalid number of keys");
+            return;
+        }
+        getkeysinslot(x, slot, count);
+    } else if (m == NULL) {
+        pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
+    } else if (pk_arg_eq(sub, "slots") && x->argc == 2) {
+        cluster_slots(x, m);
+    } else if (pk_arg_eq(sub, "nodes") && x->argc == 2) {
+        cluster_nodes(x, m);
+    } else if (pk_arg_eq(sub, "info") && x->argc == 2) {
+        cluster_info(x, m);
+    } else if (pk_arg_eq(sub, "shards") && x->argc == 2) {
+        cluster_shards(x, m);
+    } else {
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand or wrong number of arguments "
+                        "for '%.*s'. Try CLUSTER HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    }
+}

@@ -1,0 +1,48 @@
+/*
+ * pk_cluster: a node's view of the cluster -- who it is, the partition map
+ * it currently holds -- and what follows from it: request routing
+ * (MOVED, CROSSSLOT, CLUSTERDOWN, ASKING) and the Redis Cluster command
+ * family (CLUSTER SLOTS, SHARDS, NODES, INFO, KEYSLOT, MYID,
+ * COUNTKEYSINSLOT, GETKEYSINSLOT; READONLY, READWRITE, ASKING).
+ *
+ * A node without a map (plain `partkv server`) is not in cluster mode and
+ * serves every key.  The map is replaced whole (pk_cluster_set_map) when
+ * the coordinator publishes a new epoch; lookups are one array index.
+ */
+#ifndef PK_SERVER_PK_CLUSTER_H
+#define PK_SERVER_PK_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/pk_pmap.h"
+
+typedef struct pk_cmd pk_cmd;
+typedef struct pk_cmd_ctx pk_cmd_ctx;
+
+typedef struct pk_cluster {
+    int enabled;                /* 1 once the node runs in a cluster */
+    char name[PK_NAME_MAX + 1]; /* this node's 40-hex id */
+    char addr[PK_ADDR_MAX + 1]; /* "host:port" others reach it at */
+    pk_pmap *map;               /* owned; NULL until the first map */
+    uint32_t self;              /* our id in map, or PK_NODE_NONE */
+} pk_cluster;
+
+/* Takes ownership of map (freeing the previous one); finds self by name. */
+void pk_cluster_set_map(pk_cluster *cl, pk_pmap *map);
+
+void pk_cluster_free(pk_cluster *cl);
+
+/*
+ * Decides whether the command in x may run here.  Returns 1 to run it, or
+ * 0 after replying -MOVED, -ASK-less -CROSSSLOT or -CLUSTERDOWN.
+ */
+int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd);
+
+/* The CLUSTER command, and READONLY / READWRITE / ASKING. */
+void pk_cmd_cluster(pk_cmd_ctx *x);
+void pk_cmd_readonly(pk_cmd_ctx *x);
+void pk_cmd_readwrite(pk_cmd_ctx *x);
+void pk_cmd_asking(pk_cmd_ctx *x);
+
+#endif
