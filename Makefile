@@ -30,7 +30,7 @@ TEST_LDLIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 # Layers, lowest first.  Each is a static library; programs link them in
 # reverse order so the linker resolves upward references.
-LAYERS := core proto store server
+LAYERS := core proto store coord server
 LAYER_LIBS := $(foreach l,$(LAYERS),$(BUILD)/libpk$(l).a)
 LINK_LIBS := $(foreach l,$(call reverse,$(LAYERS)),$(BUILD)/libpk$(l).a)
 ALL_SRC := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))

@@ -5,6 +5,8 @@
  *                 [--fsync always|everysec|no] [--requirepass PW]
  *                 [--protected-mode yes|no] [--proto-max-bulk-len N]
  *                 [--maxclients N] [--map-size BYTES]
+ *                 [--coordinator embedded | --join HOST:PORT]
+ *                 [--cluster-secret S] [--announce HOST:PORT]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -41,6 +43,19 @@ static int num(const char *flag, const char *s, unsigned long long lo,
     return 0;
 }
 
+/* "host:port" with a port in 1..65535. */
+static int host_port(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    char *end;
+    long port;
+
+    if (colon == NULL || colon == s)
+        return 0;
+    port = strtol(colon + 1, &end, 10);
+    return *end == '\0' && port > 0 && port <= 65535;
+}
+
 static int parse(int argc, char **argv, pk_server_config *c)
 {
     static const struct option opts[] = {
@@ -53,6 +68,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"proto-max-bulk-len", required_argument, NULL, 'B'},
         {"maxclients", required_argument, NULL, 'm'},
         {"map-size", required_argument, NULL, 'M'},
+        {"coordinator", required_argument, NULL, 'C'},
+        {"join", required_argument, NULL, 'J'},
+        {"cluster-secret", required_argument, NULL, 'S'},
+        {"announce", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -108,12 +127,41 @@ static int parse(int argc, char **argv, pk_server_config *c)
             rc = num("--map-size", optarg, 1ull << 20, 1ull << 44, &v);
             c->map_size = v;
             break;
+        case 'C':
+            if (strcmp(optarg, "embedded") != 0)
+                rc = bad("--coordinator", optarg,
+                         "must be 'embedded' (etcd comes later)");
+            c->coordinator = optarg;
+            break;
+        case 'J':
+            c->join = optarg;
+            if (!host_port(optarg))
+                rc = bad("--join", optarg, "needs HOST:PORT");
+            break;
+        case 'S':
+            c->cluster_secret = optarg;
+            break;
+        case 'A':
+            c->announce = optarg;
+            if (!host_port(optarg))
+                rc = bad("--announce", optarg, "needs HOST:PORT");
+            break;
         default:
             fprintf(stderr,
                     "partkv server: unknown or incomplete option '%s'\n",
                     argv[optind - 1]);
             rc = -1;
         }
+    }
+    if (rc == 0 && c->coordinator && c->join) {
+        fprintf(stderr, "partkv server: use --coordinator embedded or "
+                        "--join HOST:PORT, not both\n");
+        rc = -1;
+    }
+    if (rc == 0 && (c->coordinator || c->join) && !c->cluster_secret) {
+        fprintf(stderr, "partkv server: cluster mode needs "
+                        "--cluster-secret\n");
+        rc = -1;
     }
     if (rc == 0 && optind < argc) {
         fprintf(stderr, "partkv server: unexpected argument '%s'\n",

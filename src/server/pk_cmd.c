@@ -61,6 +61,8 @@ static const pk_cmd table[] = {
     {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist},
     {"pexpire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_pexpire},
     {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping},
+    {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth},
+    {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord},
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit},

@@ -68,7 +68,7 @@ void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v);
     X(decrby) X(del) X(echo) X(exists) X(expire) X(flushall) X(get)            \
     X(getdel) X(hdel) X(hello) X(hexists) X(hget) X(hgetall) X(hincrby)        \
     X(hlen) X(hmget) X(hset) X(incr) X(incrby) X(info) X(mget) X(mset)         \
-    X(persist) X(pexpire) X(ping) X(pk_partitions) X(pttl) X(quit)             \
+    X(persist) X(pexpire) X(ping) X(pk_auth) X(pk_coord) X(pk_partitions) X(pttl) X(quit)             \
     X(reset) X(scan) X(select) X(set) X(shutdown) X(strlen) X(ttl) X(type)     \
     X(zadd) X(zcard) X(zrange) X(zrangebylex) X(zrangebyscore) X(zrem)         \
     X(zrevrange) X(zscore)

@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "core/pk_err.h"
+#include "coord/pk_coord_embedded.h"
 #include "core/pk_hash.h"
+#include "server/pk_agent.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_part.h"
 
@@ -180,6 +184,113 @@ static void on_sync(uv_timer_t *t)
     uv_queue_work(&s->loop, &s->sync_work, sync_work, sync_done);
 }
 
+static void on_coord_tick(uv_timer_t *t)
+{
+    pk_server *s = t->data;
+
+    pk_coord_embedded_tick(s->coord);
+}
+
+/* The agent posted a map: it replaces ours in one step. */
+static void on_map(uv_async_t *h)
+{
+    pk_server *s = h->data;
+    pk_pmap *m;
+
+    pthread_mutex_lock(&s->map_lock);
+    m = s->map_pending;
+    s->map_pending = NULL;
+    pthread_mutex_unlock(&s->map_lock);
+    if (m)
+        pk_cluster_set_map(&s->cluster, m);
+}
+
+/*
+ * The node's cluster id: 40 hex digits kept in DIR/node.id so that a
+ * restarted node keeps its place in the map.
+ */
+static int node_id(const char *dir, char *id)
+{
+    char path[4096];
+    unsigned char raw[20];
+    int fd, ok;
+
+    snprintf(path, sizeof(path), "%s/node.id", dir);
+    fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        ok = read(fd, id, PK_NAME_MAX) == PK_NAME_MAX;
+        close(fd);
+        id[PK_NAME_MAX] = '\0';
+        return ok ? 0 : -1;
+    }
+    fd = open("/dev/urandom", O_RDONLY);
+    ok = fd >= 0 && read(fd, raw, sizeof(raw)) == (ssize_t)sizeof(raw);
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        return -1;
+    for (int i = 0; i < 20; i++)
+        snprintf(id + 2 * i, 3, "%02x", raw[i]);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ok = fd >= 0 && write(fd, id, PK_NAME_MAX) == PK_NAME_MAX &&
+         fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok ? 0 : -1;
+}
+
+/* Cluster mode: identity, the hosted coordinator, the agent. */
+static int start_cluster(pk_server *s)
+{
+    const pk_server_config *c = &s->cfg;
+    char host[256], path[4096];
+    int port = s->port, rc;
+
+    if (c->coordinator == NULL && c->join == NULL)
+        return 0;
+    if (node_id(c->dir, s->cluster.name) != 0) {
+        fprintf(stderr, "partkv: cannot read or create %s/node.id\n",
+                c->dir);
+        return -1;
+    }
+    s->cluster.enabled = 1;
+    if (c->announce)
+        snprintf(s->cluster.addr, sizeof(s->cluster.addr), "%s",
+                 c->announce);
+    else
+        snprintf(s->cluster.addr, sizeof(s->cluster.addr), "%s:%d",
+                 strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1",
+                 s->port);
+    snprintf(host, sizeof(host), "%s",
+             strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1");
+    if (c->coordinator) {
+        snprintf(path, sizeof(path), "%s/coord.state", c->dir);
+        rc = pk_coord_embedded_open(path, NULL, &s->coord);
+        if (rc != PK_OK) {
+            fprintf(stderr, "partkv: cannot open coordinator state %s: %s\n",
+                    path, pk_strerror(rc));
+            return -1;
+        }
+        uv_timer_init(&s->loop, &s->coord_timer);
+        s->coord_timer.data = s;
+        uv_timer_start(&s->coord_timer, on_coord_tick, 100, 100);
+    } else {
+        const char *colon = strrchr(c->join, ':');
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - c->join),
+                 c->join);
+        port = atoi(colon + 1);
+    }
+    pthread_mutex_init(&s->map_lock, NULL);
+    uv_async_init(&s->loop, &s->map_async, on_map);
+    s->map_async.data = s;
+    rc = pk_agent_start(s, host, port, c->cluster_secret, &s->agent);
+    if (rc != PK_OK) {
+        fprintf(stderr, "partkv: cannot start the coordinator agent\n");
+        return -1;
+    }
+    return 0;
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     (void)signum;
@@ -255,6 +366,8 @@ static void close_handle(uv_handle_t *h, void *arg)
  */
 static void teardown(pk_server *s)
 {
+    pk_agent_stop(s->agent); /* before the async handle closes */
+    s->agent = NULL;
     s->shutting_down = 0; /* on_check must not stop the closing run */
     on_check(&s->check);
     while (s->conns)
@@ -294,6 +407,8 @@ int pk_server_run(const pk_server_config *cfg)
     if (listen_on(s) != 0)
         goto out;
     init_handles(s);
+    if (start_cluster(s) != 0)
+        goto out;
     s->start_ms = s->now_ms = pk_srv_wall_ms();
     s->next_id = 1;
     printf("partkv: ready on %s:%d pid %d\n", cfg->bind, s->port,
@@ -306,6 +421,8 @@ out:
     uv_loop_close(&s->loop);
     pk_store_close(s->store);
     pk_cluster_free(&s->cluster);
+    pk_pmap_free(s->map_pending);
+    pk_coord_free(s->coord);
     free(s->rates);
     free(s);
     return status;

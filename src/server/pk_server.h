@@ -34,6 +34,12 @@ typedef struct pk_server_config {
     size_t proto_max_bulk_len;
     uint64_t map_size;      /* LMDB map size in bytes, 0 = default */
     int maxclients;
+    /* Cluster mode: set coordinator to "embedded" to host the coordinator,
+     * or join to "host:port" of the node that hosts it. */
+    const char *coordinator;
+    const char *join;
+    const char *cluster_secret; /* required in cluster mode */
+    const char *announce;       /* "host:port" others use; default bind */
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */

@@ -12,6 +12,7 @@
 #define PK_SERVER_PK_SRV_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -53,6 +54,7 @@ struct pk_conn {
     int blocked;          /* reading stopped by backpressure */
     int asking;           /* ASKING: the next command may be imported */
     int readonly;         /* READONLY: reads may be served by followers */
+    int internal;         /* presented the cluster secret (PK.AUTH) */
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     int in_resume;
     pk_conn *prev, *next; /* all connections */
@@ -78,6 +80,12 @@ struct pk_server {
     pk_server_config cfg;
     pk_store *store;
     pk_cluster cluster;
+    struct pk_coord *coord;   /* hosted coordinator, or NULL */
+    uv_timer_t coord_timer;   /* lease expiry of the hosted coordinator */
+    struct pk_agent *agent;   /* link to the coordinator, or NULL */
+    uv_async_t map_async;     /* the agent posted a map */
+    pthread_mutex_t map_lock; /* guards map_pending */
+    struct pk_pmap *map_pending; /* owned; taken by the loop */
     pk_txn *txn;       /* this iteration's write transaction, or NULL */
     pk_conn *iter;     /* connections touched this iteration */
     pk_conn *conns;    /* all connections */

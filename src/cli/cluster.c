@@ -1,0 +1,391 @@
+/*
+ * partkv cluster up: a whole local cluster in the foreground.
+ *
+ *   partkv cluster up --nodes N [--base-port P] [--dir D] [--replicas R]
+ *                     [--coordinator embedded] [--secret S]
+ *
+ * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
+ * ports), the first hosting the embedded coordinator; waits until every
+ * node has registered; creates the partition map with the core planner
+ * (unless the data directory already holds one, after a restart); prints
+ * a summary and the line "ready"; and stays until SIGINT/SIGTERM, which
+ * stop every node cleanly.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/spawn.h"
+#include "core/pk_err.h"
+#include "core/pk_plan.h"
+#include "core/pk_pmap.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_agent.h"
+#include "server/pk_sclient.h"
+
+#define NODES_MAX 64
+#define REGISTER_TIMEOUT_MS 15000
+
+typedef struct up_args {
+    unsigned long nodes, base_port, replicas;
+    const char *dir;
+    const char *secret;
+} up_args;
+
+static int parse_up(int argc, char **argv, up_args *a)
+{
+    static const struct option opts[] = {
+        {"nodes", required_argument, NULL, 'n'},
+        {"base-port", required_argument, NULL, 'p'},
+        {"dir", required_argument, NULL, 'd'},
+        {"replicas", required_argument, NULL, 'r'},
+        {"coordinator", required_argument, NULL, 'c'},
+        {"scheme", required_argument, NULL, 's'},
+        {"secret", required_argument, NULL, 'S'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+
+    memset(a, 0, sizeof(*a));
+    a->nodes = 3;
+    a->base_port = 7000;
+    a->dir = "./data";
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end = NULL;
+        unsigned long v = optarg ? strtoul(optarg, &end, 10) : 0;
+        int num_ok = optarg && *optarg && *optarg != '-' && *end == '\0';
+        switch (ch) {
+        case 'n':
+            if (!num_ok || v < 1 || v > NODES_MAX)
+                goto bad;
+            a->nodes = v;
+            break;
+        case 'p':
+            if (!num_ok || v > 65535 - NODES_MAX)
+                goto bad;
+            a->base_port = v;
+            break;
+        case 'r':
+            if (!num_ok || v < 1 || v > PK_REPLICAS_MAX)
+                goto bad;
+            a->replicas = v;
+            break;
+        case 'd':
+            a->dir = optarg;
+            break;
+        case 'c':
+            if (strcmp(optarg, "embedded") != 0)
+                goto bad;
+            break;
+        case 's':
+            if (strcmp(optarg, "slots") != 0) {
+                fprintf(stderr, "partkv cluster up: --scheme %s needs "
+                                "forward mode, which is not built yet; use "
+                                "slots\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case 'S':
+            a->secret = optarg;
+            break;
+        default:
+            goto bad;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "partkv cluster up: unexpected argument '%s'\n",
+                argv[optind]);
+        return -1;
+    }
+    if (a->replicas == 0)
+        a->replicas = a->nodes < 3 ? a->nodes : 3;
+    if (a->replicas > a->nodes) {
+        fprintf(stderr, "partkv cluster up: --replicas %lu needs at least "
+                        "as many nodes\n",
+                a->replicas);
+        return -1;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "partkv cluster up: bad or incomplete option '%s'\n",
+            argv[optind - 1]);
+    return -1;
+}
+
+/* The cluster secret: --secret, else DIR/secret, else a new random one. */
+static int load_secret(const up_args *a, char *secret, size_t cap)
+{
+    char path[4096];
+    unsigned char raw[16];
+    int fd, ok;
+
+    if (a->secret) {
+        snprintf(secret, cap, "%s", a->secret);
+        return 0;
+    }
+    snprintf(path, sizeof(path), "%s/secret", a->dir);
+    fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, secret, cap - 1);
+        close(fd);
+        if (n <= 0)
+            return -1;
+        secret[n] = '\0';
+        return 0;
+    }
+    fd = open("/dev/urandom", O_RDONLY);
+    ok = fd >= 0 && read(fd, raw, sizeof(raw)) == (ssize_t)sizeof(raw);
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        return -1;
+    for (int i = 0; i < 16; i++)
+        snprintf(secret + 2 * i, 3, "%02x", raw[i]);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ok = fd >= 0 && write(fd, secret, 32) == 32;
+    if (fd >= 0)
+        close(fd);
+    return ok ? 0 : -1;
+}
+
+static int start_nodes(const up_args *a, const char *secret, pk_child *kids)
+{
+    const char *exe = pk_self_exe();
+
+    for (unsigned long i = 0; i < a->nodes; i++) {
+        char dir[4096], port[16], join[64];
+        char *argv[16];
+        int n = 0;
+        snprintf(dir, sizeof(dir), "%s/node-%lu", a->dir, i);
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            fprintf(stderr, "partkv cluster up: mkdir %s: %s\n", dir,
+                    strerror(errno));
+            return -1;
+        }
+        snprintf(port, sizeof(port), "%lu", a->base_port ? a->base_port + i
+                                                         : 0);
+        argv[n++] = (char *)exe;
+        argv[n++] = "server";
+        argv[n++] = "--port";
+        argv[n++] = port;
+        argv[n++] = "--dir";
+        argv[n++] = dir;
+        argv[n++] = "--cluster-secret";
+        argv[n++] = (char *)secret;
+        if (i == 0) {
+            argv[n++] = "--coordinator";
+            argv[n++] = "embedded";
+        } else {
+            snprintf(join, sizeof(join), "127.0.0.1:%d", kids[0].port);
+            argv[n++] = "--join";
+            argv[n++] = join;
+        }
+        argv[n] = NULL;
+        if (pk_child_start(&kids[i], argv, 10000) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int read_id(const up_args *a, unsigned long i, char *id)
+{
+    char path[4096];
+    int fd, ok;
+
+    snprintf(path, sizeof(path), "%s/node-%lu/node.id", a->dir, i);
+    fd = open(path, O_RDONLY);
+    ok = fd >= 0 && read(fd, id, PK_NAME_MAX) == PK_NAME_MAX;
+    if (fd >= 0)
+        close(fd);
+    id[PK_NAME_MAX] = '\0';
+    return ok ? 0 : -1;
+}
+
+static long mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Waits until the coordinator lists every node. */
+static int wait_registered(pk_sclient *c, unsigned long n)
+{
+    const char *argv[] = {"PK.COORD", "RANGE", PK_CLUSTER_PREFIX "nodes/"};
+    long deadline = mono_ms() + REGISTER_TIMEOUT_MS;
+
+    while (mono_ms() < deadline) {
+        pk_rr *r = NULL;
+        size_t have = 0;
+        if (pk_sclient_call(c, 3, argv, NULL, &r) != PK_OK)
+            return -1;
+        if (r->type == PK_RR_ARRAY && r->n == 2)
+            have = r->elems[1].n;
+        pk_rr_free(r);
+        if (have >= n)
+            return 0;
+        usleep(50000);
+    }
+    return -1;
+}
+
+/* Creates the map unless one exists.  Returns 0 and sets *created. */
+static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
+                      char ids[][PK_NAME_MAX + 1], int *created)
+{
+    const char *get[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "map"};
+    pk_pmap *m = NULL;
+    pk_rr *r = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc, exists;
+
+    if (pk_sclient_call(c, 3, get, NULL, &r) != PK_OK)
+        return -1;
+    exists = r->type == PK_RR_ARRAY && r->n == 2 &&
+             r->elems[1].type == PK_RR_ARRAY;
+    pk_rr_free(r);
+    *created = 0;
+    if (exists)
+        return 0;
+    rc = pk_pmap_new(PK_SCHEME_SLOTS, PK_HASH_XXH3, PK_SLOTS,
+                     (uint8_t)a->replicas, &m);
+    for (unsigned long i = 0; rc == PK_OK && i < a->nodes; i++) {
+        char addr[64];
+        uint32_t id;
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", kids[i].port);
+        rc = pk_pmap_node_add(m, ids[i], addr, NULL, 1.0, &id);
+    }
+    if (rc == PK_OK)
+        rc = pk_plan_initial(m);
+    if (rc == PK_OK)
+        rc = pk_pmap_encode(m, &buf, &len);
+    pk_pmap_free(m);
+    if (rc != PK_OK) {
+        fprintf(stderr, "partkv cluster up: map: %s\n", pk_strerror(rc));
+        return -1;
+    }
+    const char *cas[] = {"PK.COORD", "CAS", PK_CLUSTER_PREFIX "map", "0",
+                         (const char *)buf, "0"};
+    size_t lens[] = {8, 3, strlen(cas[2]), 1, len, 1};
+    rc = pk_sclient_call(c, 6, cas, lens, &r);
+    free(buf);
+    if (rc != PK_OK)
+        return -1;
+    rc = r->type == PK_RR_ARRAY ? 0 : -1;
+    pk_rr_free(r);
+    *created = rc == 0;
+    return rc;
+}
+
+static void stop_all(pk_child *kids, unsigned long n)
+{
+    for (unsigned long i = n; i-- > 0;)
+        pk_child_stop(&kids[i], 5000);
+}
+
+static int cluster_up(int argc, char **argv)
+{
+    up_args a;
+    pk_child kids[NODES_MAX];
+    char secret[128], ids[NODES_MAX][PK_NAME_MAX + 1];
+    pk_sclient *c = NULL;
+    sigset_t set;
+    int created = 0, sig = 0, status = 1;
+
+    if (parse_up(argc, argv, &a) != 0)
+        return 2;
+    if (mkdir(a.dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "partkv cluster up: --dir %s: %s\n", a.dir,
+                strerror(errno));
+        return 2;
+    }
+    if (load_secret(&a, secret, sizeof(secret)) != 0) {
+        fprintf(stderr, "partkv cluster up: cannot keep a secret in %s\n",
+                a.dir);
+        return 1;
+    }
+    /* Signals are taken synchronously below; children get the default
+     * disposition back through exec (sigprocmask is inherited, so it is
+     * restored in pk_child_start's child before exec). */
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    memset(kids, 0, sizeof(kids));
+    if (start_nodes(&a, secret, kids) != 0)
+        goto out;
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    for (unsigned long i = 0; i < a.nodes; i++)
+        if (read_id(&a, i, ids[i]) != 0)
+            goto out;
+    const char *auth[] = {"PK.AUTH", secret};
+    pk_rr *r = NULL;
+    if (pk_sclient_connect("127.0.0.1", kids[0].port, 5000, &c) != PK_OK ||
+        pk_sclient_call(c, 2, auth, NULL, &r) != PK_OK) {
+        fprintf(stderr, "partkv cluster up: cannot reach the coordinator\n");
+        goto out;
+    }
+    pk_rr_free(r);
+    if (wait_registered(c, a.nodes) != 0) {
+        fprintf(stderr, "partkv cluster up: nodes did not register\n");
+        goto out;
+    }
+    if (ensure_map(c, &a, kids, ids, &created) != 0)
+        goto out;
+    printf("partkv cluster: %lu nodes, %d slots, %lu replicas, coordinator "
+           "on 127.0.0.1:%d, data in %s (%s map)\n",
+           a.nodes, PK_SLOTS, a.replicas, kids[0].port, a.dir,
+           created ? "new" : "existing");
+    for (unsigned long i = 0; i < a.nodes; i++)
+        printf("  node %lu  127.0.0.1:%d  pid %d  id %s\n", i, kids[i].port,
+               (int)kids[i].pid, ids[i]);
+    printf("try: redis-cli -c -p %d\nready\n", kids[0].port);
+    fflush(stdout);
+    pk_sclient_free(c);
+    c = NULL;
+    for (;;) {
+        if (sigwait(&set, &sig) != 0)
+            break;
+        if (sig == SIGINT || sig == SIGTERM)
+            break;
+        /* SIGCHLD: report nodes that died; the rest keep serving. */
+        for (unsigned long i = 0; i < a.nodes; i++) {
+            int st;
+            if (kids[i].pid > 0 && waitpid(kids[i].pid, &st, WNOHANG) > 0) {
+                fprintf(stderr, "partkv cluster: node %lu (pid %d) exited "
+                                "with status %d\n",
+                        i, (int)kids[i].pid,
+                        WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+                kids[i].pid = 0;
+            }
+        }
+    }
+    status = 0;
+out:
+    pk_sclient_free(c);
+    stop_all(kids, a.nodes);
+    return status;
+}
+
+int pk_cli_cluster(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "up") == 0)
+        return cluster_up(argc - 1, argv + 1);
+    fprintf(stderr, "usage: partkv cluster up --nodes N [--base-port P] "
+                    "[--dir D] [--replicas R]\n");
+    return 2;
+}

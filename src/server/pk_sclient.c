@@ -1,0 +1,233 @@
+/*
+ * pk_sclient: blocking RESP client (see pk_sclient.h for the contract).
+ *
+ * The socket is non-blocking and every wait is a poll() against one
+ * deadline per operation, so a call never blocks longer than the timeout
+ * whatever the server does (trickles bytes, never answers, stops reading
+ * a large request).  A call runs:
+ *
+ *   request -> out (pk_obuf) -> send until empty -> recv into the reader
+ *   until pk_rreply_next gives one reply
+ *
+ * Invariant: between calls `out` is empty and the reader holds no partial
+ * reply; any failure after the first byte was sent breaks that, so it is
+ * recorded in `failed` and returned by every later call.
+ */
+#include "pk_sclient.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/pk_err.h"
+#include "proto/pk_reply.h"
+#include "proto/pk_rreply.h"
+
+#define PK_SCLIENT_RECV 16384 /* bytes read per recv() */
+
+struct pk_sclient {
+    int fd;
+    int timeout_ms;       /* per operation; negative: none */
+    int failed;           /* sticky error once out of step, else 0 */
+    pk_rreply_reader *rd; /* owned */
+    pk_obuf out;          /* the request being sent */
+};
+
+static int64_t sc_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The deadline of an operation starting now; -1 for none. */
+static int64_t sc_deadline(int timeout_ms)
+{
+    return timeout_ms < 0 ? -1 : sc_now_ms() + timeout_ms;
+}
+
+/*
+ * Waits until fd is ready for events or the deadline passes.  Returns
+ * PK_OK when ready (or in error: the next socket call will say), PK_EIO
+ * on timeout or poll failure.
+ */
+static int sc_wait(int fd, short events, int64_t deadline)
+{
+    struct pollfd pfd = {.fd = fd, .events = events};
+
+    for (;;) {
+        int64_t left = deadline < 0 ? -1 : deadline - sc_now_ms();
+        int rc;
+
+        if (deadline >= 0 && left <= 0)
+            return PK_EIO;
+        rc = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+        if (rc > 0)
+            return PK_OK;
+        if (rc < 0 && errno != EINTR)
+            return PK_EIO;
+    }
+}
+
+/* A connected non-blocking socket to one address, or -1. */
+static int sc_dial(const struct addrinfo *ai, int64_t deadline)
+{
+    int fd, err = 0, one = 1;
+    socklen_t len = sizeof(err);
+
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                ai->ai_protocol);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+        if (errno != EINPROGRESS || sc_wait(fd, POLLOUT, deadline) < 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+            close(fd);
+            return -1;
+        }
+    }
+    /* Requests are small and each waits for its reply: no Nagle delay. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+int pk_sclient_connect(const char *host, int port, int timeout_ms,
+                       pk_sclient **out)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    int64_t deadline = sc_deadline(timeout_ms);
+    char service[8];
+    pk_sclient *c;
+    int rc, fd = -1;
+
+    if (!host || !out || port < 1 || port > 65535 || timeout_ms == 0)
+        return PK_EINVAL;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return PK_ENOMEM;
+    c->fd = -1;
+    c->timeout_ms = timeout_ms;
+    pk_obuf_init(&c->out);
+    rc = pk_rreply_reader_new(NULL, &c->rd);
+    if (rc < 0)
+        goto fail;
+    snprintf(service, sizeof(service), "%d", port);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0) {
+        rc = rc == EAI_MEMORY ? PK_ENOMEM : PK_EIO;
+        goto fail;
+    }
+    for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
+        fd = sc_dial(ai, deadline);
+    freeaddrinfo(res);
+    rc = PK_EIO;
+    if (fd < 0)
+        goto fail;
+    c->fd = fd;
+    *out = c;
+    return PK_OK;
+fail:
+    pk_sclient_free(c);
+    return rc;
+}
+
+void pk_sclient_free(pk_sclient *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    pk_rreply_reader_free(c->rd);
+    pk_obuf_free(&c->out);
+    free(c);
+}
+
+/* Sends all of out.  Returns PK_OK or PK_EIO. */
+static int sc_send(pk_sclient *c, int64_t deadline)
+{
+    while (pk_obuf_pending(&c->out) > 0) {
+        ssize_t n = send(c->fd, c->out.data + c->out.head,
+                         pk_obuf_pending(&c->out), MSG_NOSIGNAL);
+        if (n > 0) {
+            pk_obuf_consume(&c->out, (size_t)n);
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (sc_wait(c->fd, POLLOUT, deadline) < 0)
+                return PK_EIO;
+        } else if (n < 0 && errno != EINTR) {
+            return PK_EIO;
+        }
+    }
+    return PK_OK;
+}
+
+/* Reads until the reader has a reply other than a push message.  Returns
+ * PK_OK or an error code. */
+static int sc_recv(pk_sclient *c, int64_t deadline, struct pk_rr **reply)
+{
+    char buf[PK_SCLIENT_RECV];
+    struct pk_rr *r;
+
+    for (;;) {
+        int rc = pk_rreply_next(c->rd, &r);
+        ssize_t n;
+
+        if (rc == 1 && r->type == PK_RR_PUSH) {
+            pk_rr_free(r);
+            continue;
+        }
+        if (rc == 1)
+            *reply = r;
+        if (rc != 0)
+            return rc == 1 ? PK_OK : rc;
+        n = recv(c->fd, buf, sizeof(buf), 0);
+        if (n > 0) {
+            rc = pk_rreply_feed(c->rd, buf, (size_t)n);
+            if (rc < 0)
+                return rc;
+        } else if (n == 0) {
+            return PK_EIO; /* the server closed the connection */
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (sc_wait(c->fd, POLLIN, deadline) < 0)
+                return PK_EIO;
+        } else if (errno != EINTR) {
+            return PK_EIO;
+        }
+    }
+}
+
+int pk_sclient_call(pk_sclient *c, int argc, const char *const *argv,
+                    const size_t *lens, struct pk_rr **reply)
+{
+    int64_t deadline;
+    int rc;
+
+    if (!c || !reply)
+        return PK_EINVAL;
+    if (c->failed)
+        return c->failed;
+    pk_obuf_reset(&c->out);
+    rc = pk_rr_write_cmd(&c->out, argc, argv, lens);
+    if (rc < 0) {
+        pk_obuf_reset(&c->out);
+        return rc;
+    }
+    deadline = sc_deadline(c->timeout_ms);
+    rc = sc_send(c, deadline);
+    if (rc == PK_OK)
+        rc = sc_recv(c, deadline, reply);
+    if (rc < 0)
+        c->failed = rc;
+    return rc;
+}
