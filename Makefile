@@ -1,7 +1,7 @@
 # partkv -- one non-recursive Makefile.
 #
 #   make            build build/partkv
-#   make run        install deps, build, run the quick start
+#   make run        install deps, build, start a 3-node cluster (7000-7002)
 #   make test       install deps, build, run every test (unit, model)
 #   make check      every test, with binaries built under ASan+UBSan
 #   make bench      benchmarks, each printed beside its anchor
@@ -77,7 +77,7 @@ $(BUILD)/bench/%: bench/%.c $(LAYER_LIBS)
 # that pkg-config (itself possibly just installed) is asked afresh.
 run: deps
 	@$(MAKE) --no-print-directory all
-	$(BUILD)/partkv sim reference
+	$(BUILD)/partkv cluster up --nodes 3 --base-port 7000 --dir ./data
 
 test: deps
 	@$(MAKE) --no-print-directory test-unit
