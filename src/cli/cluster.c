@@ -318,9 +318,9 @@ static int cluster_up(int argc, char **argv)
                 a.dir);
         return 1;
     }
-    /* Signals are taken synchronously below; children get the default
-     * disposition back through exec (sigprocmask is inherited, so it is
-     * restored in pk_child_start's child before exec). */
+    /* Signals are taken synchronously (sigwait) once every node runs; they
+     * are blocked only after the children are forked, which therefore
+     * keep the default mask. */
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
@@ -385,7 +385,12 @@ int pk_cli_cluster(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "up") == 0)
         return cluster_up(argc - 1, argv + 1);
+    if (argc >= 2 && (strcmp(argv[1], "status") == 0 ||
+                      strcmp(argv[1], "map") == 0 ||
+                      strcmp(argv[1], "nodes") == 0))
+        return pk_cli_cluster_view(argc - 1, argv + 1);
     fprintf(stderr, "usage: partkv cluster up --nodes N [--base-port P] "
-                    "[--dir D] [--replicas R]\n");
+                    "[--dir D] [--replicas R] | partkv cluster "
+                    "status|map|nodes --cluster HOST:PORT [--json]\n");
     return 2;
 }
