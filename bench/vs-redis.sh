@@ -40,7 +40,9 @@ PIPES=(1 16)
 CLIENTS=50
 KEYSPACE=100000
 
-die() { echo "vs-redis: $*" >&2; exit 1; }
+PROG=vs-redis
+# die, stop, free_port, cpu_ticks, child_ticks, rb_rows
+source "$root/bench/lib.sh"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_N must be a positive integer, got '$N'"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
 [[ -x $PARTKV ]] || die "$PARTKV not built (run make)"
@@ -53,17 +55,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-vs-redis.XXXXXX")
 pk_pid=""
 rd_pid=""
 
-stop() { # stop PID: SIGTERM, wait up to 10 s, then SIGKILL
-    local pid=$1 i
-    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     stop "$pk_pid"
     stop "$rd_pid"
@@ -72,30 +63,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-free_port() {
-    "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
-}
-
-# child_ticks PID: cutime+cstime (fields 16, 17) of reaped children
-child_ticks() {
-    local st rest f
-    st=$(<"/proc/$1/stat") || die "server pid $1 is gone"
-    rest=${st##*) }
-    read -ra f <<<"$rest"
-    echo $((f[13] + f[14]))
-}
-
-# cpu_ticks PID: utime+stime (fields 14, 15).  The command name in field 2
-# may hold spaces or ')', so split after the last ')': the rest starts at
-# field 3.
-cpu_ticks() {
-    local st rest f
-    st=$(<"/proc/$1/stat") || die "server pid $1 is gone"
-    rest=${st##*) }
-    read -ra f <<<"$rest"
-    echo $((f[11] + f[12]))
-}
 
 # --- start partkv ----------------------------------------------------------
 mkdir -p "$work/partkv" "$work/redis"
@@ -147,16 +114,10 @@ one() {
         -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$p" -t "$test" --csv) ||
         die "redis-benchmark $test -P $p against $srv failed"
     c1=$(cpu_ticks "$pid")
-    # --csv: a header naming the columns, then one row for the test.
-    line=$(awk -F, -v srv="$srv" -v p="$p" -v run="$run" -v tck="$TCK" \
-        -v dt=$((c1 - c0)) '
-        { for (i = 1; i <= NF; i++) gsub(/"/, "", $i) }
-        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-        NF > 1 && ("rps" in col) {
-            printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4f\n", srv, $1, p, run,
-                $col["rps"], $col["p50_latency_ms"], $col["p99_latency_ms"],
-                dt / tck
-        }' <<<"$out")
+    line=$(rb_rows <<<"$out" | awk -F'\t' -v srv="$srv" -v p="$p" \
+        -v run="$run" -v tck="$TCK" -v dt=$((c1 - c0)) '
+        { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4f\n", srv, $1, p, run,
+              $2, $3, $4, dt / tck }')
     [[ -n $line ]] || die "could not parse redis-benchmark output: $out"
     printf '%s\n' "$line" >>"$raw"
     local f

@@ -11,5 +11,6 @@ int pk_cli_sim_compare(int argc, char **argv);
 int pk_cli_server(int argc, char **argv);
 int pk_cli_cluster(int argc, char **argv);
 int pk_cli_cluster_view(int argc, char **argv);
+int pk_cli_proxy(int argc, char **argv);
 
 #endif

@@ -242,53 +242,115 @@ static int wait_registered(pk_sclient *c, unsigned long n)
     return -1;
 }
 
-/* Creates the map unless one exists.  Returns 0 and sets *created. */
+/* Writes m with CAS against mod_rev (0: must not exist).  0 or -1. */
+static int put_map(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char rev[24];
+    pk_rr *r = NULL;
+    int rc = pk_pmap_encode(m, &buf, &len);
+
+    if (rc != PK_OK) {
+        fprintf(stderr, "partkv cluster up: map: %s\n", pk_strerror(rc));
+        return -1;
+    }
+    snprintf(rev, sizeof(rev), "%llu", (unsigned long long)mod_rev);
+    const char *cas[] = {"PK.COORD", "CAS", PK_CLUSTER_PREFIX "map", rev,
+                         (const char *)buf, "0"};
+    size_t lens[] = {8, 3, strlen(cas[2]), strlen(rev), len, 1};
+    rc = pk_sclient_call(c, 6, cas, lens, &r);
+    free(buf);
+    if (rc != PK_OK)
+        return -1;
+    rc = r->type == PK_RR_ARRAY ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "partkv cluster up: map update refused: %s\n",
+                r->str ? r->str : "?");
+    pk_rr_free(r);
+    return rc;
+}
+
+/*
+ * Creates the map unless one exists; an existing map gets the nodes'
+ * current addresses (ports change across restarts with --base-port 0).
+ * Returns 0 and sets *created.
+ */
 static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
                       char ids[][PK_NAME_MAX + 1], int *created)
 {
     const char *get[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "map"};
     pk_pmap *m = NULL;
     pk_rr *r = NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int rc, exists;
+    uint64_t mod_rev = 0;
+    int rc, changed = 0;
 
     if (pk_sclient_call(c, 3, get, NULL, &r) != PK_OK)
         return -1;
-    exists = r->type == PK_RR_ARRAY && r->n == 2 &&
-             r->elems[1].type == PK_RR_ARRAY;
+    if (r->type == PK_RR_ARRAY && r->n == 2 &&
+        r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
+        mod_rev = (uint64_t)r->elems[1].elems[3].integer;
+        rc = pk_pmap_decode((const uint8_t *)r->elems[1].elems[1].str,
+                            r->elems[1].elems[1].len, &m);
+        if (rc != PK_OK)
+            m = NULL;
+    }
     pk_rr_free(r);
-    *created = 0;
-    if (exists)
-        return 0;
-    rc = pk_pmap_new(PK_SCHEME_SLOTS, PK_HASH_XXH3, PK_SLOTS,
-                     (uint8_t)a->replicas, &m);
+    *created = mod_rev == 0;
+    if (mod_rev != 0 && m == NULL) {
+        fprintf(stderr, "partkv cluster up: the stored map is unreadable\n");
+        return -1;
+    }
+    rc = m ? PK_OK
+           : pk_pmap_new(PK_SCHEME_SLOTS, PK_HASH_XXH3, PK_SLOTS,
+                         (uint8_t)a->replicas, &m);
     for (unsigned long i = 0; rc == PK_OK && i < a->nodes; i++) {
         char addr[64];
         uint32_t id;
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", kids[i].port);
-        rc = pk_pmap_node_add(m, ids[i], addr, NULL, 1.0, &id);
+        if (pk_pmap_node_find(m, ids[i], &id) != PK_OK) {
+            rc = pk_pmap_node_add(m, ids[i], addr, NULL, 1.0, &id);
+            changed = 1;
+        } else if (strcmp(m->nodes[id].addr, addr) != 0) {
+            snprintf(m->nodes[id].addr, sizeof(m->nodes[id].addr), "%s",
+                     addr);
+            changed = 1;
+        }
     }
-    if (rc == PK_OK)
+    if (rc == PK_OK && *created)
         rc = pk_plan_initial(m);
-    if (rc == PK_OK)
-        rc = pk_pmap_encode(m, &buf, &len);
+    else if (rc == PK_OK && changed)
+        m->epoch++;
+    if (rc == PK_OK && (*created || changed))
+        rc = put_map(c, m, mod_rev) == 0 ? PK_OK : PK_EIO;
     pk_pmap_free(m);
-    if (rc != PK_OK) {
-        fprintf(stderr, "partkv cluster up: map: %s\n", pk_strerror(rc));
-        return -1;
+    return rc == PK_OK ? 0 : -1;
+}
+
+/* Waits until every node serves the map (CLUSTER INFO says ok). */
+static int wait_serving(const pk_child *kids, unsigned long n)
+{
+    const char *info[] = {"CLUSTER", "INFO"};
+    long deadline = mono_ms() + REGISTER_TIMEOUT_MS;
+
+    for (unsigned long i = 0; i < n; i++) {
+        int ok = 0;
+        while (!ok && mono_ms() < deadline) {
+            pk_sclient *c = NULL;
+            pk_rr *r = NULL;
+            if (pk_sclient_connect("127.0.0.1", kids[i].port, 1000, &c) ==
+                    PK_OK &&
+                pk_sclient_call(c, 2, info, NULL, &r) == PK_OK)
+                ok = r->str && strstr(r->str, "cluster_state:ok") != NULL;
+            pk_rr_free(r);
+            pk_sclient_free(c);
+            if (!ok)
+                usleep(10000);
+        }
+        if (!ok)
+            return -1;
     }
-    const char *cas[] = {"PK.COORD", "CAS", PK_CLUSTER_PREFIX "map", "0",
-                         (const char *)buf, "0"};
-    size_t lens[] = {8, 3, strlen(cas[2]), 1, len, 1};
-    rc = pk_sclient_call(c, 6, cas, lens, &r);
-    free(buf);
-    if (rc != PK_OK)
-        return -1;
-    rc = r->type == PK_RR_ARRAY ? 0 : -1;
-    pk_rr_free(r);
-    *created = rc == 0;
-    return rc;
+    return 0;
 }
 
 static void stop_all(pk_child *kids, unsigned long n)
@@ -346,6 +408,10 @@ static int cluster_up(int argc, char **argv)
     }
     if (ensure_map(c, &a, kids, ids, &created) != 0)
         goto out;
+    if (wait_serving(kids, a.nodes) != 0) {
+        fprintf(stderr, "partkv cluster up: nodes did not take the map\n");
+        goto out;
+    }
     printf("partkv cluster: %lu nodes, %d slots, %lu replicas, coordinator "
            "on 127.0.0.1:%d, data in %s (%s map)\n",
            a.nodes, PK_SLOTS, a.replicas, kids[0].port, a.dir,

@@ -15,6 +15,8 @@ static void usage(FILE *f)
                "commands:\n"
                "  server [options]         run one node (see README)\n"
                "  cluster up [options]     run a local cluster\n"
+               "  cluster status|map|nodes --cluster HOST:PORT [--json]\n"
+               "  proxy --cluster HOST:PORT [--port P]  one keyspace\n"
                "  sim reference            run the reference experiments\n"
                "  sim compare [options]    compare placements on your keys\n"
                "  help                     this text\n");
@@ -32,6 +34,8 @@ int main(int argc, char **argv)
         return pk_cli_server(argc - 1, argv + 1);
     if (strcmp(argv[1], "cluster") == 0)
         return pk_cli_cluster(argc - 1, argv + 1);
+    if (strcmp(argv[1], "proxy") == 0)
+        return pk_cli_proxy(argc - 1, argv + 1);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage(stdout);

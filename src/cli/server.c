@@ -7,6 +7,7 @@
  *                 [--maxclients N] [--map-size BYTES]
  *                 [--coordinator embedded | --join HOST:PORT]
  *                 [--cluster-secret S] [--announce HOST:PORT]
+ *                 [--route redirect|forward]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -72,6 +73,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"join", required_argument, NULL, 'J'},
         {"cluster-secret", required_argument, NULL, 'S'},
         {"announce", required_argument, NULL, 'A'},
+        {"route", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -140,6 +142,13 @@ static int parse(int argc, char **argv, pk_server_config *c)
             break;
         case 'S':
             c->cluster_secret = optarg;
+            break;
+        case 'R':
+            if (strcmp(optarg, "forward") == 0 ||
+                strcmp(optarg, "redirect") == 0)
+                c->forward = strcmp(optarg, "forward") == 0;
+            else
+                rc = bad("--route", optarg, "must be redirect or forward");
             break;
         case 'A':
             c->announce = optarg;

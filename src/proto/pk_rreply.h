@@ -26,7 +26,15 @@
  * allocation is sized from a declared length: the buffer grows with bytes
  * received, and a tree is allocated only once all its bytes have arrived,
  * so its size is bounded by them (at most about 20 bytes of tree per byte
- * of input, for replies made of empty elements).
+ * of input, for replies made of empty elements).  Strings are copied into
+ * the tree, so a large bulk reply briefly costs its size twice.  Lines
+ * that must hold a number (lengths, counts, integers) may be 32 bytes
+ * long and doubles 256 bytes; longer ones are errors at once, without
+ * waiting for their end.  Doubles are read by strtod(), so LC_NUMERIC
+ * must be "C" (the default).
+ *
+ * A reader belongs to one connection and is not thread-safe; the replies
+ * it returns are independent of it and of each other.
  */
 #ifndef PK_PROTO_PK_RREPLY_H
 #define PK_PROTO_PK_RREPLY_H

@@ -14,6 +14,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_cmd.h"
+#include "server/pk_link.h"
 #include "store/pk_key.h"
 #include "store/pk_store_part.h"
 
@@ -75,6 +76,17 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     }
     if (leader == cl->self || asking)
         return 1;
+    if (x->srv->cfg.forward) {
+        int rc = pk_link_forward(x->srv, x->c, cl->map->nodes[leader].addr,
+                                 x->argc, x->argv);
+        if (rc == PK_OK) {
+            x->c->iter_cmds--; /* its reply comes from the owner */
+            return 0;
+        }
+        pk_reply_errorf(x->out, "ERR cannot forward to %s: %s",
+                        cl->map->nodes[leader].addr, pk_strerror(rc));
+        return 0;
+    }
     pk_reply_errorf(x->out, "MOVED %d %s", slot, cl->map->nodes[leader].addr);
     return 0;
 }
@@ -340,13 +352,9 @@ static void getkeysinslot(pk_cmd_ctx *x, int64_t slot, int64_t count)
     pk_obuf_free(&keys);
 }
 
-static int slot_arg(pk_cmd_ctx *x, const pk_arg *a, int64_t *slot)
+static int slot_ok(const pk_arg *a, int64_t *slot)
 {
-    if (!pk_arg_i64(a, slot) || *slot < 0 || *slot >= PK_SLOTS) {
-        pk_reply_error(x->out, "ERR Invalid or out of range slot");
-        return 0;
-    }
-    return 1;
+    return pk_arg_i64(a, slot) && *slot >= 0 && *slot < PK_SLOTS;
 }
 
 void pk_cmd_cluster(pk_cmd_ctx *x)
@@ -368,8 +376,10 @@ void pk_cmd_cluster(pk_cmd_ctx *x)
         pk_reply_bulk_str(x->out, x->srv->cluster.name);
     } else if (pk_arg_eq(sub, "countkeysinslot") && x->argc == 3) {
         pk_part_stats st;
-        if (!slot_arg(x, &x->argv[2], &slot))
+        if (!slot_ok(&x->argv[2], &slot)) {
+            pk_reply_error(x->out, "ERR Invalid slot");
             return;
+        }
         TXN_OR_RETURN(x, t);
         int rc = pk_store_part_stats(t, (uint32_t)slot, &st);
         if (rc != PK_OK)
@@ -377,10 +387,9 @@ void pk_cmd_cluster(pk_cmd_ctx *x)
         else
             pk_reply_int(x->out, (int64_t)st.keys);
     } else if (pk_arg_eq(sub, "getkeysinslot") && x->argc == 4) {
-        if (!slot_arg(x, &x->argv[2], &slot))
-            return;
-        if (!pk_arg_i64(&x->argv[3], &count) || count < 0) {
-            pk_reply_error(x->out, "ERR Invalid number of keys");
+        if (!slot_ok(&x->argv[2], &slot) ||
+            !pk_arg_i64(&x->argv[3], &count) || count < 0) {
+            pk_reply_error(x->out, "ERR Invalid slot or number of keys");
             return;
         }
         getkeysinslot(x, slot, count);

@@ -176,10 +176,10 @@ static int wants(pk_cmd_ctx *x, const char *name, int in_default)
 
 void pk_cmd_info(pk_cmd_ctx *x)
 {
-    pk_txn *t = pk_srv_txn(x);
+    pk_txn *t = x->srv->store ? pk_srv_txn(x) : NULL;
     pk_obuf b;
 
-    if (t == NULL)
+    if (x->srv->store && t == NULL)
         return;
     pk_obuf_init(&b);
     if (wants(x, "server", 1))

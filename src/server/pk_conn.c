@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "server/pk_link.h"
 #include "server/pk_srv.h"
 
 static void process(pk_conn *c);
@@ -94,7 +95,7 @@ static void process(pk_conn *c)
     pk_cmd_ctx x = {c->srv, c, 0, NULL, &c->out, 0};
     int rc;
 
-    while (!c->closing && !c->freed) {
+    while (!c->closing && !c->freed && !c->waiting_fwd) {
         if (pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) >
             PK_CONN_OBUF_HIGH) {
             read_stop(c);
@@ -209,6 +210,17 @@ void pk_conn_flush(pk_conn *c)
         resume_later(c);
 }
 
+void pk_conn_resume(pk_conn *c)
+{
+    if (c->freed)
+        return;
+    /* The forwarded reply was acknowledged by its owner; replies before
+     * it that this iteration produced are sent by the check phase. */
+    if (!c->in_iter)
+        pk_conn_flush(c);
+    process(c);
+}
+
 static void on_close(uv_handle_t *h)
 {
     pk_conn *c = (pk_conn *)h;
@@ -226,6 +238,8 @@ void pk_conn_close(pk_conn *c)
     if (c->freed)
         return;
     c->freed = 1;
+    if (c->waiting_fwd)
+        pk_link_forget(s, c);
     if (c->in_resume) {
         pk_conn **pp = &s->resume;
         while (*pp != c)

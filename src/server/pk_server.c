@@ -15,6 +15,7 @@
 #include "coord/pk_coord_embedded.h"
 #include "core/pk_hash.h"
 #include "server/pk_agent.h"
+#include "server/pk_link.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_part.h"
 
@@ -54,6 +55,11 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x)
 
     if (s->txn)
         return s->txn;
+    if (s->store == NULL) {
+        pk_reply_error(x->out, "ERR this proxy stores no data; it forwards "
+                               "keyed commands to their owners");
+        return NULL;
+    }
     rc = pk_txn_begin(s->store, 0, &s->txn);
     if (rc != PK_OK) {
         s->txn = NULL;
@@ -114,6 +120,8 @@ static void on_expire(uv_timer_t *t)
     size_t n = 0;
     int own = txn == NULL;
 
+    if (s->store == NULL)
+        return;
     if (own && pk_txn_begin(s->store, 0, &txn) != PK_OK)
         return;
     if (pk_store_expire_cycle(txn, pk_srv_wall_ms(), EXPIRE_MAX_KEYS, &n) ==
@@ -137,7 +145,7 @@ static void on_rate(uv_timer_t *t)
 
     s->ops_rate = s->total_cmds - s->ops_last;
     s->ops_last = s->total_cmds;
-    if (pk_txn_begin(s->store, 1, &txn) != PK_OK)
+    if (s->store == NULL || pk_txn_begin(s->store, 1, &txn) != PK_OK)
         return;
     for (uint64_t p = 0;
          p < PK_SLOTS && pk_store_part_next(txn, p, &part, &st) == PK_OK;
@@ -246,9 +254,18 @@ static int start_cluster(pk_server *s)
     char host[256], path[4096];
     int port = s->port, rc;
 
-    if (c->coordinator == NULL && c->join == NULL)
+    if (c->coordinator == NULL && c->join == NULL && c->proxy_of == NULL)
         return 0;
-    if (node_id(c->dir, s->cluster.name) != 0) {
+    if (c->proxy_of) {
+        /* A proxy owns nothing and forwards every keyed command. */
+        const char *colon = strrchr(c->proxy_of, ':');
+        snprintf(s->cluster.name, sizeof(s->cluster.name), "proxy");
+        s->cluster.enabled = 1;
+        s->cfg.forward = 1;
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - c->proxy_of),
+                 c->proxy_of);
+        port = atoi(colon + 1);
+    } else if (node_id(c->dir, s->cluster.name) != 0) {
         fprintf(stderr, "partkv: cannot read or create %s/node.id\n",
                 c->dir);
         return -1;
@@ -263,7 +280,9 @@ static int start_cluster(pk_server *s)
                  s->port);
     snprintf(host, sizeof(host), "%s",
              strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1");
-    if (c->coordinator) {
+    if (c->proxy_of) {
+        /* host and port name the node to follow */
+    } else if (c->coordinator) {
         snprintf(path, sizeof(path), "%s/coord.state", c->dir);
         rc = pk_coord_embedded_open(path, NULL, &s->coord);
         if (rc != PK_OK) {
@@ -342,7 +361,7 @@ static void init_handles(pk_server *s)
     uv_timer_start(&s->rate_timer, on_rate, 1000, 1000);
     uv_timer_init(&s->loop, &s->sync_timer);
     s->sync_timer.data = s;
-    if (s->cfg.fsync == PK_FSYNC_EVERYSEC)
+    if (s->store && s->cfg.fsync == PK_FSYNC_EVERYSEC)
         uv_timer_start(&s->sync_timer, on_sync, 1000, 1000);
     uv_signal_init(&s->loop, &s->sigterm);
     s->sigterm.data = s;
@@ -372,6 +391,7 @@ static void teardown(pk_server *s)
     on_check(&s->check);
     while (s->conns)
         pk_conn_close(s->conns);
+    pk_link_close_all(s);
     uv_walk(&s->loop, close_handle, NULL);
     while (uv_run(&s->loop, UV_RUN_DEFAULT) != 0)
         ;
@@ -398,7 +418,7 @@ int pk_server_run(const pk_server_config *cfg)
     s->check.data = s;
     uv_idle_init(&s->loop, &s->idle);
     s->idle.data = s;
-    rc = pk_store_open(cfg->dir, &so, &s->store);
+    rc = cfg->dir ? pk_store_open(cfg->dir, &so, &s->store) : PK_OK;
     if (rc != PK_OK) {
         fprintf(stderr, "partkv: cannot open store in '%s': %s\n", cfg->dir,
                 pk_strerror(rc));

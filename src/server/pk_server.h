@@ -40,6 +40,8 @@ typedef struct pk_server_config {
     const char *join;
     const char *cluster_secret; /* required in cluster mode */
     const char *announce;       /* "host:port" others use; default bind */
+    int forward;                /* forward keys we do not own (no MOVED) */
+    const char *proxy_of;       /* proxy: "host:port" of any cluster node */
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */

@@ -55,6 +55,7 @@ struct pk_conn {
     int asking;           /* ASKING: the next command may be imported */
     int readonly;         /* READONLY: reads may be served by followers */
     int internal;         /* presented the cluster secret (PK.AUTH) */
+    int waiting_fwd;      /* a forwarded command's reply is outstanding */
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     int in_resume;
     pk_conn *prev, *next; /* all connections */
@@ -83,6 +84,7 @@ struct pk_server {
     struct pk_coord *coord;   /* hosted coordinator, or NULL */
     uv_timer_t coord_timer;   /* lease expiry of the hosted coordinator */
     struct pk_agent *agent;   /* link to the coordinator, or NULL */
+    struct pk_link *links;    /* forwarding links to peers */
     uv_async_t map_async;     /* the agent posted a map */
     pthread_mutex_t map_lock; /* guards map_pending */
     struct pk_pmap *map_pending; /* owned; taken by the loop */
@@ -116,6 +118,8 @@ typedef struct pk_cmd_ctx {
 void pk_conn_accept(uv_stream_t *listener, int status);
 void pk_conn_flush(pk_conn *c);
 void pk_conn_close(pk_conn *c);
+/* A forwarded reply arrived: send what is committed, run what waits. */
+void pk_conn_resume(pk_conn *c);
 
 /* pk_server.c */
 uint64_t pk_srv_wall_ms(void);

@@ -117,3 +117,31 @@ def r3(server):
     c = server.raw(proto=3)
     yield c
     c.close()
+
+
+# ---------------------------------------------------------------------------
+# Cluster fixtures (tests/integration/cluster.py): `partkv cluster up`.
+# ---------------------------------------------------------------------------
+import cluster as pkcluster  # noqa: E402
+
+
+@pytest.fixture
+def cluster_factory():
+    """make(**opts) -> started pkcluster.Cluster (opts: nodes, base_port,
+    replicas, secret, dir; start=False to only build it).  Every cluster
+    made is stopped at teardown (SIGTERM to the `cluster up` PID, then
+    SIGKILL of any node PID of its own that is left), and its temp dir
+    removed."""
+    path = pkserver.partkv_path()
+    assert os.access(path, os.X_OK), "build partkv first (make)"
+    made = []
+
+    def make(start=True, **opts):
+        c = pkcluster.Cluster(**opts)
+        made.append(c)
+        if start:
+            c.start()
+        return c
+    yield make
+    for c in made:
+        c.cleanup()

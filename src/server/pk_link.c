@@ -1,0 +1,361 @@
+/* pk_link: forwarding to the owning node (see pk_link.h). */
+#include "server/pk_link.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_srv.h"
+
+typedef struct pk_fwd {
+    pk_conn *c;    /* NULL once the client went away */
+    pk_obuf cmd;   /* the request as sent, for a MOVED retry */
+    int retried;
+    struct pk_fwd *next;
+} pk_fwd;
+
+typedef struct pk_link {
+    uv_tcp_t tcp; /* first member */
+    uv_connect_t creq;
+    uv_write_t wreq;
+    pk_server *srv;
+    char addr[64];
+    int connected, writing, closed;
+    pk_obuf pending; /* requests not yet handed to the socket */
+    pk_obuf wire;    /* requests in flight in wreq */
+    pk_rreply_reader *rd;
+    pk_fwd *head, *tail;
+    struct pk_link *next;
+} pk_link;
+
+static void link_write(pk_link *l);
+
+/* Writes a reply tree as RESP for a client speaking proto (2 or 3). */
+static void write_reply(pk_obuf *ob, int proto, const pk_rr *r)
+{
+    switch (r->type) {
+    case PK_RR_STATUS:
+        pk_reply_simple(ob, r->str);
+        break;
+    case PK_RR_ERROR:
+        pk_reply_error(ob, r->str);
+        break;
+    case PK_RR_INT:
+        pk_reply_int(ob, r->integer);
+        break;
+    case PK_RR_BOOL:
+        pk_reply_bool(ob, proto, (int)r->integer);
+        break;
+    case PK_RR_DOUBLE:
+        pk_reply_double(ob, proto, r->dbl);
+        break;
+    case PK_RR_NIL:
+        pk_reply_null(ob, proto);
+        break;
+    case PK_RR_VERBATIM:
+        pk_reply_verbatim(ob, proto, r->fmt, r->str, r->len);
+        break;
+    case PK_RR_MAP:
+        pk_reply_map(ob, proto, r->n);
+        for (size_t i = 0; i < 2 * r->n; i++)
+            write_reply(ob, proto, &r->elems[i]);
+        break;
+    case PK_RR_SET:
+    case PK_RR_ARRAY:
+    case PK_RR_PUSH:
+        if (r->type == PK_RR_SET)
+            pk_reply_set(ob, proto, r->n);
+        else
+            pk_reply_array(ob, r->n);
+        for (size_t i = 0; i < r->n; i++)
+            write_reply(ob, proto, &r->elems[i]);
+        break;
+    default: /* BULK, BIGNUM */
+        pk_reply_bulk(ob, r->str, r->len);
+    }
+}
+
+static pk_link *link_find(pk_server *s, const char *addr)
+{
+    for (pk_link *l = s->links; l; l = l->next)
+        if (!l->closed && strcmp(l->addr, addr) == 0)
+            return l;
+    return NULL;
+}
+
+static void on_link_close(uv_handle_t *h)
+{
+    pk_link *l = (pk_link *)h;
+
+    pk_obuf_free(&l->pending);
+    pk_obuf_free(&l->wire);
+    pk_rreply_reader_free(l->rd);
+    free(l);
+}
+
+/* Hands the reply (or an error) to the waiting client, then lets it run. */
+static void deliver(pk_fwd *f, const pk_rr *r, const char *err)
+{
+    pk_conn *c = f->c;
+
+    if (c == NULL)
+        return;
+    if (r)
+        write_reply(&c->out, c->proto, r);
+    else
+        pk_reply_error(&c->out, err);
+    c->waiting_fwd = 0;
+    pk_conn_resume(c);
+}
+
+static void fwd_free(pk_fwd *f)
+{
+    pk_obuf_free(&f->cmd);
+    free(f);
+}
+
+/* Fails every waiting command and closes the link. */
+static void link_fail(pk_link *l, const char *why)
+{
+    pk_server *s = l->srv;
+    char err[160];
+    pk_fwd *f;
+
+    if (l->closed)
+        return;
+    l->closed = 1;
+    for (pk_link **pp = &s->links; *pp; pp = &(*pp)->next) {
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    }
+    snprintf(err, sizeof(err), "ERR forwarding to %s failed: %s", l->addr,
+             why);
+    while ((f = l->head) != NULL) {
+        l->head = f->next;
+        deliver(f, NULL, err);
+        fwd_free(f);
+    }
+    uv_close((uv_handle_t *)&l->tcp, on_link_close);
+}
+
+static void on_link_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf)
+{
+    (void)h;
+    buf->base = malloc(size);
+    buf->len = buf->base ? size : 0;
+}
+
+static int is_moved(const pk_rr *r, char *to, size_t cap)
+{
+    int slot;
+
+    return r->type == PK_RR_ERROR &&
+           sscanf(r->str, "MOVED %d %63s", &slot, to) == 2 && cap >= 64;
+}
+
+static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
+                   int retried);
+
+static void on_link_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    pk_link *l = (pk_link *)st;
+    pk_rr *r = NULL;
+    int rc = PK_OK;
+
+    if (n < 0) {
+        free(buf->base);
+        link_fail(l, uv_strerror((int)n));
+        return;
+    }
+    if (n > 0)
+        rc = pk_rreply_feed(l->rd, buf->base, (size_t)n);
+    free(buf->base);
+    while (rc == PK_OK && (rc = pk_rreply_next(l->rd, &r)) == 1) {
+        pk_fwd *f = l->head;
+        char to[64];
+        rc = PK_OK;
+        if (f == NULL) {
+            pk_rr_free(r);
+            link_fail(l, "reply without a request");
+            return;
+        }
+        l->head = f->next;
+        if (l->head == NULL)
+            l->tail = NULL;
+        if (f->c && !f->retried && is_moved(r, to, sizeof(to)) &&
+            enqueue(l->srv, f->c, to, &f->cmd, 1) == PK_OK) {
+            /* f->cmd moved into the new entry; f->c waits on. */
+        } else {
+            deliver(f, r, NULL);
+        }
+        pk_rr_free(r);
+        fwd_free(f);
+    }
+    if (rc < 0)
+        link_fail(l, "bad reply");
+}
+
+static void on_link_write(uv_write_t *req, int status)
+{
+    pk_link *l = req->data;
+
+    l->writing = 0;
+    pk_obuf_reset(&l->wire);
+    if (status < 0) {
+        link_fail(l, uv_strerror(status));
+        return;
+    }
+    link_write(l);
+}
+
+static void link_write(pk_link *l)
+{
+    pk_obuf tmp;
+    uv_buf_t b;
+
+    if (!l->connected || l->writing || l->closed ||
+        pk_obuf_pending(&l->pending) == 0)
+        return;
+    tmp = l->wire;
+    l->wire = l->pending;
+    l->pending = tmp;
+    b = uv_buf_init(l->wire.data + l->wire.head,
+                    (unsigned)pk_obuf_pending(&l->wire));
+    l->wreq.data = l;
+    l->writing = 1;
+    if (uv_write(&l->wreq, (uv_stream_t *)&l->tcp, &b, 1, on_link_write)) {
+        l->writing = 0;
+        link_fail(l, "write failed");
+    }
+}
+
+static void on_link_connect(uv_connect_t *req, int status)
+{
+    pk_link *l = req->data;
+
+    if (status < 0) {
+        link_fail(l, uv_strerror(status));
+        return;
+    }
+    l->connected = 1;
+    uv_tcp_nodelay(&l->tcp, 1);
+    uv_read_start((uv_stream_t *)&l->tcp, on_link_alloc, on_link_read);
+    link_write(l);
+}
+
+static int link_open(pk_server *s, const char *addr, pk_link **out)
+{
+    struct sockaddr_in sa;
+    char host[64];
+    const char *colon = strrchr(addr, ':');
+    pk_link *l;
+
+    if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+        return PK_EINVAL;
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+    if (uv_ip4_addr(host, atoi(colon + 1), &sa) != 0)
+        return PK_EINVAL;
+    l = calloc(1, sizeof(*l));
+    if (l == NULL || pk_rreply_reader_new(NULL, &l->rd) != PK_OK) {
+        free(l);
+        return PK_ENOMEM;
+    }
+    l->srv = s;
+    snprintf(l->addr, sizeof(l->addr), "%s", addr);
+    pk_obuf_init(&l->pending);
+    pk_obuf_init(&l->wire);
+    uv_tcp_init(&s->loop, &l->tcp);
+    l->creq.data = l;
+    l->next = s->links;
+    s->links = l;
+    if (uv_tcp_connect(&l->creq, &l->tcp, (struct sockaddr *)&sa,
+                       on_link_connect) != 0) {
+        link_fail(l, "connect failed");
+        return PK_EIO;
+    }
+    *out = l;
+    return PK_OK;
+}
+
+/* Queues a request (taking cmd's bytes) on the link to addr. */
+static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
+                   int retried)
+{
+    pk_link *l = link_find(s, addr);
+    pk_fwd *f;
+    int rc;
+
+    if (l == NULL && (rc = link_open(s, addr, &l)) != PK_OK)
+        return rc;
+    f = calloc(1, sizeof(*f));
+    if (f == NULL ||
+        pk_obuf_append(&l->pending, cmd->data + cmd->head,
+                       pk_obuf_pending(cmd)) != PK_OK) {
+        free(f);
+        return PK_ENOMEM;
+    }
+    f->c = c;
+    f->cmd = *cmd;
+    pk_obuf_init(cmd);
+    f->retried = retried;
+    if (l->tail)
+        l->tail->next = f;
+    else
+        l->head = f;
+    l->tail = f;
+    c->waiting_fwd = 1;
+    link_write(l);
+    return PK_OK;
+}
+
+int pk_link_forward(pk_server *s, pk_conn *c, const char *addr, int argc,
+                    const pk_arg *argv)
+{
+    const char *args[64];
+    size_t lens[64];
+    const char **pa = args;
+    size_t *pl = lens;
+    pk_obuf cmd;
+    int rc;
+
+    if (argc > 64) {
+        pa = malloc((size_t)argc * sizeof(*pa));
+        pl = malloc((size_t)argc * sizeof(*pl));
+    }
+    if (pa == NULL || pl == NULL)
+        rc = PK_ENOMEM;
+    else {
+        for (int i = 0; i < argc; i++) {
+            pa[i] = argv[i].ptr;
+            pl[i] = argv[i].len;
+        }
+        pk_obuf_init(&cmd);
+        rc = pk_rr_write_cmd(&cmd, argc, pa, pl);
+        if (rc == PK_OK)
+            rc = enqueue(s, c, addr, &cmd, 0);
+        pk_obuf_free(&cmd);
+    }
+    if (pa != args) {
+        free(pa);
+        free(pl);
+    }
+    return rc;
+}
+
+void pk_link_forget(pk_server *s, pk_conn *c)
+{
+    for (pk_link *l = s->links; l; l = l->next)
+        for (pk_fwd *f = l->head; f; f = f->next)
+            if (f->c == c)
+                f->c = NULL;
+}
+
+void pk_link_close_all(pk_server *s)
+{
+    while (s->links)
+        link_fail(s->links, "shutting down");
+}

@@ -1,0 +1,34 @@
+/*
+ * pk_link: forwarding -- a node in forward mode, or the proxy, sends a
+ * command it does not own to the owner over a link (one TCP connection
+ * per peer, pipelined) and relays the reply to the client.
+ *
+ * Order: a client connection with a forwarded command outstanding runs no
+ * further command until the reply arrives (pk_conn.c), so replies leave in
+ * the order their commands came, pipelined or not.  A `-MOVED` from the
+ * peer (its map is newer than ours) is followed once, to the node it names.
+ * When a link fails, every command waiting on it gets an error reply.
+ */
+#ifndef PK_SERVER_PK_LINK_H
+#define PK_SERVER_PK_LINK_H
+
+#include "proto/pk_resp.h"
+
+typedef struct pk_server pk_server;
+typedef struct pk_conn pk_conn;
+
+/*
+ * Forwards argv to the node at addr ("host:port") for connection c, which
+ * then waits (c->waiting_fwd) until its reply has been appended to c->out.
+ * Returns 0, or an error after which nothing was sent (the caller replies).
+ */
+int pk_link_forward(pk_server *s, pk_conn *c, const char *addr, int argc,
+                    const pk_arg *argv);
+
+/* Drops c from every queue (it is closing); its replies are discarded. */
+void pk_link_forget(pk_server *s, pk_conn *c);
+
+/* Closes every link (shutdown). */
+void pk_link_close_all(pk_server *s);
+
+#endif
