@@ -2,7 +2,9 @@
  * partkv cluster up: a whole local cluster in the foreground.
  *
  *   partkv cluster up --nodes N [--base-port P] [--dir D] [--replicas R]
- *                     [--coordinator embedded] [--secret S]
+ *                     [--scheme slots|hash [--partitions P] [--hash H]]
+ *                     [--route redirect|forward] [--coordinator embedded]
+ *                     [--secret S]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -26,6 +28,7 @@
 #include "cli/cli.h"
 #include "cli/spawn.h"
 #include "core/pk_err.h"
+#include "core/pk_hash.h"
 #include "core/pk_plan.h"
 #include "core/pk_pmap.h"
 #include "proto/pk_rreply.h"
@@ -36,9 +39,12 @@
 #define REGISTER_TIMEOUT_MS 15000
 
 typedef struct up_args {
-    unsigned long nodes, base_port, replicas;
+    unsigned long nodes, base_port, replicas, partitions;
     const char *dir;
     const char *secret;
+    int hash_scheme;       /* --scheme hash */
+    pk_hash_kind hash;     /* --hash, for the hash scheme */
+    int forward;           /* nodes forward instead of answering MOVED */
 } up_args;
 
 static int parse_up(int argc, char **argv, up_args *a)
@@ -51,6 +57,9 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"coordinator", required_argument, NULL, 'c'},
         {"scheme", required_argument, NULL, 's'},
         {"secret", required_argument, NULL, 'S'},
+        {"partitions", required_argument, NULL, 'P'},
+        {"hash", required_argument, NULL, 'H'},
+        {"route", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -89,13 +98,24 @@ static int parse_up(int argc, char **argv, up_args *a)
                 goto bad;
             break;
         case 's':
-            if (strcmp(optarg, "slots") != 0) {
-                fprintf(stderr, "partkv cluster up: --scheme %s needs "
-                                "forward mode, which is not built yet; use "
-                                "slots\n",
-                        optarg);
-                return -1;
-            }
+            if (strcmp(optarg, "slots") != 0 && strcmp(optarg, "hash") != 0)
+                goto bad;
+            a->hash_scheme = strcmp(optarg, "hash") == 0;
+            break;
+        case 'P':
+            if (!num_ok || v < 1 || v > PK_PARTITIONS_MAX)
+                goto bad;
+            a->partitions = v;
+            break;
+        case 'H':
+            if (pk_hash_parse(optarg, &a->hash) != PK_OK)
+                goto bad;
+            break;
+        case 'R':
+            if (strcmp(optarg, "forward") != 0 &&
+                strcmp(optarg, "redirect") != 0)
+                goto bad;
+            a->forward = strcmp(optarg, "forward") == 0;
             break;
         case 'S':
             a->secret = optarg;
@@ -111,6 +131,17 @@ static int parse_up(int argc, char **argv, up_args *a)
     }
     if (a->replicas == 0)
         a->replicas = a->nodes < 3 ? a->nodes : 3;
+    /* Clients cannot compute hash-mod-P partitions: nodes must forward. */
+    if (a->hash_scheme)
+        a->forward = 1;
+    if (a->partitions == 0)
+        a->partitions = a->hash_scheme ? 1024 : PK_SLOTS;
+    if (!a->hash_scheme && a->partitions != PK_SLOTS) {
+        fprintf(stderr, "partkv cluster up: the slots scheme has %d "
+                        "partitions; --partitions goes with --scheme hash\n",
+                PK_SLOTS);
+        return -1;
+    }
     if (a->replicas > a->nodes) {
         fprintf(stderr, "partkv cluster up: --replicas %lu needs at least "
                         "as many nodes\n",
@@ -184,6 +215,10 @@ static int start_nodes(const up_args *a, const char *secret, pk_child *kids)
         argv[n++] = dir;
         argv[n++] = "--cluster-secret";
         argv[n++] = (char *)secret;
+        if (a->forward) {
+            argv[n++] = "--route";
+            argv[n++] = "forward";
+        }
         if (i == 0) {
             argv[n++] = "--coordinator";
             argv[n++] = "embedded";
@@ -302,7 +337,8 @@ static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
         return -1;
     }
     rc = m ? PK_OK
-           : pk_pmap_new(PK_SCHEME_SLOTS, PK_HASH_XXH3, PK_SLOTS,
+           : pk_pmap_new(a->hash_scheme ? PK_SCHEME_HASH : PK_SCHEME_SLOTS,
+                         a->hash, (uint32_t)a->partitions,
                          (uint8_t)a->replicas, &m);
     for (unsigned long i = 0; rc == PK_OK && i < a->nodes; i++) {
         char addr[64];
@@ -412,14 +448,17 @@ static int cluster_up(int argc, char **argv)
         fprintf(stderr, "partkv cluster up: nodes did not take the map\n");
         goto out;
     }
-    printf("partkv cluster: %lu nodes, %d slots, %lu replicas, coordinator "
-           "on 127.0.0.1:%d, data in %s (%s map)\n",
-           a.nodes, PK_SLOTS, a.replicas, kids[0].port, a.dir,
+    printf("partkv cluster: %lu nodes, %lu %s partitions, %lu replicas, "
+           "%s mode, coordinator on 127.0.0.1:%d, data in %s (%s map)\n",
+           a.nodes, a.partitions,
+           a.hash_scheme ? pk_hash_name(a.hash) : "slot", a.replicas,
+           a.forward ? "forward" : "redirect", kids[0].port, a.dir,
            created ? "new" : "existing");
     for (unsigned long i = 0; i < a.nodes; i++)
         printf("  node %lu  127.0.0.1:%d  pid %d  id %s\n", i, kids[i].port,
                (int)kids[i].pid, ids[i]);
-    printf("try: redis-cli -c -p %d\nready\n", kids[0].port);
+    printf("try: redis-cli %s-p %d\nready\n", a.forward ? "" : "-c ",
+           kids[0].port);
     fflush(stdout);
     pk_sclient_free(c);
     c = NULL;

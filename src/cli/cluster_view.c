@@ -97,6 +97,21 @@ static int parse_line(char *line, view_node *n)
     return 0;
 }
 
+/* CLUSTER INFO of the target: whether every partition is assigned. */
+static int cluster_ok(const char *target)
+{
+    const char *argv[] = {"CLUSTER", "INFO"};
+    char host[64];
+    int port, ok = 0;
+    pk_rr *r = NULL;
+
+    if (split_hostport(target, host, sizeof(host), &port) == 0 &&
+        call_text(host, port, 2, argv, &r, NULL) == PK_OK && r->str)
+        ok = strstr(r->str, "cluster_state:ok") != NULL;
+    pk_rr_free(r);
+    return ok;
+}
+
 static int load(const char *target, view_node *nodes, int *nn)
 {
     const char *nodes_cmd[] = {"CLUSTER", "NODES"};
@@ -141,7 +156,8 @@ static int load(const char *target, view_node *nodes, int *nn)
     return 0;
 }
 
-static void print_status(const view_node *nodes, int nn, int json)
+static void print_status(const view_node *nodes, int nn, int json,
+                         int assigned_all)
 {
     unsigned long long epoch = 0, keys = 0;
     unsigned slots = 0, up = 0;
@@ -154,16 +170,16 @@ static void print_status(const view_node *nodes, int nn, int json)
     }
     if (json) {
         printf("{\"epoch\": %llu, \"nodes\": %d, \"nodes_up\": %u, "
-               "\"partitions\": %d, \"partitions_assigned\": %u, \"keys\": "
-               "%llu, \"health\": \"%s\"}\n",
-               epoch, nn, up, PK_SLOTS, slots, keys,
-               up == (unsigned)nn && slots == PK_SLOTS ? "ok" : "degraded");
+               "\"partitions_assigned\": %u, \"all_assigned\": %s, "
+               "\"keys\": %llu, \"health\": \"%s\"}\n",
+               epoch, nn, up, slots, assigned_all ? "true" : "false", keys,
+               up == (unsigned)nn && assigned_all ? "ok" : "degraded");
         return;
     }
-    printf("epoch %llu, %d nodes (%u up), %u/%d partitions assigned, %llu "
+    printf("epoch %llu, %d nodes (%u up), %u partitions assigned%s, %llu "
            "keys: %s\n",
-           epoch, nn, up, slots, PK_SLOTS, keys,
-           up == (unsigned)nn && slots == PK_SLOTS ? "ok" : "DEGRADED");
+           epoch, nn, up, slots, assigned_all ? " (all)" : " (NOT all)",
+           keys, up == (unsigned)nn && assigned_all ? "ok" : "DEGRADED");
 }
 
 static void print_nodes(const view_node *nodes, int nn, int json)
@@ -244,7 +260,7 @@ int pk_cli_cluster_view(int argc, char **argv)
     if (rc != 0)
         return rc;
     if (strcmp(what, "status") == 0)
-        print_status(nodes, nn, json);
+        print_status(nodes, nn, json, cluster_ok(target));
     else if (strcmp(what, "nodes") == 0)
         print_nodes(nodes, nn, json);
     else

@@ -28,7 +28,7 @@ struct pk_agent {
     uint64_t lease;    /* 0 while unregistered */
     uint64_t map_rev;  /* mod_revision of the last map handed over */
     int64_t last_keepalive;
-    int proxy;       /* follow CLUSTER SLOTS instead of the coordinator */
+    int proxy;       /* follow a node's PK.MAP instead of the coordinator */
     pk_pmap *last;   /* proxy: the map last posted */
 };
 
@@ -160,50 +160,12 @@ static void poll_map(pk_agent *a)
 }
 
 /*
- * Proxy mode: the map as any node shows it to Redis clients (CLUSTER
- * SLOTS), so a proxy needs no secret.  Nodes are named by their ids.
+ * Proxy mode: the map exactly as any node holds it (PK.MAP, a read-only
+ * public command), so a proxy needs no secret and follows every scheme.
  */
-static int map_from_slots(const pk_rr *r, pk_pmap **out)
+static void poll_public_map(pk_agent *a)
 {
-    pk_pmap *m = NULL;
-    int rc = pk_pmap_new(PK_SCHEME_SLOTS, PK_HASH_XXH3, PK_SLOTS,
-                         PK_REPLICAS_MAX, &m);
-
-    for (size_t i = 0; rc == PK_OK && i < r->n; i++) {
-        const pk_rr *run = &r->elems[i];
-        uint32_t ids[PK_REPLICAS_MAX], n = 0;
-        if (run->type != PK_RR_ARRAY || run->n < 3)
-            continue;
-        for (size_t k = 2; rc == PK_OK && k < run->n && n < PK_REPLICAS_MAX;
-             k++) {
-            const pk_rr *e = &run->elems[k];
-            char addr[PK_ADDR_MAX + 1];
-            if (e->type != PK_RR_ARRAY || e->n < 3)
-                continue;
-            snprintf(addr, sizeof(addr), "%s:%lld", e->elems[0].str,
-                     (long long)e->elems[1].integer);
-            if (pk_pmap_node_find(m, e->elems[2].str, &ids[n]) != PK_OK)
-                rc = pk_pmap_node_add(m, e->elems[2].str, addr, NULL, 1.0,
-                                      &ids[n]);
-            n++;
-        }
-        for (int64_t s = run->elems[0].integer;
-             rc == PK_OK && s <= run->elems[1].integer && s < PK_SLOTS; s++) {
-            m->parts[s].nreplicas = (uint8_t)n;
-            memcpy(m->parts[s].replicas, ids, n * sizeof(ids[0]));
-        }
-    }
-    if (rc != PK_OK) {
-        pk_pmap_free(m);
-        return rc;
-    }
-    *out = m;
-    return PK_OK;
-}
-
-static void poll_slots(pk_agent *a)
-{
-    const char *argv[] = {"CLUSTER", "SLOTS"};
+    const char *argv[] = {"PK.MAP"};
     pk_rr *r = NULL;
     pk_pmap *m = NULL;
 
@@ -213,9 +175,10 @@ static void poll_slots(pk_agent *a)
         sleep_ms(200);
         return;
     }
-    if (call(a, &r, 2, argv, NULL) != PK_OK)
+    if (call(a, &r, 1, argv, NULL) != PK_OK)
         return;
-    if (r->type == PK_RR_ARRAY && map_from_slots(r, &m) == PK_OK) {
+    if (r->type == PK_RR_BULK &&
+        pk_pmap_decode((const uint8_t *)r->str, r->len, &m) == PK_OK) {
         if (a->last && pk_pmap_equal(a->last, m)) {
             pk_pmap_free(m);
         } else {
@@ -235,7 +198,7 @@ static void *agent_main(void *arg)
     pk_agent *a = arg;
 
     while (a->proxy && !atomic_load(&a->stop)) {
-        poll_slots(a);
+        poll_public_map(a);
         sleep_ms(PK_AGENT_POLL_MS);
     }
     while (!a->proxy && !atomic_load(&a->stop)) {

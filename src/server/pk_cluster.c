@@ -59,7 +59,7 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     }
     last = cmd->last < 0 ? x->argc + cmd->last : cmd->last;
     for (int i = cmd->first; i <= last && i < x->argc; i += cmd->step) {
-        int s = pk_hash_slot(x->argv[i].ptr, x->argv[i].len);
+        int s = (int)pk_cluster_part(cl, x->argv[i].ptr, x->argv[i].len);
         if (slot >= 0 && s != slot) {
             pk_reply_error(x->out, "CROSSSLOT Keys in request don't hash to "
                                    "the same slot");
@@ -89,6 +89,36 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     }
     pk_reply_errorf(x->out, "MOVED %d %s", slot, cl->map->nodes[leader].addr);
     return 0;
+}
+
+/* PK.MAP: the encoded partition map this node holds, or nil. */
+void pk_cmd_pk_map(pk_cmd_ctx *x)
+{
+    const pk_pmap *m = x->srv->cluster.map;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (m == NULL) {
+        pk_reply_null(x->out, x->proto);
+        return;
+    }
+    rc = pk_pmap_encode(m, &buf, &len);
+    if (rc != PK_OK)
+        pk_reply_errorf(x->out, "ERR map: %s", pk_strerror(rc));
+    else
+        pk_reply_bulk(x->out, buf, len);
+    free(buf);
+}
+
+uint32_t pk_cluster_part(const pk_cluster *cl, const void *key, size_t len)
+{
+    uint32_t p;
+
+    if (cl->map && cl->map->scheme == PK_SCHEME_HASH &&
+        pk_pmap_partition_of(cl->map, key, len, &p) == PK_OK)
+        return p;
+    return pk_hash_slot(key, len);
 }
 
 void pk_cmd_readonly(pk_cmd_ctx *x)

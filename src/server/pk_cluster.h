@@ -39,6 +39,15 @@ void pk_cluster_free(pk_cluster *cl);
  */
 int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd);
 
+/*
+ * The partition of a key: its Redis Cluster slot, or hash mod P when the
+ * map uses the hash scheme.
+ */
+uint32_t pk_cluster_part(const pk_cluster *cl, const void *key, size_t len);
+
+/* PK.MAP: the encoded map this node holds (what proxies follow). */
+void pk_cmd_pk_map(pk_cmd_ctx *x);
+
 /* The CLUSTER command, and READONLY / READWRITE / ASKING. */
 void pk_cmd_cluster(pk_cmd_ctx *x);
 void pk_cmd_readonly(pk_cmd_ctx *x);

@@ -63,6 +63,7 @@ static const pk_cmd table[] = {
     {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping},
     {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth},
     {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord},
+    {"pk.map", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_map},
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit},

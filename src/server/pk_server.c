@@ -44,8 +44,7 @@ uint64_t pk_srv_wall_ms(void)
 
 uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len)
 {
-    (void)s;
-    return pk_hash_slot(key, len);
+    return pk_cluster_part(&s->cluster, key, len);
 }
 
 pk_txn *pk_srv_txn(pk_cmd_ctx *x)
