@@ -43,6 +43,47 @@ static void split_addr(const pk_node *n, char *host, size_t cap, int *port)
     *port = colon ? atoi(colon + 1) : 0;
 }
 
+/* The commands forward mode splits by owner when their keys span
+ * partitions. */
+static int splittable(const pk_cmd *cmd)
+{
+    return strcmp(cmd->name, "mget") == 0 || strcmp(cmd->name, "mset") == 0 ||
+           strcmp(cmd->name, "del") == 0 || strcmp(cmd->name, "exists") == 0;
+}
+
+/* Forward mode, keys in several partitions: one sub-command per key. */
+static int route_split(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    pk_cluster *cl = &x->srv->cluster;
+    int nkeys = (x->argc - 1) / cmd->step, rc = PK_OK;
+    const char **addrs = malloc((size_t)nkeys * sizeof(*addrs));
+
+    for (int i = 0; addrs && i < nkeys && rc == PK_OK; i++) {
+        const pk_arg *k = &x->argv[1 + i * cmd->step];
+        uint32_t leader = pk_pmap_leader(
+            cl->map, pk_cluster_part(cl, k->ptr, k->len));
+        if (leader == PK_NODE_NONE)
+            rc = PK_ENOTFOUND;
+        else
+            addrs[i] = cl->map->nodes[leader].addr;
+    }
+    if (addrs == NULL)
+        rc = PK_ENOMEM;
+    if (rc == PK_OK)
+        rc = pk_link_scatter(x->srv, x->c, x->argc, x->argv, addrs);
+    free(addrs);
+    if (rc == PK_OK) {
+        x->c->iter_cmds--; /* its reply comes from the owners */
+        return 0;
+    }
+    if (rc == PK_ENOTFOUND)
+        pk_reply_error(x->out, "CLUSTERDOWN Hash slot not served");
+    else
+        pk_reply_errorf(x->out, "ERR cannot split the command: %s",
+                        pk_strerror(rc));
+    return 0;
+}
+
 int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
 {
     pk_cluster *cl = &x->srv->cluster;
@@ -61,6 +102,8 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     for (int i = cmd->first; i <= last && i < x->argc; i += cmd->step) {
         int s = (int)pk_cluster_part(cl, x->argv[i].ptr, x->argv[i].len);
         if (slot >= 0 && s != slot) {
+            if (x->srv->cfg.forward && splittable(cmd))
+                return route_split(x, cmd);
             pk_reply_error(x->out, "CROSSSLOT Keys in request don't hash to "
                                    "the same slot");
             return 0;

@@ -4,15 +4,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/pk_err.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_srv.h"
 
+/*
+ * A multi-key command split by owner (forward mode): one single-key
+ * sub-command per key, merged into one reply once all have answered.
+ */
+typedef struct pk_scatter {
+    pk_conn *c;      /* NULL once the client went away */
+    int kind;        /* SC_MGET, SC_COUNT (DEL, EXISTS) or SC_OK (MSET) */
+    size_t n, done;
+    int64_t sum;
+    char *err;       /* first error reply, owned */
+    pk_obuf *vals;   /* SC_MGET: each key's reply, in key order */
+} pk_scatter;
+
+enum { SC_MGET, SC_COUNT, SC_OK };
+
 typedef struct pk_fwd {
     pk_conn *c;    /* NULL once the client went away */
     pk_obuf cmd;   /* the request as sent, for a MOVED retry */
     int retried;
+    pk_scatter *sc; /* non-NULL for a sub-command of a split command */
+    size_t idx;     /* its position in sc */
     struct pk_fwd *next;
 } pk_fwd;
 
@@ -95,11 +113,58 @@ static void on_link_close(uv_handle_t *h)
     free(l);
 }
 
+static void scatter_free(pk_scatter *sc)
+{
+    for (size_t i = 0; sc->vals && i < sc->n; i++)
+        pk_obuf_free(&sc->vals[i]);
+    free(sc->vals);
+    free(sc->err);
+    free(sc);
+}
+
+/* Records one sub-reply; the last one writes the merged reply. */
+static void scatter_part(pk_fwd *f, const pk_rr *r, const char *err)
+{
+    pk_scatter *sc = f->sc;
+    pk_conn *c = sc->c;
+
+    if (err == NULL && r->type == PK_RR_ERROR)
+        err = r->str;
+    if (err && sc->err == NULL)
+        sc->err = strdup(err);
+    else if (err == NULL && sc->kind == SC_MGET)
+        write_reply(&sc->vals[f->idx], c ? c->proto : 2, r);
+    else if (err == NULL && sc->kind == SC_COUNT && r->type == PK_RR_INT)
+        sc->sum += r->integer;
+    if (++sc->done < sc->n)
+        return;
+    if (c) {
+        if (sc->err)
+            pk_reply_error(&c->out, sc->err);
+        else if (sc->kind == SC_MGET) {
+            pk_reply_array(&c->out, sc->n);
+            for (size_t i = 0; i < sc->n; i++)
+                pk_obuf_append(&c->out, sc->vals[i].data + sc->vals[i].head,
+                               pk_obuf_pending(&sc->vals[i]));
+        } else if (sc->kind == SC_COUNT)
+            pk_reply_int(&c->out, sc->sum);
+        else
+            pk_reply_simple(&c->out, "OK");
+        c->waiting_fwd = 0;
+        pk_conn_resume(c);
+    }
+    scatter_free(sc);
+}
+
 /* Hands the reply (or an error) to the waiting client, then lets it run. */
 static void deliver(pk_fwd *f, const pk_rr *r, const char *err)
 {
     pk_conn *c = f->c;
 
+    if (f->sc) {
+        scatter_part(f, r, err);
+        return;
+    }
     if (c == NULL)
         return;
     if (r)
@@ -158,7 +223,7 @@ static int is_moved(const pk_rr *r, char *to, size_t cap)
 }
 
 static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
-                   int retried);
+                   int retried, pk_scatter *sc, size_t idx);
 
 static void on_link_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
@@ -187,7 +252,7 @@ static void on_link_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         if (l->head == NULL)
             l->tail = NULL;
         if (f->c && !f->retried && is_moved(r, to, sizeof(to)) &&
-            enqueue(l->srv, f->c, to, &f->cmd, 1) == PK_OK) {
+            enqueue(l->srv, f->c, to, &f->cmd, 1, f->sc, f->idx) == PK_OK) {
             /* f->cmd moved into the new entry; f->c waits on. */
         } else {
             deliver(f, r, NULL);
@@ -283,7 +348,7 @@ static int link_open(pk_server *s, const char *addr, pk_link **out)
 
 /* Queues a request (taking cmd's bytes) on the link to addr. */
 static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
-                   int retried)
+                   int retried, pk_scatter *sc, size_t idx)
 {
     pk_link *l = link_find(s, addr);
     pk_fwd *f;
@@ -302,6 +367,8 @@ static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
     f->cmd = *cmd;
     pk_obuf_init(cmd);
     f->retried = retried;
+    f->sc = sc;
+    f->idx = idx;
     if (l->tail)
         l->tail->next = f;
     else
@@ -336,7 +403,7 @@ int pk_link_forward(pk_server *s, pk_conn *c, const char *addr, int argc,
         pk_obuf_init(&cmd);
         rc = pk_rr_write_cmd(&cmd, argc, pa, pl);
         if (rc == PK_OK)
-            rc = enqueue(s, c, addr, &cmd, 0);
+            rc = enqueue(s, c, addr, &cmd, 0, NULL, 0);
         pk_obuf_free(&cmd);
     }
     if (pa != args) {
@@ -346,12 +413,61 @@ int pk_link_forward(pk_server *s, pk_conn *c, const char *addr, int argc,
     return rc;
 }
 
+int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
+                    const char *const *addrs)
+{
+    const char *name = argv[0].ptr;
+    int mset = argv[0].len == 4 && strncasecmp(name, "mset", 4) == 0;
+    int mget = argv[0].len == 4 && strncasecmp(name, "mget", 4) == 0;
+    size_t n = (size_t)(argc - 1) / (mset ? 2 : 1);
+    pk_scatter *sc = calloc(1, sizeof(*sc));
+    int rc = PK_OK;
+
+    if (sc == NULL)
+        return PK_ENOMEM;
+    sc->c = c;
+    sc->n = n;
+    sc->kind = mget ? SC_MGET : mset ? SC_OK : SC_COUNT;
+    if (mget && (sc->vals = calloc(n, sizeof(*sc->vals))) == NULL) {
+        free(sc);
+        return PK_ENOMEM;
+    }
+    for (size_t i = 0; i < n && rc == PK_OK; i++) {
+        /* MGET k -> GET k, MSET k v -> SET k v, DEL/EXISTS k -> same. */
+        const pk_arg *k = &argv[1 + i * (mset ? 2 : 1)];
+        const char *sub = mget ? "GET" : mset ? "SET" : NULL;
+        const char *a[3] = {sub ? sub : name, k->ptr, mset ? k[1].ptr : NULL};
+        size_t lens[3] = {sub ? 3 : argv[0].len, k->len, mset ? k[1].len : 0};
+        pk_obuf cmd;
+        pk_obuf_init(&cmd);
+        rc = pk_rr_write_cmd(&cmd, mset ? 3 : 2, a, lens);
+        if (rc == PK_OK)
+            rc = enqueue(s, c, addrs[i], &cmd, 0, sc, i);
+        pk_obuf_free(&cmd);
+        if (rc != PK_OK) {
+            /* Sub-commands already queued will complete; account for the
+             * ones that never will, so the merge still happens. */
+            sc->n = i;
+            if (i == 0) {
+                scatter_free(sc);
+                return rc;
+            }
+            if (sc->err == NULL)
+                sc->err = strdup("ERR split command partly forwarded");
+        }
+    }
+    return PK_OK;
+}
+
 void pk_link_forget(pk_server *s, pk_conn *c)
 {
     for (pk_link *l = s->links; l; l = l->next)
-        for (pk_fwd *f = l->head; f; f = f->next)
+        for (pk_fwd *f = l->head; f; f = f->next) {
             if (f->c == c)
                 f->c = NULL;
+            if (f->sc && f->sc->c == c)
+                f->sc->c = NULL;
+        }
 }
 
 void pk_link_close_all(pk_server *s)

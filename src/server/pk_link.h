@@ -25,6 +25,16 @@ typedef struct pk_conn pk_conn;
 int pk_link_forward(pk_server *s, pk_conn *c, const char *addr, int argc,
                     const pk_arg *argv);
 
+/*
+ * Splits a multi-key MGET, MSET, DEL or EXISTS whose keys live in several
+ * partitions: one single-key command per key to addrs[i] (the owner of key
+ * i, possibly this node), merged into one reply for c (values in key
+ * order, counts summed, the first error if any).  Returns 0, or an error
+ * after which nothing was sent.
+ */
+int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
+                    const char *const *addrs);
+
 /* Drops c from every queue (it is closing); its replies are discarded. */
 void pk_link_forget(pk_server *s, pk_conn *c);
 
