@@ -20,11 +20,13 @@ import time
 import server as pkserver
 
 SUMMARY_RE = re.compile(
-    r"^partkv cluster: (\d+) nodes, (\d+) slots, (\d+) replicas, "
-    r"coordinator on (\S+):(\d+), data in (.*) \((new|existing) map\)$")
+    r"^partkv cluster: (?P<nodes>\d+) nodes, (?P<slots>\d+) (?P<kind>\S+) "
+    r"partitions, (?P<replicas>\d+) replicas, (?P<mode>redirect|forward) "
+    r"mode, coordinator on (?P<host>\S+):(?P<port>\d+), "
+    r"data in (?P<dir>.*) \((?P<map>new|existing) map\)$")
 NODE_RE = re.compile(
     r"^  node (\d+)  (\S+):(\d+)  pid (\d+)  id ([0-9a-f]{40})$")
-TRY_RE = re.compile(r"^try: redis-cli -c -p (\d+)$")
+TRY_RE = re.compile(r"^try: redis-cli (?:-c )?-p (\d+)$")
 
 NODES_PREFIX = "/partkv/default/nodes/"
 MAP_KEY = "/partkv/default/map"
@@ -181,10 +183,12 @@ class Cluster:
                                % "\n".join(lines))
         m = summ[0]
         self.summary = {
-            "nodes": int(m.group(1)), "slots": int(m.group(2)),
-            "replicas": int(m.group(3)), "coord_host": m.group(4),
-            "coord_port": int(m.group(5)), "dir": m.group(6),
-            "map": m.group(7), "line": m.group(0)}
+            "nodes": int(m.group("nodes")), "slots": int(m.group("slots")),
+            "replicas": int(m.group("replicas")),
+            "coord_host": m.group("host"),
+            "coord_port": int(m.group("port")), "dir": m.group("dir"),
+            "map": m.group("map"), "mode": m.group("mode"),
+            "line": m.group(0)}
         for l in lines:
             nm = NODE_RE.match(l)
             if nm:
@@ -387,3 +391,101 @@ def wait_until(pred, timeout, interval=0.05):
         if time.monotonic() - t0 > timeout:
             return v, time.monotonic() - t0
         time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------
+# `partkv proxy`, slot arithmetic and the encoded map's epoch (used by
+# test_proxy.py)
+# ---------------------------------------------------------------------------
+
+class Proxy(pkserver.Server):
+    """`partkv proxy --port P --cluster HOST:PORT` as a pkserver.Server:
+    same ready-line parsing ("partkv: ready on HOST:PORT pid PID"), same
+    stop/kill by PID.  Its temp dir only holds its stderr."""
+
+    def __init__(self, seed, port=0, extra=(), **kw):
+        super().__init__(kind="partkv", port=port, extra=extra, **kw)
+        self.seed = seed          # "host:port" of the node it follows
+
+    def argv(self):
+        return [pkserver.partkv_path(), "proxy", "--port", str(self.port),
+                "--cluster", self.seed] + self.extra
+
+
+def crc16(data):
+    """CRC16/XMODEM (poly 0x1021, init 0), as Redis Cluster's key slots."""
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def keyslot(key):
+    """Redis Cluster slot of key (hash tags honoured)."""
+    k = key.encode() if isinstance(key, str) else key
+    s = k.find(b"{")
+    if s >= 0:
+        e = k.find(b"}", s + 1)
+        if e > s + 1:
+            k = k[s + 1:e]
+    return crc16(k) & 0x3FFF
+
+
+def slot_owner_ports(slots_reply, nslots=16384):
+    """CLUSTER SLOTS reply -> list: slot -> port of its master (None if
+    unassigned)."""
+    out = [None] * nslots
+    for start, end, master, *_ in slots_reply:
+        for s in range(start, end + 1):
+            out[s] = master[1]
+    return out
+
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data):
+    """CRC32C (Castagnoli, reflected, init/xorout 0xffffffff)."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+PMAP_MAGIC = b"PKMP"
+PMAP_EPOCH_OFF = 8
+
+
+def pmap_epoch(value):
+    """The epoch of an encoded map (src/core/pk_pmap_codec.c, format 1:
+    u64 big-endian at offset 8); checks magic and trailing CRC32C."""
+    import struct
+    if value[:4] != PMAP_MAGIC or len(value) < 32:
+        raise ClusterError("not an encoded map: %r" % (value[:16],))
+    if crc32c(value[:-4]) != struct.unpack(">I", value[-4:])[0]:
+        raise ClusterError("encoded map fails its CRC32C")
+    return struct.unpack(">Q", value[PMAP_EPOCH_OFF:PMAP_EPOCH_OFF + 8])[0]
+
+
+def pmap_with_epoch(value, epoch):
+    """value (an encoded map) with its epoch replaced and the CRC32C
+    recomputed."""
+    import struct
+    pmap_epoch(value)  # validates
+    b = bytearray(value)
+    b[PMAP_EPOCH_OFF:PMAP_EPOCH_OFF + 8] = struct.pack(">Q", epoch)
+    b[-4:] = struct.pack(">I", crc32c(bytes(b[:-4])))
+    return bytes(b)
