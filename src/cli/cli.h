@@ -7,6 +7,9 @@
 #define PK_CLI_CLI_H
 
 int pk_cli_sim(int argc, char **argv);
+
+/* 1 when s is "host:port" with a port in 1..65535. */
+int pk_cli_host_port(const char *s);
 int pk_cli_sim_compare(int argc, char **argv);
 int pk_cli_server(int argc, char **argv);
 int pk_cli_cluster(int argc, char **argv);

@@ -21,7 +21,13 @@ int pk_cli_proxy(int argc, char **argv)
     for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
-        if (v && strcmp(argv[i], "--cluster") == 0 && strrchr(v, ':')) {
+        if (v && strcmp(argv[i], "--cluster") == 0) {
+            if (!pk_cli_host_port(v)) {
+                fprintf(stderr, "partkv proxy: --cluster needs HOST:PORT, "
+                                "got '%s'\n",
+                        v);
+                return 2;
+            }
             c.proxy_of = v;
         } else if (v && strcmp(argv[i], "--port") == 0) {
             long p = strtol(v, &end, 10);

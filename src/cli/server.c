@@ -44,8 +44,7 @@ static int num(const char *flag, const char *s, unsigned long long lo,
     return 0;
 }
 
-/* "host:port" with a port in 1..65535. */
-static int host_port(const char *s)
+int pk_cli_host_port(const char *s)
 {
     const char *colon = strrchr(s, ':');
     char *end;
@@ -137,7 +136,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
             break;
         case 'J':
             c->join = optarg;
-            if (!host_port(optarg))
+            if (!pk_cli_host_port(optarg))
                 rc = bad("--join", optarg, "needs HOST:PORT");
             break;
         case 'S':
@@ -152,7 +151,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
             break;
         case 'A':
             c->announce = optarg;
-            if (!host_port(optarg))
+            if (!pk_cli_host_port(optarg))
                 rc = bad("--announce", optarg, "needs HOST:PORT");
             break;
         default:
