@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define PK_AGENT_POLL_MS 50
+#define PK_AGENT_POLL_MS 30
 #define PK_AGENT_LEASE_MS 3000
 #define PK_CLUSTER_PREFIX "/partkv/default/"
 
