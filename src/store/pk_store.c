@@ -6,7 +6,10 @@
  * the record layer needs (pk_store_int.h) and a sticky error.  The rule
  * for stickiness lives in pk__fail: any negative code reported inside a
  * write transaction by code that may already have written fails it, so a
- * half-applied command can never be committed.
+ * half-applied command can never be committed.  pk_store_open brings the
+ * stats up to the journal (after a crash, or a close between checkpoints)
+ * and a commit may be a checkpoint (pk_store_stcache.c); either way the
+ * stats reach the disk in the same LMDB commit as the data they count.
  */
 #include <assert.h>
 #include <errno.h>
@@ -16,8 +19,10 @@
 
 #include "core/pk_err.h"
 #include "store/pk_store_int.h"
+#include "store/pk_store_log.h"
 
-#define PK__FORMAT 1u
+/* 2: one journal for all partitions' logs; packed, checkpointed stats. */
+#define PK__FORMAT 2u
 
 static_assert(PK_PARTITIONS_MAX % PK__CTR_PAGE == 0, "counter pages");
 
@@ -203,8 +208,9 @@ int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out)
         goto fail;
     }
     mdb_reader_check(s->env, &dead); /* slots left by a crashed process */
-    rc = open_dbs(s);
-    if (rc != 0) {
+    s->log_keep = PK_STORE_LOG_KEEP_DEFAULT(
+        o.map_size ? o.map_size : PK_STORE_MAP_SIZE_DEFAULT);
+    if ((rc = open_dbs(s)) != 0 || (rc = pk__stat_recover(s)) != 0) {
         goto fail;
     }
     *out = s;
@@ -221,6 +227,7 @@ void pk_store_close(pk_store *s)
         return;
     }
     mdb_env_close(s->env);
+    pk__stat_free(s);
     for (size_t i = 0; i < PK_PARTITIONS_MAX / PK__CTR_PAGE; i++) {
         free(s->ctr[i]);
     }
@@ -256,11 +263,41 @@ int pk_txn_begin(pk_store *s, int rdonly, pk_txn **out)
     return 0;
 }
 
-static void txn_free(pk_txn *t)
+int pk__cursor(pk_txn *t, MDB_dbi dbi, MDB_cursor **out)
+{
+    MDB_cursor **c = dbi == t->s->data ? &t->dc : &t->lc;
+    int rc;
+
+    assert(dbi == t->s->data || dbi == t->s->log);
+    if (*c == NULL && (rc = mdb_cursor_open(t->txn, dbi, c)) != 0) {
+        *c = NULL;
+        return pk__fail(t, pk__err(rc));
+    }
+    *out = *c;
+    return 0;
+}
+
+/* Closes t's cursors; must run before its MDB_txn ends. */
+static void cursors_close(pk_txn *t)
+{
+    if (t->dc != NULL) {
+        mdb_cursor_close(t->dc);
+    }
+    if (t->lc != NULL) {
+        mdb_cursor_close(t->lc);
+    }
+    t->dc = t->lc = NULL;
+}
+
+static void txn_free(pk_txn *t, int committed)
 {
     if (!t->rdonly) {
+        pk__stat_end(t, committed);
         t->s->wtxn_open = 0;
     }
+    free(t->undo);
+    free(t->ovl);
+    free(t->rgrp);
     free(t->log.p);
     free(t->val.p);
     free(t->scratch.p);
@@ -271,12 +308,14 @@ int pk_txn_commit(pk_txn *t)
 {
     int rc = t->err;
 
+    rc = rc ? rc : pk__stat_commit(t);
+    cursors_close(t);
     if (rc != 0) {
         mdb_txn_abort(t->txn);
     } else {
         rc = pk__err(mdb_txn_commit(t->txn));
     }
-    txn_free(t);
+    txn_free(t, rc == 0);
     return rc;
 }
 
@@ -285,8 +324,9 @@ void pk_txn_abort(pk_txn *t)
     if (t == NULL) {
         return;
     }
+    cursors_close(t);
     mdb_txn_abort(t->txn);
-    txn_free(t);
+    txn_free(t, 0);
 }
 
 int pk_txn_error(const pk_txn *t)

@@ -6,10 +6,16 @@
  *
  *   data    part u32 | escaped key | 00 01 | tag | sub-key -> record
  *           (layout in pk_keyenc.h; a partition is one key range)
- *   log     part u32 | seq u64          -> change record (pk_store_log.h)
+ *   log     position u64                -> part, seq, previous position of
+ *                                          part, change record: one journal
+ *                                          in commit order (pk_store_log.h)
  *   expiry  when u64 | data prefix      -> empty (ordered by time)
- *   stats   part u32                    -> keys, bytes, log last, log trim
+ *   stats   part u32 >> 8               -> keys, bytes, log positions of
+ *                                          256 partitions, as of a
+ *                                          checkpoint (pk_store_stat.c)
  *   info    "format"                    -> u32 format version
+ *           "stats"                     -> u64 journal position of the
+ *                                          last checkpoint
  *
  * Transactions.  A single thread (the event loop) writes; it opens one
  * write transaction per loop iteration, applies every command of that

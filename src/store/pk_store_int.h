@@ -1,8 +1,8 @@
 /*
  * pk_store_int: what the store's source files share and nothing outside
  * src/store may use -- the structs behind the opaque handles, the on-disk
- * record formats, and the record layer (pk__rec_*) through which every
- * write to the data DB goes.
+ * record formats, the record layer (pk__rec_*) through which every write
+ * to the data DB goes, and the stats cache (pk__stat_*).
  *
  * The record layer keeps the derived state exact: each put or delete of a
  * data record adjusts its partition's key and byte counts, keeps the expiry
@@ -14,12 +14,33 @@
  * and local commands all go through this layer, applying a log or a
  * snapshot reproduces counters and expiry index as well as the data.
  *
+ * Per-operation cost is what bounds write throughput (a group commit
+ * holds hundreds of commands), so a write transaction keeps one cursor
+ * per DB it writes (a put right after a get of the same key then finds
+ * its page without descending from the root), and stats go through a
+ * cache in pk_store that checkpoints write back (pk_store_stcache.c).
+ *
  *   META value     0 u8 type | 1 u8 flags (0) | 2 u64 expire ms (0 none)
  *                  | 10 string value, or u64 element count (hash, zset)
  *   ZMEMBER value  u64 bits of the score (big-endian)
- *   stats value    u64 keys | u64 bytes | u64 log last | u64 log trim
- *   log entry      u8 op | u16 klen | key without part
- *                  | PUT only: u32 vlen | value
+ *   stats key      u32 group (part >> 8), big-endian
+ *   stats value    for each of the group's 256 partitions, in order:
+ *                  u8 mask | the fields whose mask bit is set, as LEB128
+ *                  varints: keys (bit 0), bytes (1), log last (2),
+ *                  log last - log trim (3), log pos (4)
+ *   journal key    u64 position (1, 2, ... in append order, big-endian)
+ *   journal value  u32 part | u64 seq | u64 prev (position of the part's
+ *                  previous record, 0 none) | u64 keys | u64 bytes (the
+ *                  part's counts after the record) | change record
+ *   info "stats"   u64 journal position the stats DB reflects
+ *   change record  (u8 op | u16 klen | key without part
+ *                  | PUT only: u32 vlen | value)+
+ *
+ * The log DB is one journal for all partitions, in commit order, so an
+ * append touches only its last page; each partition's records form a
+ * chain backwards from stats.log_pos (pk_store_journal.c).  The stats DB
+ * is written at checkpoints; in between, the journal records carry the
+ * stats (pk_store_stat.c).
  */
 #ifndef PK_STORE_PK_STORE_INT_H
 #define PK_STORE_PK_STORE_INT_H
@@ -32,10 +53,14 @@
 #include "core/pk_pmap.h"
 #include "store/pk_keyenc.h"
 #include "store/pk_store.h"
+#include "store/pk_store_log.h"
 
 #define PK__META_HDR 10
 #define PK__META_AGG (PK__META_HDR + 8)
-#define PK__STAT_LEN 32
+#define PK__SGROUP 256u /* partitions per stats record */
+#define PK__SGROUP_MAX (PK__SGROUP * (1 + 5 * 10)) /* mask, 5 varints */
+#define PK__CKPT_RECORDS 8192u /* journal records between checkpoints */
+#define PK__JHDR 36 /* journal value header: part, seq, prev, keys, bytes */
 #define PK__CTR_PAGE 1024u
 
 enum pk__log_op { PK__LOG_PUT = 1, PK__LOG_DEL = 2, PK__LOG_DELPREFIX = 3 };
@@ -52,22 +77,82 @@ typedef struct pk__ctr {
     uint64_t writes;
 } pk__ctr;
 
-struct pk_store {
-    MDB_env *env; /* owned */
-    MDB_dbi data, log, expiry, stats, info;
-    int wtxn_open; /* a write pk_txn exists */
-    /* In-memory read/write counters, pages of PK__CTR_PAGE partitions
-     * allocated on first use; partitions >= PK_PARTITIONS_MAX are not
-     * counted. */
-    pk__ctr *ctr[PK_PARTITIONS_MAX / PK__CTR_PAGE];
-};
-
 typedef struct pk__stat {
     uint64_t keys;
     uint64_t bytes;
     uint64_t log_last;
     uint64_t log_trim; /* records with seq <= log_trim are gone */
+    uint64_t log_pos;  /* journal position of record log_last, 0 none */
 } pk__stat;
+
+/*
+ * One stats record in the stats cache (pk_store_stcache.c): the stats of
+ * partitions group * PK__SGROUP + i.  Allocated once, never moved or
+ * freed before pk_store_close, so pointers to it stay valid.
+ */
+typedef struct pk__sgrp {
+    uint32_t group;
+    uint8_t valid;   /* st is current (else never changed since open) */
+    uint8_t pending; /* listed in pk_store.pending */
+    uint8_t written; /* by a checkpoint of the open write transaction */
+    /* While valid: enc (owned, enc_cap bytes) holds the record as in the
+     * stats DB, entry i at enc[off[i]..off[i + 1]); edirty marks the
+     * entries of st that may differ from it, undone those whose value
+     * before the open write transaction is in its undo log. */
+    uint8_t *enc;
+    size_t enc_cap;
+    uint16_t off[PK__SGROUP + 1];
+    uint64_t edirty[PK__SGROUP / 64];
+    uint64_t undone[PK__SGROUP / 64];
+    pk__stat st[PK__SGROUP];
+    uint64_t hold[PK__SGROUP]; /* pk_store_log_hold, 0 none (memory) */
+} pk__sgrp;
+
+/* An undo log entry: entry idx of g before the transaction changed it. */
+typedef struct pk__undo {
+    pk__sgrp *g;
+    unsigned idx;
+    pk__stat st;
+} pk__undo;
+
+/* A read transaction's stats of partitions changed since the checkpoint. */
+typedef struct pk__ovl {
+    uint32_t part;
+    pk__stat st;
+} pk__ovl;
+
+/* A journal record as parsed from the map (pk_store_journal.c). */
+typedef struct pk__jrec {
+    uint64_t pos;
+    uint32_t part;
+    uint64_t seq;
+    uint64_t prev;      /* position of the partition's previous record */
+    uint64_t keys;      /* the partition's keys after this record */
+    uint64_t bytes;     /* and bytes */
+    const uint8_t *rec; /* the change record, borrowed from the map */
+    size_t len;
+} pk__jrec;
+
+struct pk_store {
+    MDB_env *env; /* owned */
+    MDB_dbi data, log, expiry, stats, info;
+    int wtxn_open;     /* a write pk_txn exists */
+    uint64_t log_keep; /* journal records kept (pk_store_log_retain) */
+    /* The stats cache (pk_store_stcache.c): an open-addressing table of
+     * stc_mask + 1 slots (or NULL), each NULL or an owned group; pending
+     * lists the groups that differ from the stats DB. */
+    pk__sgrp **stc;
+    uint32_t stc_mask;
+    uint32_t stc_used;  /* groups in the table */
+    pk__sgrp **pending; /* owned array of borrowed groups */
+    size_t npending, pending_cap;
+    uint64_t since_ckpt; /* journal records committed since a checkpoint */
+    uint64_t log_top;    /* highest journal position ever committed */
+    /* In-memory read/write counters, pages of PK__CTR_PAGE partitions
+     * allocated on first use; partitions >= PK_PARTITIONS_MAX are not
+     * counted. */
+    pk__ctr *ctr[PK_PARTITIONS_MAX / PK__CTR_PAGE];
+};
 
 /* A growable byte buffer, owned by its transaction. */
 typedef struct pk__buf {
@@ -81,6 +166,36 @@ struct pk_txn {
     MDB_txn *txn; /* owned */
     int rdonly;
     int err; /* sticky error, 0 while healthy */
+    /* Cursors opened on first use (pk__cursor), closed with the
+     * transaction; any function may move them, none keeps a position in
+     * them across calls. */
+    MDB_cursor *dc;    /* data */
+    MDB_cursor *lc;    /* log */
+    uint64_t log_next; /* next journal position, 0 until looked up */
+    /* Stats, write transactions (pk_store_stcache.c): the undo log of
+     * their changes to the stats cache; ckpt 1 when the commit must be
+     * a checkpoint (a change the journal does not carry), 2 once one ran
+     * (ckpt_* as it left them); saves and appended count pk__stat_save
+     * calls and journal records, op_appended as the operation began. */
+    pk__undo *undo; /* owned */
+    size_t nundo, undo_cap;
+    int ckpt;
+    uint64_t ckpt_top; /* the journal position it recorded */
+    uint64_t ckpt_saves, ckpt_appended;
+    uint64_t saves;
+    uint64_t appended;
+    uint64_t op_appended;
+    /* Stats, read transactions (pk_store_stat.c): the partitions changed
+     * since the checkpoint they see, sorted (once ovl_ok).  Both kinds:
+     * the stats group last decoded from the stats DB (owned, or NULL;
+     * rgrp_ok while it matches the DB), so that a walk over all
+     * partitions decodes each record once. */
+    pk__ovl *ovl; /* owned */
+    size_t novl;
+    int ovl_ok;
+    pk__stat *rgrp;
+    uint32_t rgrp_id;
+    int rgrp_ok;
     /* The operation in progress (write transactions only). */
     int op_open;
     unsigned op_flags;
@@ -109,8 +224,45 @@ int pk__fail(pk_txn *t, int rc);
 int pk__buf_reserve(pk__buf *b, size_t extra);
 pk__ctr *pk__ctr_get(pk_store *s, uint32_t part);
 
+/*
+ * Stats of part as t sees them: from the cache in a write transaction,
+ * from the stats DB and the journal tail in a read transaction.  0,
+ * PK_ENOMEM or an error.
+ */
 int pk__stat_load(pk_txn *t, uint32_t part, pk__stat *st);
+/* pk__stat_load of a write transaction (pk_store_stcache.c). */
+int pk__stc_load(pk_txn *t, uint32_t part, pk__stat *st);
+/* part's row in the stats DB as t sees it, not brought up to date. */
+int pk__stat_row(pk_txn *t, uint32_t part, pk__stat *st);
+/* The stats DB record codec (format above); encode returns the length. */
+int pk__stat_zero(const pk__stat *st);
+size_t pk__stat_encode(uint8_t *p, const pk__stat *st);
+int pk__stat_decode(const MDB_val *v, pk__stat *st, uint16_t *offs);
+/* Sets part's stats in write transaction t (undone if t aborts). */
 int pk__stat_save(pk_txn *t, uint32_t part, const pk__stat *st);
+/*
+ * Checkpoint: trims the journal to its budget, writes every changed stats
+ * group and the journal position they reflect (write transactions).
+ */
+int pk__stat_checkpoint(pk_txn *t);
+/* Called by pk_txn_commit before mdb_txn_commit: checkpoints if due. */
+int pk__stat_commit(pk_txn *t);
+/* Ends t's use of the cache: committed != 0 keeps its changes. */
+void pk__stat_end(pk_txn *t, int committed);
+/*
+ * The first partition >= from with non-zero stats as t sees them.  0,
+ * PK_ENOTFOUND or an error.
+ */
+int pk__stat_next(pk_txn *t, uint64_t from, uint32_t *part, pk__stat *st);
+/* At open: brings the stats DB up to the journal (pk_store_open). */
+int pk__stat_recover(pk_store *s);
+/* part's log hold (0 none). */
+uint64_t pk__stat_hold(pk_store *s, uint32_t part);
+int pk__stat_set_hold(pk_store *s, uint32_t part, uint64_t seq);
+void pk__stat_free(pk_store *s);
+
+/* t's cursor on dbi (t->s->data or t->s->log), opened on first use. */
+int pk__cursor(pk_txn *t, MDB_dbi dbi, MDB_cursor **out);
 
 int pk__read_begin(pk_txn *t, uint32_t part);
 int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags);
@@ -146,8 +298,30 @@ static inline double pk__score_get(const uint8_t *p)
     return d;
 }
 
-/* Deletes part's log records with seq <= upto (pk_store_part.c). */
-int pk__log_delete(pk_txn *t, uint32_t part, uint64_t upto);
+/*
+ * Journal (pk_store_log.c).  pk__log_append appends the open operation's
+ * record under seq and updates t->st.  pk__log_drop deletes up to limit
+ * (0: no bound) of the open operation's partition's records, newest
+ * first, updating t->st.log_pos; *n gets the number deleted, *all whether
+ * none is left.  pk__log_retain trims the journal's head to the retention
+ * bound; the commit calls it before writing stats back.
+ */
+int pk__log_append(pk_txn *t, uint64_t seq, const void *rec, size_t len);
+int pk__log_drop(pk_txn *t, size_t limit, size_t *n, int *all);
+int pk__log_retain(pk_txn *t);
+/* The highest journal position ever assigned, as t sees it. */
+uint64_t pk__log_top(const pk_txn *t);
+/* At open: finds log_top (the last record or, if higher, ckpt). */
+int pk__log_open(pk_txn *t, uint64_t ckpt);
+/* Calls fn for each journal record after position after, in order. */
+int pk__log_scan(pk_txn *t, uint64_t after,
+                 int (*fn)(void *ctx, const pk__jrec *r), void *ctx);
+/*
+ * Calls cb(ctx, seq, record, len) for part's records first..st->log_last
+ * (st: part's stats as t sees them; log_trim < first <= log_last).
+ */
+int pk__log_walk(pk_txn *t, uint32_t part, const pk__stat *st, uint64_t first,
+                 pk_log_cb cb, void *ctx);
 
 int pk__scratch_copy(pk_txn *t, const void *p, size_t n, const void **out);
 

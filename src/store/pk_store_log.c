@@ -1,9 +1,10 @@
 /*
- * pk_store_log: reading, trimming and applying change records.  Records
- * are written by the record layer (pk_store.c); this file only parses
- * them.  Parsing is strict -- a record from the network is hostile -- and
- * apply validates a whole record before its first write, so a bad record
- * costs nothing but its error.
+ * pk_store_log: reading, trimming and applying change records.  The
+ * record layer (pk_store_rec.c) builds a command's record and the journal
+ * (pk_store_journal.c) stores it; this file parses records.  Parsing is
+ * strict -- a record from the network is hostile -- and apply validates a
+ * whole record before its first write, so a bad record costs nothing but
+ * its error.
  */
 #include <string.h>
 
@@ -71,6 +72,16 @@ static int entry_check(uint32_t part, const entry *e, uint8_t *kb)
     return 0; /* any prefix stays inside the partition */
 }
 
+void pk_store_log_retain(pk_store *s, uint64_t bytes)
+{
+    s->log_keep = bytes;
+}
+
+int pk_store_log_hold(pk_store *s, uint32_t part, uint64_t from_seq)
+{
+    return pk__stat_set_hold(s, part, from_seq);
+}
+
 int pk_store_log_last(pk_txn *t, uint32_t part, uint64_t *seq)
 {
     pk__stat st;
@@ -86,11 +97,8 @@ int pk_store_log_last(pk_txn *t, uint32_t part, uint64_t *seq)
 int pk_store_log_read(pk_txn *t, uint32_t part, uint64_t from_seq, pk_log_cb cb,
                       void *ctx)
 {
-    uint8_t kb[12];
-    MDB_val k = {12, kb}, v;
-    MDB_cursor *c;
     pk__stat st;
-    int rc = t->err, mrc;
+    int rc = t->err;
 
     rc = rc ? rc : pk__stat_load(t, part, &st);
     if (rc != 0) {
@@ -99,27 +107,11 @@ int pk_store_log_read(pk_txn *t, uint32_t part, uint64_t from_seq, pk_log_cb cb,
     if (from_seq <= st.log_trim && st.log_trim > 0) {
         return PK_ERANGE;
     }
-    pk_be32_put(kb, part);
-    pk_be64_put(kb + 4, from_seq);
-    if ((mrc = mdb_cursor_open(t->txn, t->s->log, &c)) != 0) {
-        return pk__fail(t, pk__err(mrc));
+    from_seq = from_seq > st.log_trim ? from_seq : st.log_trim + 1;
+    if (from_seq > st.log_last) {
+        return 0;
     }
-    for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
-         mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 12 || pk_be32_get(k.mv_data) != part) {
-            break;
-        }
-        rc = cb(ctx, pk_be64_get((uint8_t *)k.mv_data + 4), v.mv_data,
-                v.mv_size);
-        if (rc != 0) {
-            break;
-        }
-    }
-    mdb_cursor_close(c);
-    if (rc == 0 && mrc != 0 && mrc != MDB_NOTFOUND) {
-        rc = pk__fail(t, pk__err(mrc));
-    }
-    return rc;
+    return pk__log_walk(t, part, &st, from_seq, cb, ctx);
 }
 
 int pk_store_log_trim(pk_txn *t, uint32_t part, uint64_t upto_seq)
@@ -129,9 +121,9 @@ int pk_store_log_trim(pk_txn *t, uint32_t part, uint64_t upto_seq)
     if (rc != 0) {
         return rc;
     }
+    /* The records stay until the journal's head passes them. */
     upto_seq = upto_seq < t->st.log_last ? upto_seq : t->st.log_last;
     if (upto_seq > t->st.log_trim) {
-        rc = pk__log_delete(t, part, upto_seq);
         t->st.log_trim = upto_seq;
         t->st_dirty = 1;
     }
@@ -141,8 +133,7 @@ int pk_store_log_trim(pk_txn *t, uint32_t part, uint64_t upto_seq)
 int pk_store_log_apply(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
                        size_t len)
 {
-    uint8_t kb[PK_KEYENC_MAX], lk[12];
-    MDB_val k = {12, lk}, v = {len, (void *)rec};
+    uint8_t kb[PK_KEYENC_MAX];
     size_t off = 0;
     entry e;
     int rc;
@@ -175,11 +166,7 @@ int pk_store_log_apply(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
         }
     }
     if (rc == 0) {
-        pk_be32_put(lk, part);
-        pk_be64_put(lk + 4, seq);
-        rc = pk__fail(t, pk__err(mdb_put(t->txn, t->s->log, &k, &v, 0)));
-        t->st.log_last = seq;
-        t->st_dirty = 1;
+        rc = pk__fail(t, pk__log_append(t, seq, rec, len));
     }
     return pk__op_end(t, rc);
 }

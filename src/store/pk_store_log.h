@@ -15,10 +15,33 @@
  *           3 DELPREFIX  delete every record whose key starts with key
  *                        (a whole user key; empty: the whole partition)
  *
- * The log feeds replication, partition moves and, later, indexes.  It is
- * trimmed once every consumer has passed a position; a consumer that asks
- * for a trimmed position gets PK_ERANGE and restarts from a snapshot
- * (pk_store_snap.h), which carries the sequence number it was taken at.
+ * The log feeds replication, partition moves and, later, indexes.  A
+ * consumer that asks for a trimmed position gets PK_ERANGE and restarts
+ * from a snapshot (pk_store_snap.h), which carries the sequence number it
+ * was taken at.
+ *
+ * Storage and retention.  All partitions' records share one journal in
+ * commit order (pk_store_journal.c), so appending costs about the same
+ * however many partitions a commit touches.  Records go in two ways:
+ *
+ *   pk_store_log_trim  raises a partition's trim point at once; the
+ *                      records stop being readable and their space is
+ *                      reclaimed when the journal's head passes them;
+ *   retention          every few thousand records (at the store's
+ *                      checkpoints), the journal's oldest records go
+ *                      while the log DB takes more than the budget
+ *                      (pk_store_log_retain; by default
+ *                      PK_STORE_LOG_KEEP_DEFAULT(map size)), raising the
+ *                      trim point of each record's partition -- unless
+ *                      that record's partition holds a position at or
+ *                      before it (pk_store_log_hold): then the journal
+ *                      keeps it and everything after it.
+ *
+ * So a partition keeps its history for as long as the node's recent
+ * writes fit in the budget, a consumer that keeps up needs no hold, and a
+ * consumer that holds a position makes the log grow until it moves on.
+ * Holds live in memory: after pk_store_open none is held, and a consumer
+ * registers its position again.
  */
 #ifndef PK_STORE_PK_STORE_LOG_H
 #define PK_STORE_PK_STORE_LOG_H
@@ -26,7 +49,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+typedef struct pk_store pk_store;
 typedef struct pk_txn pk_txn;
+
+/* Default journal budget in bytes: 1/16 of the map. */
+#define PK_STORE_LOG_KEEP_DEFAULT(map_size) ((map_size) / 16)
+#define PK_STORE_LOG_KEEP_ALL UINT64_MAX /* no automatic trimming */
 
 /*
  * Log callback: rec/len is one record (format above), pointing into the
@@ -34,6 +62,23 @@ typedef struct pk_txn pk_txn;
  * value stops the read and is returned by pk_store_log_read.
  */
 typedef int (*pk_log_cb)(void *ctx, uint64_t seq, const void *rec, size_t len);
+
+/*
+ * Sets the journal budget in bytes of map pages (see above), or
+ * PK_STORE_LOG_KEEP_ALL for no automatic trimming.  Takes effect at the
+ * next checkpoint.  Call it from the thread that owns the store.
+ */
+void pk_store_log_retain(pk_store *s, uint64_t bytes);
+
+/*
+ * Registers that a consumer still needs part's records from from_seq on
+ * (the lowest position when several consumers read the partition), so
+ * retention keeps them.  from_seq 0 releases the hold.  Explicit trims
+ * ignore holds.  Not transactional: takes effect at once, and stays until
+ * released or pk_store_close.  Call it from the thread that owns the
+ * store.  Returns 0 or PK_ENOMEM.
+ */
+int pk_store_log_hold(pk_store *s, uint32_t part, uint64_t from_seq);
 
 /*
  * Sequence number of part's last record, 0 if it never logged.  Returns 0
@@ -51,8 +96,9 @@ int pk_store_log_read(pk_txn *t, uint32_t part, uint64_t from_seq, pk_log_cb cb,
                       void *ctx);
 
 /*
- * Deletes part's records with seq <= upto_seq (at most up to the last).
- * Returns 0 or a sticky error.
+ * Trims part's records with seq <= upto_seq (at most up to the last):
+ * reads of them return PK_ERANGE from now on.  Returns 0 or a sticky
+ * error.
  */
 int pk_store_log_trim(pk_txn *t, uint32_t part, uint64_t upto_seq);
 

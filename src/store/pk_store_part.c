@@ -38,38 +38,16 @@ int pk_store_part_stats(pk_txn *t, uint32_t part, pk_part_stats *out)
 int pk_store_part_next(pk_txn *t, uint64_t from, uint32_t *part,
                        pk_part_stats *out)
 {
-    uint8_t kb[4];
-    MDB_val k = {4, kb}, v;
-    MDB_cursor *c;
     pk__stat st;
     uint32_t p;
-    int rc;
+    int rc = t->err;
 
-    if (t->err != 0) {
-        return t->err;
+    rc = rc ? rc : pk__stat_next(t, from, &p, &st);
+    if (rc == 0) {
+        *part = p;
+        stats_fill(t, p, &st, out);
     }
-    if (from > UINT32_MAX) {
-        return PK_ENOTFOUND;
-    }
-    pk_be32_put(kb, (uint32_t)from);
-    if ((rc = mdb_cursor_open(t->txn, t->s->stats, &c)) != 0) {
-        return pk__fail(t, pk__err(rc));
-    }
-    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-    if (rc == 0 && k.mv_size != 4) {
-        rc = MDB_CORRUPTED;
-    }
-    p = rc == 0 ? pk_be32_get(k.mv_data) : 0;
-    mdb_cursor_close(c);
-    if (rc != 0) {
-        return rc == MDB_NOTFOUND ? PK_ENOTFOUND : pk__fail(t, pk__err(rc));
-    }
-    if ((rc = pk__stat_load(t, p, &st)) != 0) {
-        return rc;
-    }
-    *part = p;
-    stats_fill(t, p, &st, out);
-    return 0;
+    return rc;
 }
 
 int pk_store_dbsize(pk_txn *t, uint64_t *out)
@@ -90,45 +68,6 @@ int pk_store_dbsize(pk_txn *t, uint64_t *out)
     return rc;
 }
 
-/* Deletes log records of part with seq <= upto, at most limit (0: all). */
-static int log_delete(pk_txn *t, uint32_t part, uint64_t upto, size_t limit,
-                      size_t *n)
-{
-    uint8_t kb[12];
-    MDB_cursor *c;
-    MDB_val k, v;
-    size_t done = 0;
-    int rc;
-
-    if ((rc = mdb_cursor_open(t->txn, t->s->log, &c)) != 0) {
-        return pk__fail(t, pk__err(rc));
-    }
-    pk_be32_put(kb, part);
-    pk_be64_put(kb + 4, 0);
-    while (limit == 0 || done < limit) {
-        k = (MDB_val){12, kb};
-        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-        if (rc != 0 || k.mv_size != 12 || pk_be32_get(k.mv_data) != part ||
-            pk_be64_get((uint8_t *)k.mv_data + 4) > upto) {
-            break;
-        }
-        if ((rc = mdb_cursor_del(c, 0)) != 0) {
-            break;
-        }
-        done++;
-    }
-    mdb_cursor_close(c);
-    *n = done;
-    return rc == 0 || rc == MDB_NOTFOUND ? 0 : pk__fail(t, pk__err(rc));
-}
-
-int pk__log_delete(pk_txn *t, uint32_t part, uint64_t upto)
-{
-    size_t n;
-
-    return log_delete(t, part, upto, 0, &n);
-}
-
 int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done)
 {
     uint8_t prefix[4];
@@ -140,11 +79,13 @@ int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done)
         return rc;
     }
     pk_be32_put(prefix, part);
+    /* From now on the log reads as trimmed: its records are going. */
+    t->st.log_trim = t->st.log_last;
+    t->st_dirty = 1;
     rc = pk__rec_delprefix(t, prefix, 4, max_records, &n);
     if (rc == 0 && (max_records == 0 || n < max_records)) {
-        rc = log_delete(t, part, UINT64_MAX, max_records ? max_records - n : 0,
-                        &m);
-        all = max_records == 0 || n + m < max_records;
+        rc = pk__log_drop(t, max_records ? max_records - n : 0, &m, &all);
+        all = all && (max_records == 0 || n < max_records);
     }
     if (rc == 0 && all) {
         /* Nothing of the partition is left: forget its stats. */

@@ -2,10 +2,13 @@
  * pk_store_part: operations on whole partitions and on all of them --
  * counters, iteration, drop, DBSIZE, FLUSHALL and active expiry.
  *
- * A partition's keys and bytes live in the stats DB and change in the same
- * transaction as its data, so they are exact at every commit; reads and
- * writes are in-memory counts since pk_store_open (partitions below
- * PK_PARTITIONS_MAX only).  Errors and lifetimes as in pk_store.h.
+ * A partition's keys and bytes change in the same transaction as its data
+ * (in the stats DB and the journal, pk_store_stat.c), so they are exact
+ * at every commit; reads and writes are in-memory counts since
+ * pk_store_open (partitions below PK_PARTITIONS_MAX only).  Inside a
+ * write transaction, pk_store_part_next and pk_store_dbsize write the
+ * stats DB up to date first (a checkpoint, once per transaction unless
+ * stats changed in between).  Errors and lifetimes as in pk_store.h.
  */
 #ifndef PK_STORE_PK_STORE_PART_H
 #define PK_STORE_PK_STORE_PART_H

@@ -24,52 +24,6 @@
 
 static_assert(PK__META_HDR == 1 + 1 + 8, "META header: type, flags, expire");
 static_assert(PK__META_AGG == PK__META_HDR + 8, "META of hash/zset: count");
-static_assert(PK__STAT_LEN == 4 * 8, "stats: four u64");
-
-int pk__stat_load(pk_txn *t, uint32_t part, pk__stat *st)
-{
-    uint8_t kb[4];
-    MDB_val k = {4, kb}, v;
-    const uint8_t *p;
-    int rc;
-
-    pk_be32_put(kb, part);
-    rc = mdb_get(t->txn, t->s->stats, &k, &v);
-    memset(st, 0, sizeof(*st));
-    if (rc == MDB_NOTFOUND) {
-        return 0;
-    }
-    if (rc != 0) {
-        return pk__err(rc);
-    }
-    if (v.mv_size != PK__STAT_LEN) {
-        return PK_ECORRUPT;
-    }
-    p = v.mv_data;
-    st->keys = pk_be64_get(p);
-    st->bytes = pk_be64_get(p + 8);
-    st->log_last = pk_be64_get(p + 16);
-    st->log_trim = pk_be64_get(p + 24);
-    return 0;
-}
-
-int pk__stat_save(pk_txn *t, uint32_t part, const pk__stat *st)
-{
-    uint8_t kb[4], vb[PK__STAT_LEN];
-    MDB_val k = {4, kb}, v = {PK__STAT_LEN, vb};
-    int rc;
-
-    pk_be32_put(kb, part);
-    if ((st->keys | st->bytes | st->log_last | st->log_trim) == 0) {
-        rc = mdb_del(t->txn, t->s->stats, &k, NULL);
-        return rc == MDB_NOTFOUND ? 0 : pk__err(rc);
-    }
-    pk_be64_put(vb, st->keys);
-    pk_be64_put(vb + 8, st->bytes);
-    pk_be64_put(vb + 16, st->log_last);
-    pk_be64_put(vb + 24, st->log_trim);
-    return pk__err(mdb_put(t->txn, t->s->stats, &k, &v, 0));
-}
 
 int pk__read_begin(pk_txn *t, uint32_t part)
 {
@@ -101,6 +55,7 @@ int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags)
         return pk__fail(t, rc);
     }
     t->op_open = 1;
+    t->op_appended = t->appended;
     t->op_flags = flags;
     t->op_part = part;
     t->st_dirty = 0;
@@ -113,8 +68,6 @@ int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags)
 
 int pk__op_end(pk_txn *t, int rc)
 {
-    uint8_t kb[12];
-    MDB_val k = {12, kb}, v;
     int err;
 
     if (!t->op_open) {
@@ -124,20 +77,18 @@ int pk__op_end(pk_txn *t, int rc)
     if (t->err != 0) {
         return t->err;
     }
-    if (t->log.len > 0 && !(t->op_flags & PK__OP_NOLOG)) {
-        pk_be32_put(kb, t->op_part);
-        pk_be64_put(kb + 4, t->st.log_last + 1);
-        v.mv_size = t->log.len;
-        v.mv_data = t->log.p;
-        err = mdb_put(t->txn, t->s->log, &k, &v, 0);
-        if (err != 0) {
-            return pk__fail(t, pk__err(err));
-        }
-        t->st.log_last++;
-        t->st_dirty = 1;
+    if (t->log.len > 0 && !(t->op_flags & PK__OP_NOLOG) &&
+        (err = pk__log_append(t, t->st.log_last + 1, t->log.p, t->log.len)) !=
+            0) {
+        return pk__fail(t, err);
     }
     if (t->st_dirty && (err = pk__stat_save(t, t->op_part, &t->st)) != 0) {
         return pk__fail(t, err);
+    }
+    /* The journal carries the stats of a logged change; others must
+     * reach the stats DB with this commit. */
+    if (t->st_dirty && t->appended == t->op_appended && t->ckpt == 0) {
+        t->ckpt = 1;
     }
     return rc;
 }
@@ -180,8 +131,13 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
 int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v)
 {
     MDB_val key = {klen, (void *)k};
-    int rc = mdb_get(t->txn, t->s->data, &key, v);
+    MDB_cursor *c;
+    int rc = pk__cursor(t, t->s->data, &c);
 
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_get(c, &key, v, MDB_SET);
     if (rc == MDB_NOTFOUND) {
         return PK_ENOTFOUND;
     }
@@ -255,6 +211,8 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
     MDB_val key = {klen, (void *)k}, old, val = {vlen, (void *)v};
     uint64_t old_exp = 0, new_exp = 0;
     pk_keyparts kp;
+    MDB_cursor *c;
+    unsigned flags = 0;
     int rc, meta;
 
     assert(t->op_open && pk_be32_get(k) == t->op_part);
@@ -266,11 +224,17 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
         return pk__fail(t, PK_ECORRUPT);
     }
     meta = kp.tag == PK_TAG_META;
-    rc = mdb_get(t->txn, t->s->data, &key, &old);
+    if ((rc = pk__cursor(t, t->s->data, &c)) != 0) {
+        return rc;
+    }
+    /* One search: a replace writes where the get left the cursor, an
+     * insert finds that page without descending from the root. */
+    rc = mdb_cursor_get(c, &key, &old, MDB_SET);
     if (rc != 0 && rc != MDB_NOTFOUND) {
         return pk__fail(t, pk__err(rc));
     }
     if (rc == 0) {
+        flags = MDB_CURRENT;
         sub_sat(&t->st.bytes, klen + old.mv_size);
         old_exp = meta ? meta_expire(old.mv_data, old.mv_size) : 0;
     } else if (meta) {
@@ -281,7 +245,7 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
     t->st_dirty = 1;
     /* Log first: v may not survive the put if it points into the map. */
     if ((rc = log_add(t, PK__LOG_PUT, k, klen, v, vlen)) != 0 ||
-        (rc = pk__err(mdb_put(t->txn, t->s->data, &key, &val, 0))) != 0) {
+        (rc = pk__err(mdb_cursor_put(c, &key, &val, flags))) != 0) {
         return pk__fail(t, rc);
     }
     if (old_exp != new_exp &&
@@ -326,9 +290,8 @@ int pk__rec_del(pk_txn *t, const uint8_t *k, size_t klen, int *deleted)
     int rc;
 
     assert(t->op_open && pk_be32_get(k) == t->op_part);
-    rc = mdb_cursor_open(t->txn, t->s->data, &c);
-    if (rc != 0) {
-        return pk__fail(t, pk__err(rc));
+    if ((rc = pk__cursor(t, t->s->data, &c)) != 0) {
+        return rc;
     }
     rc = mdb_cursor_get(c, &key, &v, MDB_SET_KEY);
     if (rc == 0) {
@@ -342,7 +305,6 @@ int pk__rec_del(pk_txn *t, const uint8_t *k, size_t klen, int *deleted)
     } else {
         rc = pk__err(rc);
     }
-    mdb_cursor_close(c);
     return pk__fail(t, rc);
 }
 
@@ -357,9 +319,8 @@ int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
     assert(t->op_open && plen >= 4 && pk_be32_get(prefix) == t->op_part);
     /* A bounded delete would not replay as one entry. */
     assert(limit == 0 || (t->op_flags & PK__OP_NOLOG));
-    rc = mdb_cursor_open(t->txn, t->s->data, &c);
-    if (rc != 0) {
-        return pk__fail(t, pk__err(rc));
+    if ((rc = pk__cursor(t, t->s->data, &c)) != 0) {
+        return rc;
     }
     for (;;) {
         k.mv_size = plen;
@@ -376,7 +337,6 @@ int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
             break;
         }
     }
-    mdb_cursor_close(c);
     if (rc == 0 && done > 0) {
         rc = log_add(t, PK__LOG_DELPREFIX, prefix, plen, NULL, 0);
     }

@@ -247,7 +247,8 @@ static int import_header(pk_import *im, pk_txn *t, const uint8_t *p)
         p[6] != 0 || p[7] != 0 || pk_be32_get(p + 8) != im->part) {
         return PK_ECORRUPT;
     }
-    if ((t->st.keys | t->st.bytes | t->st.log_last | t->st.log_trim) != 0) {
+    if ((t->st.keys | t->st.bytes | t->st.log_last | t->st.log_trim |
+         t->st.log_pos) != 0) {
         return PK_EEXIST;
     }
     t->st.log_last = t->st.log_trim = pk_be64_get(p + 12);

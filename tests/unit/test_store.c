@@ -276,11 +276,19 @@ static void test_map_full_is_sticky(void **state)
     expect_get(t, 0, "kept", "yes", NOW);
     expect_get(t, 0, "big0", NULL, NOW);
     pk_txn_abort(t);
-    /* The store still takes writes that fit. */
+    /* The store still takes writes that fit, and its counters never saw
+     * the failed ones. */
     t = wtxn(ts->s);
     set(t, 0, "next", "ok");
     assert_int_equal(pk_txn_commit(t), 0);
     assert_int_equal(pk_store_sync(ts->s), 0);
+    assert_int_equal(tstore_reopen(ts), 0);
+    t = rtxn(ts->s);
+    pk_part_stats ps;
+    assert_int_equal(pk_store_part_stats(t, 0, &ps), 0);
+    assert_int_equal(ps.keys, 2);
+    assert_int_equal(ps.log_last, 2);
+    pk_txn_abort(t);
 }
 
 static void test_strings_basic(void **state)

@@ -3,7 +3,9 @@
  * empty node B reproduces A exactly (compared by snapshot bytes and
  * counters), export -> import round trips, truncated and bit-flipped
  * streams are rejected, log sequence rules and trimming, and dropping a
- * partition leaves the others intact.
+ * partition leaves the others intact.  Stats, which reach the stats DB
+ * only at checkpoints, are audited against the data after aborts,
+ * reopens, checkpoints and retention, from read and write transactions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,9 +13,11 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <lmdb.h>
 
 #include "store/pk_hmap.h"
 #include "store/pk_key.h"
+#include "store/pk_keyenc.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
 #include "store/pk_store_snap.h"
@@ -590,6 +594,315 @@ static void test_drop_partition(void **state)
     }
 }
 
+/*
+ * Recomputes part's keys and bytes from its snapshot and checks them, and
+ * the log positions, against pk_store_part_stats as a read and a write
+ * transaction see them.
+ */
+static void audit_part(pk_store *s, uint32_t part)
+{
+    buf b = export_part(s, part);
+    uint64_t keys = 0, bytes = 0;
+    uint8_t kb[PK_KEYENC_MAX];
+    pk_part_stats sr, sw;
+    pk_keyparts kp;
+    size_t off = 20;
+    pk_txn *t;
+
+    while (b.p[off] == 0x01) {
+        size_t klen = (size_t)b.p[off + 1] << 8 | b.p[off + 2];
+        size_t vlen = pk_be32_get(b.p + off + 3 + klen);
+        pk_be32_put(kb, part);
+        memcpy(kb + 4, b.p + off + 3, klen);
+        assert_int_equal(pk_keyenc_parse(kb, 4 + klen, &kp), 0);
+        keys += kp.tag == PK_TAG_META;
+        bytes += 4 + klen + vlen;
+        off += 3 + klen + 4 + vlen;
+    }
+    free(b.p);
+    t = rtxn(s);
+    assert_int_equal(pk_store_part_stats(t, part, &sr), 0);
+    pk_txn_abort(t);
+    t = wtxn(s);
+    assert_int_equal(pk_store_part_stats(t, part, &sw), 0);
+    pk_txn_abort(t);
+    assert_int_equal(sr.keys, keys);
+    assert_int_equal(sr.bytes, bytes);
+    assert_int_equal(sw.keys, keys);
+    assert_int_equal(sw.bytes, bytes);
+    assert_int_equal(sr.log_first, sw.log_first);
+    assert_int_equal(sr.log_last, sw.log_last);
+}
+
+/* Reads part's whole log: it must hold exactly log_first..log_last. */
+static void audit_log(pk_store *s, uint32_t part)
+{
+    pk_txn *t = rtxn(s);
+    pk_part_stats ps;
+    int n = 0;
+
+    assert_int_equal(pk_store_part_stats(t, part, &ps), 0);
+    assert_int_equal(pk_store_log_read(t, part, ps.log_first, count_cb, &n), 0);
+    assert_int_equal((uint64_t)n, ps.log_last + 1 - ps.log_first);
+    if (ps.log_first > 1) {
+        assert_int_equal(
+            pk_store_log_read(t, part, ps.log_first - 1, count_cb, &n),
+            PK_ERANGE);
+    }
+    pk_txn_abort(t);
+}
+
+static void audit_all(pk_store *s)
+{
+    uint64_t n, sum = 0;
+    pk_part_stats ps;
+    uint32_t part;
+    pk_txn *t = rtxn(s);
+
+    for (uint64_t p = 0; pk_store_part_next(t, p, &part, &ps) == 0;
+         p = (uint64_t)part + 1) {
+        sum += ps.keys;
+        audit_part(s, part);
+        audit_log(s, part);
+    }
+    assert_int_equal(pk_store_dbsize(t, &n), 0);
+    assert_int_equal(n, sum);
+    pk_txn_abort(t);
+}
+
+/* Sets key k in every partition below nparts. */
+static void set_all(pk_txn *t, const char *k, uint32_t nparts)
+{
+    int done;
+
+    for (uint32_t p = 0; p < nparts; p++) {
+        assert_int_equal(pk_str_set(t, p, S(k), S("v"), NULL, NOW, &done, NULL),
+                         0);
+    }
+}
+
+static void test_stats_abort_reopen(void **state)
+{
+    two *w = *state;
+    pk_store *a;
+    uint64_t n;
+    pk_txn *t;
+
+    workload(w->a->s, 3000);
+    audit_all(w->a->s);
+    /* Aborted changes leave no trace in the stats... */
+    t = wtxn(w->a->s);
+    set_all(t, "gone", NPARTS + 3);
+    pk_txn_abort(t);
+    audit_all(w->a->s);
+    /* ...also when a stats walk wrote them to the stats DB first. */
+    t = wtxn(w->a->s);
+    set_all(t, "gone", NPARTS + 3);
+    assert_int_equal(pk_store_dbsize(t, &n), 0);
+    set_all(t, "gone2", NPARTS + 5);
+    pk_txn_abort(t);
+    audit_all(w->a->s);
+    t = rtxn(w->a->s);
+    uint32_t part;
+    pk_part_stats ps;
+    assert_int_equal(pk_store_part_next(t, NPARTS, &part, &ps), PK_ENOTFOUND);
+    pk_txn_abort(t);
+    /* What the journal carries since the last checkpoint survives a
+     * reopen (a crash looks the same to the stats). */
+    workload(w->a->s, 500);
+    assert_int_equal(tstore_reopen(w->a), 0);
+    a = w->a->s;
+    audit_all(a);
+    workload(a, 500);
+    audit_all(a);
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        assert_true(ship(a, w->b->s, p, 1) > 0);
+        expect_same(a, w->b->s, p);
+    }
+}
+
+static void test_stats_snapshot(void **state)
+{
+    two *w = *state;
+    pk_txn *t = wtxn(w->a->s), *r1, *r2;
+    pk_part_stats ps;
+    uint32_t part;
+    uint64_t n;
+    int done;
+
+    assert_int_equal(pk_str_set(t, 1, S("a"), S("1"), NULL, NOW, &done, NULL),
+                     0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    r1 = rtxn(w->a->s);
+    t = wtxn(w->a->s);
+    assert_int_equal(pk_str_set(t, 1, S("b"), S("2"), NULL, NOW, &done, NULL),
+                     0);
+    assert_int_equal(pk_str_set(t, 40, S("c"), S("3"), NULL, NOW, &done, NULL),
+                     0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    r2 = rtxn(w->a->s);
+    /* r1 sees the store as it was when it began. */
+    assert_int_equal(pk_store_part_stats(r1, 1, &ps), 0);
+    assert_int_equal(ps.keys, 1);
+    assert_int_equal(ps.log_last, 1);
+    assert_int_equal(pk_store_part_next(r1, 2, &part, &ps), PK_ENOTFOUND);
+    assert_int_equal(pk_store_dbsize(r1, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(pk_store_part_stats(r2, 1, &ps), 0);
+    assert_int_equal(ps.keys, 2);
+    assert_int_equal(ps.log_last, 2);
+    assert_int_equal(pk_store_part_next(r2, 2, &part, &ps), 0);
+    assert_int_equal(part, 40);
+    assert_int_equal(ps.keys, 1);
+    assert_int_equal(pk_store_dbsize(r2, &n), 0);
+    assert_int_equal(n, 3);
+    pk_txn_abort(r1);
+    pk_txn_abort(r2);
+}
+
+/* Writes n records, round robin over NPARTS partitions, 300 a commit. */
+static void churn(pk_store *s, int n)
+{
+    pk_txn *t = NULL;
+    char k[16];
+    int done;
+
+    for (int i = 0; i < n; i++) {
+        if (t == NULL) {
+            t = wtxn(s);
+        }
+        snprintf(k, sizeof(k), "c%d", i % 97);
+        assert_int_equal(pk_str_set(t, (uint32_t)i % NPARTS, S(k), S("val"),
+                                    NULL, NOW, &done, NULL),
+                         0);
+        if (i % 300 == 299) {
+            assert_int_equal(pk_txn_commit(t), 0);
+            t = NULL;
+        }
+    }
+    if (t != NULL) {
+        assert_int_equal(pk_txn_commit(t), 0);
+    }
+}
+
+static void test_checkpoints_and_retention(void **state)
+{
+    two *w = *state;
+    pk_store *a = w->a->s;
+    pk_part_stats ps[NPARTS];
+    uint64_t kept = 0, seq[NPARTS];
+    pk_txn *t;
+
+    /* Many checkpoints; with no bound the logs are whole. */
+    pk_store_log_retain(a, PK_STORE_LOG_KEEP_ALL);
+    churn(a, 30000);
+    audit_all(a);
+    t = rtxn(a);
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        assert_int_equal(pk_store_part_stats(t, p, &ps[p]), 0);
+        assert_int_equal(ps[p].log_first, 1);
+    }
+    pk_txn_abort(t);
+    /* A budget trims the journal's head at the next checkpoints; a hold
+     * keeps partition 0 -- and with it everything after its record. */
+    pk_store_log_retain(a, 64 << 10);
+    assert_int_equal(pk_store_log_hold(a, 0, ps[0].log_last - 10), 0);
+    churn(a, 20000);
+    audit_all(a);
+    t = rtxn(a);
+    assert_int_equal(pk_store_part_stats(t, 0, &ps[0]), 0);
+    assert_true(ps[0].log_first > 1);
+    assert_true(ps[0].log_first <= ps[0].log_last - 10 - 20000 / NPARTS);
+    pk_txn_abort(t);
+    /* Released, the journal shrinks to the budget at the next checkpoint
+     * (a stats walk in a write transaction is one). */
+    assert_int_equal(pk_store_log_hold(a, 0, 0), 0);
+    churn(a, 10000);
+    t = wtxn(a);
+    assert_int_equal(pk_store_dbsize(t, &kept), 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    kept = 0;
+    audit_all(a);
+    t = rtxn(a);
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        assert_int_equal(pk_store_part_stats(t, p, &ps[p]), 0);
+        assert_true(ps[p].log_first > 1);
+        kept += ps[p].log_last + 1 - ps[p].log_first;
+        seq[p] = ps[p].log_last;
+    }
+    pk_txn_abort(t);
+    assert_true(kept < 3000); /* ~80 bytes a record */
+    /* A consumer restarts from a snapshot and follows the log. */
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        buf snap = export_part(a, p);
+        assert_int_equal(try_import(w->b->s, p, snap.p, snap.len), 0);
+        free(snap.p);
+    }
+    churn(a, 1000);
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        assert_true(ship(a, w->b->s, p, seq[p] + 1) > 0);
+        expect_same(a, w->b->s, p);
+    }
+    assert_int_equal(tstore_reopen(w->a), 0);
+    audit_all(w->a->s);
+}
+
+/* Records in the journal of the closed store in dir, read with LMDB. */
+static size_t journal_records(const char *dir)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_stat ms;
+
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 5), 0);
+    assert_int_equal(mdb_env_open(env, dir, MDB_RDONLY, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "log", 0, &dbi), 0);
+    assert_int_equal(mdb_stat(txn, dbi, &ms), 0);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return ms.ms_entries;
+}
+
+static void test_trimmed_records_go(void **state)
+{
+    two *w = *state;
+    pk_part_stats ps;
+    pk_txn *t;
+
+    pk_store_log_retain(w->a->s, PK_STORE_LOG_KEEP_ALL);
+    churn(w->a->s, 3000);
+    /* Trimmed: unreadable at once, deleted by the (forced) checkpoint. */
+    t = wtxn(w->a->s);
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        assert_int_equal(pk_store_log_trim(t, p, UINT64_MAX), 0);
+    }
+    assert_int_equal(pk_txn_commit(t), 0);
+    pk_store_close(w->a->s);
+    w->a->s = NULL;
+    assert_int_equal(journal_records(w->a->dir), 0);
+    assert_int_equal(tstore_reopen(w->a), 0);
+    audit_all(w->a->s);
+    t = rtxn(w->a->s);
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        assert_int_equal(pk_store_part_stats(t, p, &ps), 0);
+        assert_int_equal(ps.log_first, ps.log_last + 1);
+        assert_int_equal(ps.log_last, 3000 / NPARTS);
+    }
+    pk_txn_abort(t);
+    /* The sequence goes on. */
+    churn(w->a->s, 600);
+    audit_all(w->a->s);
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        buf snap = export_part(w->a->s, p);
+        assert_int_equal(try_import(w->b->s, p, snap.p, snap.len), 0);
+        free(snap.p);
+        expect_same(w->a->s, w->b->s, p);
+    }
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -601,6 +914,10 @@ int main(void)
         T(test_export_import_chunked),
         T(test_import_rejects_corruption),
         T(test_drop_partition),
+        T(test_stats_abort_reopen),
+        T(test_stats_snapshot),
+        T(test_checkpoints_and_retention),
+        T(test_trimmed_records_go),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,9 +3,10 @@
  * string, hash, sorted-set and expiry commands with a controlled clock.
  * Every command's result is checked as it runs; every few hundred
  * commands the whole keyspace is compared (type, value, fields, members
- * in order, TTL); at the end active expiry, DBSIZE, counters and SCAN are
- * checked, and the change log is replayed on a second store that must end
- * up byte-identical.
+ * in order, TTL) and the stats as read and write transactions see them,
+ * and now and then the store is reopened; at the end active expiry,
+ * DBSIZE, counters and SCAN are checked, and the change log is replayed
+ * on a second store that must end up byte-identical.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -612,6 +613,33 @@ static void final_checks(world *w)
     }
 }
 
+/* Keeps every log record of the model's partitions (holds are memory). */
+static void hold_logs(world *w)
+{
+    for (uint32_t p = 0; p < NP; p++) {
+        assert_int_equal(pk_store_log_hold(w->a->s, p, 1), 0);
+    }
+}
+
+/* Read and write transactions agree on the stats. */
+static void check_stats(world *w)
+{
+    pk_txn *r = rtxn(w->a->s), *t = wtxn(w->a->s);
+    pk_part_stats sr, sw;
+
+    for (uint32_t p = 0; p < NP; p++) {
+        assert_int_equal(pk_store_part_stats(r, p, &sr), 0);
+        assert_int_equal(pk_store_part_stats(t, p, &sw), 0);
+        assert_int_equal(sr.keys, sw.keys);
+        assert_int_equal(sr.bytes, sw.bytes);
+        assert_int_equal(sr.log_first, 1);
+        assert_int_equal(sr.log_first, sw.log_first);
+        assert_int_equal(sr.log_last, sw.log_last);
+    }
+    pk_txn_abort(r);
+    pk_txn_abort(t);
+}
+
 static void run_model(uint64_t seed)
 {
     world *w = calloc(1, sizeof(*w));
@@ -624,6 +652,7 @@ static void run_model(uint64_t seed)
     assert_true(w->a && w->b);
     w->now = 1700000000000ull;
     w->rng = seed;
+    hold_logs(w);
     for (int i = 0; i < OPS; i++) {
         int p = (int)(rnd(w) % NP), k = (int)(rnd(w) % NK);
         size_t kl = key_name(k, kn);
@@ -667,6 +696,12 @@ static void run_model(uint64_t seed)
             pk_txn *r = rtxn(w->a->s);
             check_all(w, r);
             pk_txn_abort(r);
+            check_stats(w);
+            if (i % 1500 == 1499 && i + 1 < OPS) {
+                assert_int_equal(tstore_reopen(w->a), 0);
+                hold_logs(w);
+                check_stats(w);
+            }
         }
     }
     if (t != NULL) {

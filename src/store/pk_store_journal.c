@@ -1,0 +1,300 @@
+/*
+ * pk_store_journal: the change logs of all partitions, stored as one
+ * journal in commit order.
+ *
+ * A log keyed by (part, seq) would put each command's record on a random
+ * leaf page -- with commands spread over thousands of partitions that is
+ * one B-tree descent and one 4 KiB copy-on-write per command, more than
+ * the data write itself.  The journal is keyed by a global position
+ * instead, so appends go to its last page (MDB_APPEND) and retention
+ * deletes from its first:
+ *
+ *   pos 1      pos 2      pos 3      pos 4        stats of part 7:
+ *   +-------+  +-------+  +-------+  +-------+      log_last 3
+ *   |p7 s1  |<-|p7 s2  |  |p9 s1  |  |p7 s3  |      log_pos  4
+ *   |prev 0 |  |prev 1 |<-+-------+--|prev 2 |
+ *   +-------+  +-------+  +-------+  +-------+
+ *
+ * Each record names the position of its partition's previous record, and
+ * stats.log_pos names the newest, so reading one partition walks its
+ * chain backwards -- one lookup per record read, independent of the other
+ * partitions.  Every step checks that the record found is (part, seq - 1).
+ * A record also carries its partition's keys and bytes after it, which
+ * is what lets the stats DB lag behind (pk_store_stat.c).
+ *
+ * Positions are never reused (pk_store.log_top, kept in info "stats" by
+ * every checkpoint, and every commit that deletes records is one), so a
+ * stats row's log_pos never names a younger record.  Retention runs only
+ * at checkpoints, so the journal may exceed its budget by up to
+ * PK__CKPT_RECORDS records in between.
+ *
+ * Invariants: a partition's records in the journal are exactly those with
+ * log_trim < seq <= log_last, plus, after an explicit trim, older ones
+ * that wait for the head to pass them (pk_store_log_trim only raises
+ * log_trim); retention deletes in position order, which is seq order
+ * within a partition, and raises the partition's log_trim to match.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "store/pk_store_int.h"
+#include "store/pk_store_log.h"
+
+static_assert(PK__JHDR == 4 + 8 + 8 + 8 + 8,
+              "journal header: part, seq, prev, keys, bytes");
+
+typedef pk__jrec jrec;
+
+static int jparse(const MDB_val *k, const MDB_val *v, jrec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (k->mv_size != 8 || v->mv_size < PK__JHDR) {
+        return PK_ECORRUPT;
+    }
+    r->pos = pk_be64_get(k->mv_data);
+    r->part = pk_be32_get(p);
+    r->seq = pk_be64_get(p + 4);
+    r->prev = pk_be64_get(p + 12);
+    r->keys = pk_be64_get(p + 20);
+    r->bytes = pk_be64_get(p + 28);
+    r->rec = p + PK__JHDR;
+    r->len = v->mv_size - PK__JHDR;
+    return 0;
+}
+
+/* Positions c on pos; 0, PK_ENOTFOUND, PK_ECORRUPT or an LMDB error. */
+static int jget(MDB_cursor *c, uint64_t pos, jrec *r)
+{
+    uint8_t kb[8];
+    MDB_val k = {8, kb}, v;
+    int rc;
+
+    pk_be64_put(kb, pos);
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+    return rc == 0 ? jparse(&k, &v, r) : pk__err(rc);
+}
+
+int pk__log_append(pk_txn *t, uint64_t seq, const void *rec, size_t len)
+{
+    uint8_t kb[8], *p;
+    MDB_val k = {8, kb}, v = {PK__JHDR + len, NULL};
+    MDB_cursor *c;
+    int rc;
+
+    if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
+        return rc;
+    }
+    if (t->log_next == 0) {
+        t->log_next = t->s->log_top + 1;
+    }
+    pk_be64_put(kb, t->log_next);
+    /* rec never points into this map (op_end's buffer, or a record from
+     * another node), so it survives the put. */
+    rc = mdb_cursor_put(c, &k, &v, MDB_APPEND | MDB_RESERVE);
+    if (rc != 0) {
+        return pk__err(rc);
+    }
+    p = v.mv_data;
+    pk_be32_put(p, t->op_part);
+    pk_be64_put(p + 4, seq);
+    pk_be64_put(p + 12, t->st.log_pos);
+    pk_be64_put(p + 20, t->st.keys);
+    pk_be64_put(p + 28, t->st.bytes);
+    if (len > 0) {
+        memcpy(p + PK__JHDR, rec, len);
+    }
+    t->st.log_last = seq;
+    t->st.log_pos = t->log_next++;
+    t->st_dirty = 1;
+    t->appended++;
+    return 0;
+}
+
+uint64_t pk__log_top(const pk_txn *t)
+{
+    return t->log_next != 0 ? t->log_next - 1 : t->s->log_top;
+}
+
+int pk__log_open(pk_txn *t, uint64_t ckpt)
+{
+    MDB_val k, v;
+    MDB_cursor *c;
+    int rc;
+
+    if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    if (rc == 0 && k.mv_size != 8) {
+        return pk__fail(t, PK_ECORRUPT);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        return pk__fail(t, pk__err(rc));
+    }
+    t->s->log_top = ckpt;
+    if (rc == 0 && pk_be64_get(k.mv_data) > ckpt) {
+        t->s->log_top = pk_be64_get(k.mv_data);
+    }
+    return 0;
+}
+
+int pk__log_scan(pk_txn *t, uint64_t after,
+                 int (*fn)(void *ctx, const pk__jrec *r), void *ctx)
+{
+    uint8_t kb[8];
+    MDB_val k = {8, kb}, v;
+    MDB_cursor *c;
+    jrec r;
+    int rc = 0, mrc;
+
+    if (after == UINT64_MAX) {
+        return 0;
+    }
+    if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
+        return rc;
+    }
+    pk_be64_put(kb, after + 1);
+    for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
+         mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if ((rc = jparse(&k, &v, &r)) != 0 || (rc = fn(ctx, &r)) != 0) {
+            return pk__fail(t, rc);
+        }
+    }
+    return mrc == MDB_NOTFOUND ? 0 : pk__fail(t, pk__err(mrc));
+}
+
+int pk__log_walk(pk_txn *t, uint32_t part, const pk__stat *st, uint64_t first,
+                 pk_log_cb cb, void *ctx)
+{
+    uint64_t n = st->log_last - first + 1, pos = st->log_pos;
+    MDB_val *recs;
+    MDB_cursor *c;
+    jrec r;
+    int rc;
+
+    if (n > SIZE_MAX / sizeof(*recs)) {
+        return PK_ENOMEM;
+    }
+    if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
+        return rc;
+    }
+    recs = malloc((size_t)n * sizeof(*recs));
+    if (recs == NULL) {
+        return PK_ENOMEM;
+    }
+    /* Backwards along the chain, then the callbacks in seq order. */
+    for (uint64_t i = n; i-- > 0; pos = r.prev) {
+        rc = jget(c, pos, &r);
+        if (rc == PK_ENOTFOUND ||
+            (rc == 0 && (r.part != part || r.seq != first + i))) {
+            rc = PK_ECORRUPT; /* the stats promise this record */
+        }
+        if (rc != 0) {
+            free(recs);
+            return pk__fail(t, rc);
+        }
+        recs[i] = (MDB_val){r.len, (void *)r.rec};
+    }
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        rc = cb(ctx, first + i, recs[i].mv_data, recs[i].mv_size);
+    }
+    free(recs);
+    return rc;
+}
+
+int pk__log_drop(pk_txn *t, size_t limit, size_t *n, int *all)
+{
+    uint64_t pos = t->st.log_pos, want = 0;
+    size_t done = 0;
+    MDB_cursor *c;
+    jrec r;
+    int rc;
+
+    if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
+        return rc;
+    }
+    while (pos != 0 && (limit == 0 || done < limit)) {
+        rc = jget(c, pos, &r);
+        if (rc == PK_ENOTFOUND ||
+            (rc == 0 && (r.part != t->op_part || r.seq > t->st.log_last ||
+                         (want != 0 && r.seq != want)))) {
+            pos = 0; /* the chain ends here */
+            rc = 0;
+            break;
+        }
+        if (rc != 0 || (rc = pk__err(mdb_cursor_del(c, 0))) != 0) {
+            return pk__fail(t, rc);
+        }
+        done++;
+        want = r.seq - 1;
+        pos = want != 0 ? r.prev : 0;
+    }
+    t->st.log_pos = pos;
+    t->st_dirty = 1;
+    *n = done;
+    *all = pos == 0;
+    return 0;
+}
+
+/* Bytes the log DB takes in the map. */
+static uint64_t jsize(const MDB_stat *ms)
+{
+    return (uint64_t)ms->ms_psize *
+           (ms->ms_branch_pages + ms->ms_leaf_pages + ms->ms_overflow_pages);
+}
+
+int pk__log_retain(pk_txn *t)
+{
+    uint64_t keep = t->s->log_keep, hold;
+    MDB_cursor *c;
+    MDB_stat ms;
+    MDB_val k, v;
+    pk__stat st;
+    jrec r;
+    int rc, over, changed;
+
+    if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
+        return rc;
+    }
+    /* Head records go while the journal is over its budget, and those
+     * already trimmed (pk_store_log_trim) go anyway. */
+    for (;;) {
+        over = changed = 0;
+        if (keep != PK_STORE_LOG_KEEP_ALL) {
+            if ((rc = mdb_stat(t->txn, t->s->log, &ms)) != 0) {
+                return pk__fail(t, pk__err(rc));
+            }
+            over = jsize(&ms) > keep;
+        }
+        rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+        if (rc == MDB_NOTFOUND) {
+            return 0;
+        }
+        rc = rc ? pk__err(rc) : jparse(&k, &v, &r);
+        rc = rc ? rc : pk__stat_load(t, r.part, &st);
+        if (rc != 0) {
+            return pk__fail(t, rc);
+        }
+        if (r.seq > st.log_trim) {
+            hold = pk__stat_hold(t->s, r.part);
+            if (!over || (hold != 0 && r.seq >= hold)) {
+                return 0; /* still wanted, and so is what follows */
+            }
+            st.log_trim = r.seq;
+            changed = 1;
+        }
+        if (st.log_pos == r.pos) {
+            st.log_pos = 0; /* no record left to point to */
+            changed = 1;
+        }
+        if (changed && (rc = pk__stat_save(t, r.part, &st)) != 0) {
+            return pk__fail(t, rc);
+        }
+        if ((rc = mdb_cursor_del(c, 0)) != 0) {
+            return pk__fail(t, pk__err(rc));
+        }
+    }
+}
