@@ -26,7 +26,9 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 PY=/usr/bin/python3
 
-die() { echo "mem-per-key: $*" >&2; exit 1; }
+PROG=mem-per-key
+# die, stop, free_port
+source "$root/bench/lib.sh"
 if ! [[ $KEYS =~ ^[1-9][0-9]{0,14}$ ]]; then
     die "MEM_KEYS must be a positive integer below 10^15, got '$KEYS'"
 fi
@@ -39,17 +41,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-mem-per-key.XXXXXX")
 pk_pid=""
 rd_pid=""
 
-stop() { # stop PID: SIGTERM, wait up to 10 s, then SIGKILL
-    local pid=$1 i
-    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     stop "$pk_pid"
     stop "$rd_pid"
@@ -58,10 +49,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-free_port() {
-    "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
-}
 
 rss() { # VmRSS of PID in bytes
     local kb

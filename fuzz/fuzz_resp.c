@@ -23,16 +23,11 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "fuzz_util.h"
 #include "proto/pk_reply.h"
 #include "proto/pk_resp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 /* The commands and error of one run, flattened: per command the argument
  * count, then per argument its length and bytes. */
@@ -99,18 +94,14 @@ static void run(const uint8_t *data, size_t size, const pk_resp_limits *lim,
                 uint64_t seed, trace *t)
 {
     pk_resp_parser *p;
-    size_t off = 0, maxchunk = seed ? 1 + seed % 97 : size;
+    fuzz_chunks ch = fuzz_chunks_init(seed, size);
+    size_t off = 0;
     int rc = 0;
 
     CHECK(pk_resp_parser_new(lim, &p) == PK_OK);
     while (off < size && rc == 0) {
-        size_t c = size - off;
-        if (seed) {
-            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            c = 1 + (size_t)(seed >> 33) % maxchunk;
-            c = c < size - off ? c : size - off;
-        }
-        if (seed && (seed >> 32) % 2) {
+        size_t c = fuzz_chunk_next(&ch, size - off);
+        if (ch.seed && (ch.seed >> 32) % 2) {
             char *dst;
             size_t got;
             CHECK(pk_resp_space(p, c, &dst, &got) == PK_OK && got >= 1);
@@ -121,7 +112,7 @@ static void run(const uint8_t *data, size_t size, const pk_resp_limits *lim,
             CHECK(pk_resp_feed(p, data + off, c) == PK_OK);
         }
         off += c;
-        rc = drain(p, t, off, seed == 0);
+        rc = drain(p, t, off, ch.seed == 0);
     }
     trace_u64(&t->log, rc == 0 ? pk_resp_buffered(p) : 0);
     pk_resp_parser_free(p);
@@ -130,12 +121,9 @@ static void run(const uint8_t *data, size_t size, const pk_resp_limits *lim,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pk_resp_limits lim = pk_resp_limits_default();
-    uint64_t h = 14695981039346656037ULL; /* FNV-1a of the first bytes */
+    uint64_t h = fuzz_seed(data, size);
     trace one = {0}, chunked = {0};
 
-    for (size_t i = 0; i < size && i < 16; i++)
-        h = (h ^ data[i]) * 1099511628211ULL;
-    h ^= size;
     if (h % 4 == 0) {
         lim.max_inline = 1 + (h >> 8) % 64;
         lim.max_args = 1 + (h >> 16) % 8;

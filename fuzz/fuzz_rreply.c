@@ -27,17 +27,12 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "fuzz_util.h"
 #include "proto/pk_reply.h"
 #include "proto/pk_resp.h"
 #include "proto/pk_rreply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static void put(pk_obuf *ob, const void *p, size_t n)
 {
@@ -170,20 +165,16 @@ static void run(const uint8_t *data, size_t size, const pk_rreply_limits *lim,
                 uint64_t seed, pk_obuf *log)
 {
     pk_rreply_reader *r;
-    size_t off = 0, maxchunk = seed ? 1 + seed % 97 : size;
+    fuzz_chunks ch = fuzz_chunks_init(seed, size);
+    size_t off = 0;
     int rc = 0;
 
     CHECK(pk_rreply_reader_new(lim, &r) == PK_OK);
     while (off < size && rc == 0) {
-        size_t c = size - off;
-        if (seed) {
-            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            c = 1 + (size_t)(seed >> 33) % maxchunk;
-            c = c < size - off ? c : size - off;
-        }
+        size_t c = fuzz_chunk_next(&ch, size - off);
         CHECK(pk_rreply_feed(r, data + off, c) == PK_OK);
         off += c;
-        rc = drain(r, log, off, seed == 0);
+        rc = drain(r, log, off, ch.seed == 0);
     }
     if (rc == 0) {
         char buf[32];
@@ -225,12 +216,9 @@ static void write_cmd(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pk_rreply_limits lim = pk_rreply_limits_default();
-    uint64_t h = 14695981039346656037ULL; /* FNV-1a of the first bytes */
+    uint64_t h = fuzz_seed(data, size);
     pk_obuf one, chunked;
 
-    for (size_t i = 0; i < size && i < 16; i++)
-        h = (h ^ data[i]) * 1099511628211ULL;
-    h ^= size;
     if (h % 4 == 0) {
         lim.max_depth = 1 + (h >> 8) % 8;
         lim.max_elements = 1 + (h >> 16) % 8;

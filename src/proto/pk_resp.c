@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "proto/pk_proto_int.h"
 
 #define PK_RESP_BUF_INIT (16u * 1024)  /* first query buffer */
 #define PK_RESP_BUF_KEEP (256u * 1024) /* larger buffers shrink when idle */
@@ -243,11 +244,8 @@ void pk_resp_commit(pk_resp_parser *p, size_t n)
     p->len += n < p->cap - p->len ? n : p->cap - p->len;
 }
 
-/*
- * Redis's string2ll(): an optional '-', then digits without a leading zero
- * ("0" alone is fine), at most 20 characters, within int64_t.
- */
-static int resp_int(const char *s, size_t n, int64_t *out)
+/* Redis's string2ll(); see pk_proto_int.h. */
+int pk__resp_int(const char *s, size_t n, int64_t *out)
 {
     uint64_t v = 0, max = INT64_MAX;
     size_t i = 0;
@@ -348,7 +346,7 @@ static int resp_header(pk_resp_parser *p)
 
     if (rc <= 0)
         return rc;
-    if (!resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) ||
+    if (!pk__resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) ||
         n > (int64_t)p->lim.max_args)
         return resp_fail(p, "invalid multibulk length");
     resp_skip(p, eol + 2);
@@ -378,7 +376,7 @@ static int resp_bulk(pk_resp_parser *p)
             snprintf(what, sizeof(what), "expected '$', got '%c'", c);
             return resp_fail(p, what);
         }
-        if (!resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) || n < 0 ||
+        if (!pk__resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) || n < 0 ||
             (uint64_t)n > p->lim.max_bulk_len)
             return resp_fail(p, "invalid bulk length");
         resp_skip(p, eol + 2);

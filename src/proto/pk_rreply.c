@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "proto/pk_proto_int.h"
 #include "proto/pk_reply.h"
 
 #define PK_RR_BUF_INIT (16u * 1024)   /* first buffer */
@@ -190,39 +191,6 @@ int pk_rreply_feed(pk_rreply_reader *r, const void *data, size_t len)
 }
 
 /* ---- parsing one element header -------------------------------------- */
-
-/*
- * A strict decimal int64 as redis-server writes them (string2ll): no sign
- * but '-', no leading zeros, no "-0".  Returns 1 and *out, or 0.
- */
-static int rr_int(const char *s, size_t n, int64_t *out)
-{
-    uint64_t v = 0, max = INT64_MAX;
-    size_t i = 0;
-    int neg = 0;
-
-    if (n == 0 || n > 20)
-        return 0;
-    if (n == 1 && s[0] == '0') {
-        *out = 0;
-        return 1;
-    }
-    if (s[0] == '-') {
-        neg = 1;
-        max = (uint64_t)INT64_MAX + 1;
-        i = 1;
-    }
-    if (i == n || s[i] < '1' || s[i] > '9')
-        return 0;
-    for (; i < n; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d > 9 || v > (max - d) / 10)
-            return 0;
-        v = v * 10 + d;
-    }
-    *out = neg ? -(int64_t)(v - 1) - 1 : (int64_t)v;
-    return 1;
-}
 
 /* A RESP3 double: what strtod() takes whole, not starting with a blank
  * ("1.5", "-3e10", "inf", "-inf", "nan").  Returns 1 and *out, or 0. */
@@ -404,7 +372,7 @@ static int rr_head_parse(const pk_rreply_limits *lim, const char *p,
     case '_':
         return eol == 0 ? 1 : rr_bad(err, errsz, "invalid null");
     }
-    if (!rr_int(h->str, eol, &h->num))
+    if (!pk__resp_int(h->str, eol, &h->num))
         return rr_bad(err, errsz,
                       h->type == ':' ? "invalid integer" : "invalid length");
     if (h->type == ':')

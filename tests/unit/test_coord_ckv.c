@@ -20,69 +20,7 @@
 #include "coord/pk_ckv.h"
 #include "coord/pk_coord.h"
 #include "core/pk_err.h"
-
-/* ---- allocation failure injection ------------------------------------- */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define FAILALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FAILALLOC 0
-#endif
-#endif
-#ifndef FAILALLOC
-#define FAILALLOC 1
-#endif
-
-#if FAILALLOC
-/* glibc's allocator under its exported names; see test_pmap.c. */
-void *__libc_malloc(size_t n);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t n);
-void __libc_free(void *p);
-
-static long fail_countdown; /* the allocation that drops it to 0 fails */
-static long live_allocs;    /* allocations minus frees */
-
-static int alloc_fails(void)
-{
-    return fail_countdown > 0 && --fail_countdown == 0;
-}
-
-void *malloc(size_t n)
-{
-    void *p = alloc_fails() ? NULL : __libc_malloc(n);
-
-    live_allocs += p != NULL;
-    return p;
-}
-
-void *calloc(size_t n, size_t size)
-{
-    void *p = alloc_fails() ? NULL : __libc_calloc(n, size);
-
-    live_allocs += p != NULL;
-    return p;
-}
-
-void *realloc(void *p, size_t n)
-{
-    void *q;
-
-    if (alloc_fails()) {
-        return NULL;
-    }
-    q = __libc_realloc(p, n);
-    live_allocs += (p == NULL && q != NULL) - (p != NULL && n == 0);
-    return q;
-}
-
-void free(void *p)
-{
-    live_allocs -= p != NULL;
-    __libc_free(p);
-}
-#endif
+#include "testutil.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

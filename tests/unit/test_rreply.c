@@ -45,91 +45,10 @@
 #include "proto/pk_resp.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_sclient.h"
+#include "testutil.h"
 
 #define L(s) (s), sizeof(s) - 1
 #define REDIS_SERVER "/usr/bin/redis-server"
-
-/* ---- allocation failure injection (as in test_pmap.c) ----------------- */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define FAILALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FAILALLOC 0
-#endif
-#endif
-#ifndef FAILALLOC
-#define FAILALLOC 1
-#endif
-
-#if FAILALLOC
-/*
- * glibc's allocator under its exported names; the wrappers below replace
- * malloc for the whole process (sanitizers own malloc, hence the guard).
- * malloc takes no context, so the injection state is file-scope.
- */
-void *__libc_malloc(size_t n);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t n);
-void __libc_free(void *p);
-
-static long fail_countdown; /* the allocation that drops it to 0 fails */
-static long live_allocs;    /* allocations minus frees */
-static size_t max_alloc;    /* largest request since last cleared */
-
-static int alloc_fails(size_t n)
-{
-    if (n > max_alloc)
-        max_alloc = n;
-    return fail_countdown > 0 && --fail_countdown == 0;
-}
-
-void *malloc(size_t n)
-{
-    void *p = alloc_fails(n) ? NULL : __libc_malloc(n);
-
-    live_allocs += p != NULL;
-    return p;
-}
-
-void *calloc(size_t n, size_t size)
-{
-    void *p = alloc_fails(n * size) ? NULL : __libc_calloc(n, size);
-
-    live_allocs += p != NULL;
-    return p;
-}
-
-void *realloc(void *p, size_t n)
-{
-    void *q;
-
-    if (alloc_fails(n))
-        return NULL;
-    q = __libc_realloc(p, n);
-    live_allocs += (p == NULL && q != NULL) - (p != NULL && n == 0);
-    return q;
-}
-
-void free(void *p)
-{
-    live_allocs -= p != NULL;
-    __libc_free(p);
-}
-
-/* 0 when something else (valgrind, say) has replaced these wrappers. */
-static int failalloc_works(void)
-{
-    void *(*volatile alloc)(size_t) = malloc; /* not a builtin call */
-    void *p;
-
-    fail_countdown = 1;
-    p = alloc(16);
-    fail_countdown = 0;
-    free(p);
-    return p == NULL;
-}
-#endif
 
 /* ---- canonical dump and parse drivers -------------------------------- */
 
