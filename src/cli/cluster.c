@@ -42,9 +42,9 @@ typedef struct up_args {
     unsigned long nodes, base_port, replicas, partitions;
     const char *dir;
     const char *secret;
-    int hash_scheme;       /* --scheme hash */
-    pk_hash_kind hash;     /* --hash, for the hash scheme */
-    int forward;           /* nodes forward instead of answering MOVED */
+    int hash_scheme;   /* --scheme hash */
+    pk_hash_kind hash; /* --hash, for the hash scheme */
+    int forward;       /* nodes forward instead of answering MOVED */
 } up_args;
 
 static int parse_up(int argc, char **argv, up_args *a)
@@ -137,14 +137,16 @@ static int parse_up(int argc, char **argv, up_args *a)
     if (a->partitions == 0)
         a->partitions = a->hash_scheme ? 1024 : PK_SLOTS;
     if (!a->hash_scheme && a->partitions != PK_SLOTS) {
-        fprintf(stderr, "partkv cluster up: the slots scheme has %d "
-                        "partitions; --partitions goes with --scheme hash\n",
+        fprintf(stderr,
+                "partkv cluster up: the slots scheme has %d "
+                "partitions; --partitions goes with --scheme hash\n",
                 PK_SLOTS);
         return -1;
     }
     if (a->replicas > a->nodes) {
-        fprintf(stderr, "partkv cluster up: --replicas %lu needs at least "
-                        "as many nodes\n",
+        fprintf(stderr,
+                "partkv cluster up: --replicas %lu needs at least "
+                "as many nodes\n",
                 a->replicas);
         return -1;
     }
@@ -205,8 +207,8 @@ static int start_nodes(const up_args *a, const char *secret, pk_child *kids)
                     strerror(errno));
             return -1;
         }
-        snprintf(port, sizeof(port), "%lu", a->base_port ? a->base_port + i
-                                                         : 0);
+        snprintf(port, sizeof(port), "%lu",
+                 a->base_port ? a->base_port + i : 0);
         argv[n++] = (char *)exe;
         argv[n++] = "server";
         argv[n++] = "--port";
@@ -291,7 +293,7 @@ static int put_map(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
         return -1;
     }
     snprintf(rev, sizeof(rev), "%llu", (unsigned long long)mod_rev);
-    const char *cas[] = {"PK.COORD", "CAS", PK_CLUSTER_PREFIX "map", rev,
+    const char *cas[] = {"PK.COORD",        "CAS", PK_CLUSTER_PREFIX "map", rev,
                          (const char *)buf, "0"};
     size_t lens[] = {8, 3, strlen(cas[2]), strlen(rev), len, 1};
     rc = pk_sclient_call(c, 6, cas, lens, &r);
@@ -338,8 +340,8 @@ static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
     }
     rc = m ? PK_OK
            : pk_pmap_new(a->hash_scheme ? PK_SCHEME_HASH : PK_SCHEME_SLOTS,
-                         a->hash, (uint32_t)a->partitions,
-                         (uint8_t)a->replicas, &m);
+                         a->hash, (uint32_t)a->partitions, (uint8_t)a->replicas,
+                         &m);
     for (unsigned long i = 0; rc == PK_OK && i < a->nodes; i++) {
         char addr[64];
         uint32_t id;
@@ -348,8 +350,7 @@ static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
             rc = pk_pmap_node_add(m, ids[i], addr, NULL, 1.0, &id);
             changed = 1;
         } else if (strcmp(m->nodes[id].addr, addr) != 0) {
-            snprintf(m->nodes[id].addr, sizeof(m->nodes[id].addr), "%s",
-                     addr);
+            snprintf(m->nodes[id].addr, sizeof(m->nodes[id].addr), "%s", addr);
             changed = 1;
         }
     }
@@ -450,9 +451,8 @@ static int cluster_up(int argc, char **argv)
     }
     printf("partkv cluster: %lu nodes, %lu %s partitions, %lu replicas, "
            "%s mode, coordinator on 127.0.0.1:%d, data in %s (%s map)\n",
-           a.nodes, a.partitions,
-           a.hash_scheme ? pk_hash_name(a.hash) : "slot", a.replicas,
-           a.forward ? "forward" : "redirect", kids[0].port, a.dir,
+           a.nodes, a.partitions, a.hash_scheme ? pk_hash_name(a.hash) : "slot",
+           a.replicas, a.forward ? "forward" : "redirect", kids[0].port, a.dir,
            created ? "new" : "existing");
     for (unsigned long i = 0; i < a.nodes; i++)
         printf("  node %lu  127.0.0.1:%d  pid %d  id %s\n", i, kids[i].port,
@@ -471,8 +471,9 @@ static int cluster_up(int argc, char **argv)
         for (unsigned long i = 0; i < a.nodes; i++) {
             int st;
             if (kids[i].pid > 0 && waitpid(kids[i].pid, &st, WNOHANG) > 0) {
-                fprintf(stderr, "partkv cluster: node %lu (pid %d) exited "
-                                "with status %d\n",
+                fprintf(stderr,
+                        "partkv cluster: node %lu (pid %d) exited "
+                        "with status %d\n",
                         i, (int)kids[i].pid,
                         WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
                 kids[i].pid = 0;
@@ -490,9 +491,9 @@ int pk_cli_cluster(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "up") == 0)
         return cluster_up(argc - 1, argv + 1);
-    if (argc >= 2 && (strcmp(argv[1], "status") == 0 ||
-                      strcmp(argv[1], "map") == 0 ||
-                      strcmp(argv[1], "nodes") == 0))
+    if (argc >= 2 &&
+        (strcmp(argv[1], "status") == 0 || strcmp(argv[1], "map") == 0 ||
+         strcmp(argv[1], "nodes") == 0))
         return pk_cli_cluster_view(argc - 1, argv + 1);
     fprintf(stderr, "usage: partkv cluster up --nodes N [--base-port P] "
                     "[--dir D] [--replicas R] | partkv cluster "

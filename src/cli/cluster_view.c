@@ -22,10 +22,10 @@ typedef struct view_node {
     char id[48], host[64], role[16], master[48];
     int port;
     unsigned long long epoch;
-    int up;           /* answered DBSIZE */
-    long long keys;   /* -1 when down */
+    int up;         /* answered DBSIZE */
+    long long keys; /* -1 when down */
     double ping_ms;
-    unsigned parts;   /* slots led */
+    unsigned parts; /* slots led */
     unsigned nranges;
     unsigned ranges[VIEW_RANGES_MAX][2];
 } view_node;
@@ -121,8 +121,9 @@ static int load(const char *target, view_node *nodes, int *nn)
     pk_rr *r = NULL;
 
     if (split_hostport(target, host, sizeof(host), &port) != 0) {
-        fprintf(stderr, "partkv cluster: --cluster needs HOST:PORT, got "
-                        "'%s'\n",
+        fprintf(stderr,
+                "partkv cluster: --cluster needs HOST:PORT, got "
+                "'%s'\n",
                 target);
         return 2;
     }
@@ -136,8 +137,8 @@ static int load(const char *target, view_node *nodes, int *nn)
     char *text = strdup(r->str), *save = NULL;
     pk_rr_free(r);
     *nn = 0;
-    for (char *line = strtok_r(text, "\n", &save);
-         line && *nn < VIEW_NODES_MAX; line = strtok_r(NULL, "\n", &save))
+    for (char *line = strtok_r(text, "\n", &save); line && *nn < VIEW_NODES_MAX;
+         line = strtok_r(NULL, "\n", &save))
         if (parse_line(line, &nodes[*nn]) == 0)
             (*nn)++;
     free(text);
@@ -145,8 +146,7 @@ static int load(const char *target, view_node *nodes, int *nn)
         view_node *n = &nodes[i];
         r = NULL;
         n->keys = -1;
-        if (call_text(n->host, n->port, 1, dbsize, &r, &n->ping_ms) ==
-                PK_OK &&
+        if (call_text(n->host, n->port, 1, dbsize, &r, &n->ping_ms) == PK_OK &&
             r->type == PK_RR_INT) {
             n->up = 1;
             n->keys = r->integer;
@@ -178,8 +178,8 @@ static void print_status(const view_node *nodes, int nn, int json,
     }
     printf("epoch %llu, %d nodes (%u up), %u partitions assigned%s, %llu "
            "keys: %s\n",
-           epoch, nn, up, slots, assigned_all ? " (all)" : " (NOT all)",
-           keys, up == (unsigned)nn && assigned_all ? "ok" : "DEGRADED");
+           epoch, nn, up, slots, assigned_all ? " (all)" : " (NOT all)", keys,
+           up == (unsigned)nn && assigned_all ? "ok" : "DEGRADED");
 }
 
 static void print_nodes(const view_node *nodes, int nn, int json)
@@ -217,8 +217,7 @@ static void print_map(const view_node *nodes, int nn, int json)
             char range[32], addr[96];
             snprintf(range, sizeof(range), "%u-%u", nodes[i].ranges[k][0],
                      nodes[i].ranges[k][1]);
-            snprintf(addr, sizeof(addr), "%s:%d", nodes[i].host,
-                     nodes[i].port);
+            snprintf(addr, sizeof(addr), "%s:%d", nodes[i].host, nodes[i].port);
             if (json)
                 printf("%s{\"from\": %u, \"to\": %u, \"leader\": \"%s\", "
                        "\"id\": \"%s\"}",
@@ -251,8 +250,9 @@ int pk_cli_cluster_view(int argc, char **argv)
         }
     }
     if (target == NULL) {
-        fprintf(stderr, "partkv cluster %s: --cluster HOST:PORT is "
-                        "required\n",
+        fprintf(stderr,
+                "partkv cluster %s: --cluster HOST:PORT is "
+                "required\n",
                 what);
         return 2;
     }

@@ -23,8 +23,9 @@ int pk_cli_proxy(int argc, char **argv)
         char *end = NULL;
         if (v && strcmp(argv[i], "--cluster") == 0) {
             if (!pk_cli_host_port(v)) {
-                fprintf(stderr, "partkv proxy: --cluster needs HOST:PORT, "
-                                "got '%s'\n",
+                fprintf(stderr,
+                        "partkv proxy: --cluster needs HOST:PORT, "
+                        "got '%s'\n",
                         v);
                 return 2;
             }
@@ -32,8 +33,9 @@ int pk_cli_proxy(int argc, char **argv)
         } else if (v && strcmp(argv[i], "--port") == 0) {
             long p = strtol(v, &end, 10);
             if (*v == '\0' || *end || p < 0 || p > 65535) {
-                fprintf(stderr, "partkv proxy: --port needs 0..65535, got "
-                                "'%s'\n",
+                fprintf(stderr,
+                        "partkv proxy: --port needs 0..65535, got "
+                        "'%s'\n",
                         v);
                 return 2;
             }

@@ -9,12 +9,12 @@
  *                 [--cluster-secret S] [--announce HOST:PORT]
  *                 [--route redirect|forward]
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include "cli/cli.h"

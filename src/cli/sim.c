@@ -124,8 +124,8 @@ static int ref_modn(const pk_keyset *ks, const pk_placer_opts *o, int json)
                "N", "moved", "moved %");
     for (int s = 0; s < 4; s++) {
         owners a = {0}, b = {0};
-        int rc = place(PK_PLACER_MODULO, o, names, NULL, steps[s][0], ks, &a,
-                       NULL);
+        int rc =
+            place(PK_PLACER_MODULO, o, names, NULL, steps[s][0], ks, &a, NULL);
         if (rc == PK_OK)
             rc = place(PK_PLACER_MODULO, o, names, NULL, steps[s][1], ks, &b,
                        NULL);
@@ -136,8 +136,8 @@ static int ref_modn(const pk_keyset *ks, const pk_placer_opts *o, int json)
             printf("%s{\"from\": %u, \"to\": %u, \"moved_pct\": %.10f}",
                    s ? ", " : "", steps[s][0], steps[s][1], pct);
         else
-            printf("   %2u -> %-2u %10.0f %9.2f%%\n", steps[s][0],
-                   steps[s][1], pct * (double)ks->n / 100.0, pct);
+            printf("   %2u -> %-2u %10.0f %9.2f%%\n", steps[s][0], steps[s][1],
+                   pct * (double)ks->n / 100.0, pct);
         owners_free(&a);
         owners_free(&b);
     }
@@ -145,8 +145,8 @@ static int ref_modn(const pk_keyset *ks, const pk_placer_opts *o, int json)
     return PK_OK;
 }
 
-static const char *const ring4[] = {"inv-bcn", "inv-vlc", "inv-gir",
-                                    "inv-lle", "inv-tar"};
+static const char *const ring4[] = {"inv-bcn", "inv-vlc", "inv-gir", "inv-lle",
+                                    "inv-tar"};
 
 static int ref_ring(const pk_keyset *ks, pk_placer_opts o, int json)
 {
@@ -205,8 +205,7 @@ static int ref_ring_change(const pk_keyset *ks, pk_placer_opts o, int json)
     double add_pct = moved_pct(&base, &add, ks->n);
     double rem_pct = moved_pct(&base, &rem, ks->n);
     if (json) {
-        printf("  \"ring_add\": {\"moved_pct\": %.10f, \"counts\": [",
-               add_pct);
+        printf("  \"ring_add\": {\"moved_pct\": %.10f, \"counts\": [", add_pct);
         print_counts(ring4, add.counts, 5, 1);
         printf("]},\n  \"ring_remove\": {\"moved_pct\": %.10f, \"counts\": [",
                rem_pct);

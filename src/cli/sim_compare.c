@@ -40,8 +40,7 @@ static int parse_num(const char *flag, const char *s, unsigned long lo,
 
     errno = 0;
     v = strtoul(s, &end, 10);
-    if (*s == '\0' || *s == '-' || *end != '\0' || errno || v < lo ||
-        v > hi) {
+    if (*s == '\0' || *s == '-' || *end != '\0' || errno || v < lo || v > hi) {
         fprintf(stderr,
                 "partkv sim compare: %s needs a number from %lu to %lu, "
                 "got '%s'\n",
@@ -99,8 +98,9 @@ static int parse_args(int argc, char **argv, compare_args *a)
             break;
         case 'h':
             if (pk_hash_parse(optarg, &a->o.hash) != PK_OK) {
-                fprintf(stderr, "partkv sim compare: --hash must be xxh3, "
-                                "md5 or murmur3, got '%s'\n",
+                fprintf(stderr,
+                        "partkv sim compare: --hash must be xxh3, "
+                        "md5 or murmur3, got '%s'\n",
                         optarg);
                 rc = -1;
             }
@@ -121,8 +121,9 @@ static int parse_args(int argc, char **argv, compare_args *a)
             a->json = 1;
             break;
         default:
-            fprintf(stderr, "partkv sim compare: unknown or incomplete "
-                            "option '%s'\n",
+            fprintf(stderr,
+                    "partkv sim compare: unknown or incomplete "
+                    "option '%s'\n",
                     argv[optind - 1]);
             rc = -1;
         }
@@ -187,8 +188,7 @@ static double time_lookups(const pk_placer *p, const pk_keyset *ks)
 }
 
 static int measure(pk_placer_kind kind, const compare_args *a,
-                   const pk_place_node *nodes, const pk_keyset *ks,
-                   result *res)
+                   const pk_place_node *nodes, const pk_keyset *ks, result *res)
 {
     uint32_t before = a->nodes;
     uint32_t after = a->add ? a->nodes + a->add : a->nodes - a->remove;
@@ -304,8 +304,9 @@ int pk_cli_sim_compare(int argc, char **argv)
     if (parse_args(argc, argv, &a) != 0)
         return 2;
     if (a.o.replicas > a.nodes - a.remove) {
-        fprintf(stderr, "partkv sim compare: --replicas %u needs at least "
-                        "%u nodes after the resize\n",
+        fprintf(stderr,
+                "partkv sim compare: --replicas %u needs at least "
+                "%u nodes after the resize\n",
                 a.replicas, a.replicas);
         return 2;
     }

@@ -52,8 +52,7 @@ static int wait_ready(pk_child *c, long deadline)
         nl = strchr(buf, '\n');
         if (nl == NULL)
             continue;
-        if (sscanf(buf, "partkv: ready on %63[^:]:%d", c->host, &c->port) ==
-            2)
+        if (sscanf(buf, "partkv: ready on %63[^:]:%d", c->host, &c->port) == 2)
             return 0;
         return -1;
     }

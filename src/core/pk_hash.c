@@ -162,21 +162,21 @@ int64_t pk_hash_cassandra_token(const void *data, size_t len)
 }
 
 /* The CRC16/XMODEM table, each entry computed from the polynomial. */
-#define PK__CRC_STEP(c) (((c) & 0x8000) ? (((c) << 1) ^ 0x1021) : ((c) << 1))
+#define PK__CRC_STEP(c) (((c)&0x8000) ? (((c) << 1) ^ 0x1021) : ((c) << 1))
 #define PK__CRC_E(n)                                                           \
-    ((uint16_t)PK__CRC_STEP(PK__CRC_STEP(PK__CRC_STEP(PK__CRC_STEP(           \
+    ((uint16_t)PK__CRC_STEP(PK__CRC_STEP(PK__CRC_STEP(PK__CRC_STEP(            \
         PK__CRC_STEP(PK__CRC_STEP(PK__CRC_STEP(PK__CRC_STEP((n) << 8)))))))))
 #define PK__CRC_R4(n)                                                          \
     PK__CRC_E(n), PK__CRC_E((n) + 1), PK__CRC_E((n) + 2), PK__CRC_E((n) + 3)
 #define PK__CRC_R16(n)                                                         \
-    PK__CRC_R4(n), PK__CRC_R4((n) + 4), PK__CRC_R4((n) + 8),                  \
+    PK__CRC_R4(n), PK__CRC_R4((n) + 4), PK__CRC_R4((n) + 8),                   \
         PK__CRC_R4((n) + 12)
 #define PK__CRC_R64(n)                                                         \
-    PK__CRC_R16(n), PK__CRC_R16((n) + 16), PK__CRC_R16((n) + 32),             \
+    PK__CRC_R16(n), PK__CRC_R16((n) + 16), PK__CRC_R16((n) + 32),              \
         PK__CRC_R16((n) + 48)
 
-static const uint16_t crc16_table[256] = {
-    PK__CRC_R64(0), PK__CRC_R64(64), PK__CRC_R64(128), PK__CRC_R64(192)};
+static const uint16_t crc16_table[256] = {PK__CRC_R64(0), PK__CRC_R64(64),
+                                          PK__CRC_R64(128), PK__CRC_R64(192)};
 
 uint16_t pk_hash_crc16(const void *data, size_t len)
 {

@@ -280,7 +280,8 @@ int pk_placer_replicas(const pk_placer *p, const void *key, size_t len,
     case PK_PLACER_MAGLEV:
         /* Bounded: after 64 * R probes accept fewer replicas. */
         for (uint32_t i = 0; n < R && i < 64 * R; i++)
-            add_distinct(out, &n, pk_maglev_lookup(p->maglev, h + i * GOLDEN64));
+            add_distinct(out, &n,
+                         pk_maglev_lookup(p->maglev, h + i * GOLDEN64));
         break;
     case PK_PLACER_FIXED: {
         const pk_partition *pt = &p->map->parts[h % p->map->npartitions];

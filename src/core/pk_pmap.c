@@ -321,15 +321,15 @@ static int part_equal(const pk_partition *a, const pk_partition *b)
 
 int pk_pmap_equal(const pk_pmap *a, const pk_pmap *b)
 {
-    if (a->epoch != b->epoch || a->scheme != b->scheme ||
-        a->hash != b->hash || a->replicas != b->replicas ||
-        a->nnodes != b->nnodes || a->npartitions != b->npartitions)
+    if (a->epoch != b->epoch || a->scheme != b->scheme || a->hash != b->hash ||
+        a->replicas != b->replicas || a->nnodes != b->nnodes ||
+        a->npartitions != b->npartitions)
         return 0;
     for (uint32_t i = 0; i < a->nnodes; i++) {
         const pk_node *x = &a->nodes[i], *y = &b->nodes[i];
-        if (x->id != y->id || x->state != y->state ||
-            x->weight != y->weight || strcmp(x->name, y->name) ||
-            strcmp(x->addr, y->addr) || strcmp(x->zone, y->zone))
+        if (x->id != y->id || x->state != y->state || x->weight != y->weight ||
+            strcmp(x->name, y->name) || strcmp(x->addr, y->addr) ||
+            strcmp(x->zone, y->zone))
             return 0;
     }
     for (uint32_t p = 0; p < a->npartitions; p++)

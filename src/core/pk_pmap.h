@@ -84,15 +84,15 @@ typedef struct pk_partition {
 } pk_partition;
 
 typedef struct pk_pmap {
-    uint64_t epoch;          /* bumped on every change of the map */
-    uint8_t scheme;          /* pk_scheme */
-    uint8_t hash;            /* pk_hash_kind, used by PK_SCHEME_HASH */
-    uint8_t replicas;        /* target R, 1..PK_REPLICAS_MAX */
-    uint32_t nnodes;         /* including removed tombstones */
-    uint32_t cap_nodes;      /* allocated length of nodes */
-    pk_node *nodes;          /* owned */
-    uint32_t npartitions;    /* fixed at creation for slots/hash */
-    pk_partition *parts;     /* owned, npartitions entries */
+    uint64_t epoch;       /* bumped on every change of the map */
+    uint8_t scheme;       /* pk_scheme */
+    uint8_t hash;         /* pk_hash_kind, used by PK_SCHEME_HASH */
+    uint8_t replicas;     /* target R, 1..PK_REPLICAS_MAX */
+    uint32_t nnodes;      /* including removed tombstones */
+    uint32_t cap_nodes;   /* allocated length of nodes */
+    pk_node *nodes;       /* owned */
+    uint32_t npartitions; /* fixed at creation for slots/hash */
+    pk_partition *parts;  /* owned, npartitions entries */
 } pk_pmap;
 
 /*

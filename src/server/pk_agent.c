@@ -24,12 +24,12 @@ struct pk_agent {
     char host[256];
     int port;
     char secret[256];
-    pk_sclient *cli;   /* NULL while disconnected */
-    uint64_t lease;    /* 0 while unregistered */
-    uint64_t map_rev;  /* mod_revision of the last map handed over */
+    pk_sclient *cli;  /* NULL while disconnected */
+    uint64_t lease;   /* 0 while unregistered */
+    uint64_t map_rev; /* mod_revision of the last map handed over */
     int64_t last_keepalive;
-    int proxy;       /* follow a node's PK.MAP instead of the coordinator */
-    pk_pmap *last;   /* proxy: the map last posted */
+    int proxy;     /* follow a node's PK.MAP instead of the coordinator */
+    pk_pmap *last; /* proxy: the map last posted */
 };
 
 static int64_t mono_ms(void)
@@ -78,8 +78,7 @@ static int connect_and_register(pk_agent *a)
     pk_rr *r = NULL;
     int64_t id;
 
-    if (pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS, &a->cli) !=
-        PK_OK)
+    if (pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS, &a->cli) != PK_OK)
         return -1;
     if (call(a, &r, 2, auth, NULL) != PK_OK)
         return -1;
@@ -150,8 +149,8 @@ static void poll_map(pk_agent *a)
         kv = &r->elems[1];
         uint64_t rev = (uint64_t)kv->elems[3].integer;
         if (rev != a->map_rev &&
-            pk_pmap_decode((const uint8_t *)kv->elems[1].str,
-                           kv->elems[1].len, &m) == PK_OK) {
+            pk_pmap_decode((const uint8_t *)kv->elems[1].str, kv->elems[1].len,
+                           &m) == PK_OK) {
             a->map_rev = rev;
             post_map(a, m);
         }
@@ -169,9 +168,8 @@ static void poll_public_map(pk_agent *a)
     pk_rr *r = NULL;
     pk_pmap *m = NULL;
 
-    if (a->cli == NULL &&
-        pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS, &a->cli) !=
-            PK_OK) {
+    if (a->cli == NULL && pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS,
+                                             &a->cli) != PK_OK) {
         sleep_ms(200);
         return;
     }
@@ -220,8 +218,8 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
-int pk_agent_start(pk_server *s, const char *host, int port,
-                   const char *secret, pk_agent **out)
+int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
+                   pk_agent **out)
 {
     pk_agent *a = calloc(1, sizeof(*a));
 

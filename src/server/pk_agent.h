@@ -27,11 +27,11 @@ typedef struct pk_agent pk_agent;
 /*
  * Starts the agent of server s: coordinator at host:port, secret for
  * PK.AUTH.  With secret NULL (a proxy), host:port is any cluster node and
- * the agent follows its PK.MAP instead.  The strings are copied.  Returns 0, PK_ENOMEM or PK_EIO (the
- * thread could not start).
+ * the agent follows its PK.MAP instead.  The strings are copied.  Returns 0,
+ * PK_ENOMEM or PK_EIO (the thread could not start).
  */
-int pk_agent_start(pk_server *s, const char *host, int port,
-                   const char *secret, pk_agent **out);
+int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
+                   pk_agent **out);
 
 /* Stops the thread, revokes nothing (the lease expires), frees.  NULL ok. */
 void pk_agent_stop(pk_agent *a);

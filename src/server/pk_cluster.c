@@ -60,8 +60,8 @@ static int route_split(pk_cmd_ctx *x, const pk_cmd *cmd)
 
     for (int i = 0; addrs && i < nkeys && rc == PK_OK; i++) {
         const pk_arg *k = &x->argv[1 + i * cmd->step];
-        uint32_t leader = pk_pmap_leader(
-            cl->map, pk_cluster_part(cl, k->ptr, k->len));
+        uint32_t leader =
+            pk_pmap_leader(cl->map, pk_cluster_part(cl, k->ptr, k->len));
         if (leader == PK_NODE_NONE)
             rc = PK_ENOTFOUND;
         else
@@ -193,13 +193,13 @@ static size_t each_run(pk_cmd_ctx *x, const pk_pmap *m, uint32_t only,
 
     for (uint32_t s = 0; s < m->npartitions;) {
         uint32_t leader = pk_pmap_leader(m, s), e = s;
-        while (e + 1 < m->npartitions &&
-               pk_pmap_leader(m, e + 1) == leader &&
+        while (e + 1 < m->npartitions && pk_pmap_leader(m, e + 1) == leader &&
                memcmp(m->parts[e + 1].replicas, m->parts[s].replicas,
                       m->parts[s].nreplicas * sizeof(uint32_t)) == 0 &&
                m->parts[e + 1].nreplicas == m->parts[s].nreplicas)
             e++;
-        if (leader != PK_NODE_NONE && (only == PK_NODE_NONE || only == leader)) {
+        if (leader != PK_NODE_NONE &&
+            (only == PK_NODE_NONE || only == leader)) {
             if (fn)
                 fn(x, s, e, leader);
             runs++;
@@ -249,8 +249,8 @@ static void cluster_slots(pk_cmd_ctx *x, const pk_pmap *m)
     each_run(x, m, PK_NODE_NONE, slots_run);
 }
 
-/* Appends " a-b" (or " a") for a run of slots to x->out. */static void nodes_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
-                      uint32_t leader)
+/* Appends " a-b" (or " a") for a run of slots to x->out. */ static void
+nodes_run(pk_cmd_ctx *x, uint32_t start, uint32_t end, uint32_t leader)
 {
     char r[32];
     int n = start == end ? snprintf(r, sizeof(r), " %u", start)
@@ -286,16 +286,14 @@ static void cluster_nodes(pk_cmd_ctx *x, const pk_pmap *m)
         split_addr(n, host, sizeof(host), &port);
         leads = each_run(x, m, id, NULL) > 0;
         master = leads ? PK_NODE_NONE : followed_leader(m, id);
-        len = snprintf(line, sizeof(line),
-                       "%s %s:%d@%d %s%s%s %s 0 0 %llu %s", n->name, host,
-                       port, port + 10000,
+        len = snprintf(line, sizeof(line), "%s %s:%d@%d %s%s%s %s 0 0 %llu %s",
+                       n->name, host, port, port + 10000,
                        id == x->srv->cluster.self ? "myself," : "",
                        master == PK_NODE_NONE ? "master" : "slave",
                        n->state == PK_NODE_DOWN ? ",fail" : "",
                        master == PK_NODE_NONE ? "-" : m->nodes[master].name,
                        (unsigned long long)m->epoch,
-                       n->state == PK_NODE_DOWN ? "disconnected"
-                                                : "connected");
+                       n->state == PK_NODE_DOWN ? "disconnected" : "connected");
         pk_obuf_append(&text, line, (size_t)len);
         each_run(x, m, id, nodes_run);
         pk_obuf_append(&text, "\n", 1);
@@ -326,8 +324,8 @@ static void cluster_info(pk_cmd_ctx *x, const pk_pmap *m)
                  "cluster_my_epoch:%llu\r\ncluster_stats_messages_sent:0\r\n"
                  "cluster_stats_messages_received:0\r\n"
                  "total_cluster_links_buffer_limit_exceeded:0\r\n",
-                 assigned == m->npartitions ? "ok" : "fail", assigned,
-                 assigned, known, masters, (unsigned long long)m->epoch,
+                 assigned == m->npartitions ? "ok" : "fail", assigned, assigned,
+                 known, masters, (unsigned long long)m->epoch,
                  (unsigned long long)m->epoch);
     pk_reply_verbatim(x->out, x->proto, "txt", buf, (size_t)n);
 }
@@ -375,8 +373,7 @@ static void cluster_shards(pk_cmd_ctx *x, const pk_pmap *m)
         pk_reply_bulk_str(x->out, "replication-offset");
         pk_reply_int(x->out, 0);
         pk_reply_bulk_str(x->out, "health");
-        pk_reply_bulk_str(x->out, n->state == PK_NODE_DOWN ? "fail"
-                                                           : "online");
+        pk_reply_bulk_str(x->out, n->state == PK_NODE_DOWN ? "fail" : "online");
     }
 }
 
@@ -460,8 +457,8 @@ void pk_cmd_cluster(pk_cmd_ctx *x)
         else
             pk_reply_int(x->out, (int64_t)st.keys);
     } else if (pk_arg_eq(sub, "getkeysinslot") && x->argc == 4) {
-        if (!slot_ok(&x->argv[2], &slot) ||
-            !pk_arg_i64(&x->argv[3], &count) || count < 0) {
+        if (!slot_ok(&x->argv[2], &slot) || !pk_arg_i64(&x->argv[3], &count) ||
+            count < 0) {
             pk_reply_error(x->out, "ERR Invalid slot or number of keys");
             return;
         }

@@ -81,8 +81,7 @@ static const pk_cmd table[] = {
     {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd},
     {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard},
     {"zrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrange},
-    {"zrangebylex", -4, R, 1, 1, 1, "read sortedset slow",
-     pk_cmd_zrangebylex},
+    {"zrangebylex", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrangebylex},
     {"zrangebyscore", -4, R, 1, 1, 1, "read sortedset slow",
      pk_cmd_zrangebyscore},
     {"zrem", -3, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zrem},
@@ -218,10 +217,9 @@ static void reply_unknown(pk_cmd_ctx *x)
                           (int)(x->argv[0].len > 128 ? 128 : x->argv[0].len),
                           x->argv[0].ptr);
     for (int i = 1; i < x->argc && n < sizeof(msg) - 140; i++)
-        n += (size_t)snprintf(msg + n, sizeof(msg) - n, "'%.*s' ",
-                              (int)(x->argv[i].len > 128 ? 128
-                                                         : x->argv[i].len),
-                              x->argv[i].ptr);
+        n += (size_t)snprintf(
+            msg + n, sizeof(msg) - n, "'%.*s' ",
+            (int)(x->argv[i].len > 128 ? 128 : x->argv[i].len), x->argv[i].ptr);
     pk_reply_error(x->out, msg);
 }
 
@@ -255,9 +253,9 @@ static void reply_entry(pk_cmd_ctx *x, const pk_cmd *c)
     static const struct {
         unsigned flag;
         const char *name;
-    } flags[] = {{PK_CMD_WRITE, "write"},   {PK_CMD_READONLY, "readonly"},
-                 {PK_CMD_ADMIN, "admin"},   {PK_CMD_NOAUTH, "no_auth"},
-                 {PK_CMD_STALE, "stale"},   {PK_CMD_LOADING, "loading"},
+    } flags[] = {{PK_CMD_WRITE, "write"}, {PK_CMD_READONLY, "readonly"},
+                 {PK_CMD_ADMIN, "admin"}, {PK_CMD_NOAUTH, "no_auth"},
+                 {PK_CMD_STALE, "stale"}, {PK_CMD_LOADING, "loading"},
                  {PK_CMD_FAST, "fast"}};
     size_t nflags = 0, ncats = 1;
     const char *p;
@@ -322,8 +320,7 @@ void pk_cmd_command(pk_cmd_ctx *x)
             return;
         }
         if (c->first == 0) {
-            pk_reply_error(x->out,
-                           "ERR The command has no key arguments");
+            pk_reply_error(x->out, "ERR The command has no key arguments");
             return;
         }
         last = c->last < 0 ? nargs + c->last : c->last;
@@ -333,9 +330,8 @@ void pk_cmd_command(pk_cmd_ctx *x)
         for (int i = c->first; i <= last && i < nargs; i += c->step)
             pk_reply_bulk(x->out, x->argv[2 + i].ptr, x->argv[2 + i].len);
     } else {
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
-                        (int)(x->argv[1].len > 128 ? 128 : x->argv[1].len),
-                        x->argv[1].ptr);
+        pk_reply_errorf(
+            x->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
+            (int)(x->argv[1].len > 128 ? 128 : x->argv[1].len), x->argv[1].ptr);
     }
 }

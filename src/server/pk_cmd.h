@@ -26,7 +26,7 @@ typedef struct pk_cmd {
     int arity;        /* N: exactly N args (name included); -N: at least N */
     unsigned flags;   /* PK_CMD_* */
     int first, last, step; /* key positions as COMMAND reports them */
-    const char *acl;  /* ACL categories, space separated, without '@' */
+    const char *acl;       /* ACL categories, space separated, without '@' */
     pk_cmd_fn fn;
 } pk_cmd;
 
@@ -64,14 +64,18 @@ void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v);
 
 /* Command implementations, one file per family. */
 #define PK__CMDS(X)                                                            \
-    X(append) X(auth) X(client) X(command) X(config) X(dbsize) X(decr)         \
-    X(decrby) X(del) X(echo) X(exists) X(expire) X(flushall) X(get)            \
-    X(getdel) X(hdel) X(hello) X(hexists) X(hget) X(hgetall) X(hincrby)        \
-    X(hlen) X(hmget) X(hset) X(incr) X(incrby) X(info) X(mget) X(mset)         \
-    X(persist) X(pexpire) X(ping) X(pk_auth) X(pk_coord) X(pk_partitions) X(pttl) X(quit)             \
-    X(reset) X(scan) X(select) X(set) X(shutdown) X(strlen) X(ttl) X(type)     \
-    X(zadd) X(zcard) X(zrange) X(zrangebylex) X(zrangebyscore) X(zrem)         \
-    X(zrevrange) X(zscore)
+    X(append)                                                                  \
+    X(auth)                                                                    \
+    X(client) X(command) X(config) X(dbsize) X(decr) X(decrby) X(del) X(echo)  \
+        X(exists) X(expire) X(flushall) X(get) X(getdel) X(hdel) X(hello)      \
+            X(hexists) X(hget) X(hgetall) X(hincrby) X(hlen) X(hmget) X(hset)  \
+                X(incr) X(incrby) X(info) X(mget) X(mset) X(persist)           \
+                    X(pexpire) X(ping) X(pk_auth) X(pk_coord) X(pk_partitions) \
+                        X(pttl) X(quit) X(reset) X(scan) X(select) X(set)      \
+                            X(shutdown) X(strlen) X(ttl) X(type) X(zadd)       \
+                                X(zcard) X(zrange) X(zrangebylex)              \
+                                    X(zrangebyscore) X(zrem) X(zrevrange)      \
+                                        X(zscore)
 #define PK__CMD_DECL(n) void pk_cmd_##n(pk_cmd_ctx *x);
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL

@@ -198,11 +198,9 @@ void pk_cmd_pk_partitions(pk_cmd_ctx *x)
     int rc = PK_OK;
 
     pk_reply_defer(x->out, &pos);
-    for (uint64_t p = 0;
-         (rc = pk_store_part_next(t, p, &part, &st)) == PK_OK;
+    for (uint64_t p = 0; (rc = pk_store_part_next(t, p, &part, &st)) == PK_OK;
          p = (uint64_t)part + 1) {
-        const pk_part_rate *r =
-            part < PK_SLOTS ? &x->srv->rates[part] : NULL;
+        const pk_part_rate *r = part < PK_SLOTS ? &x->srv->rates[part] : NULL;
         pk_reply_map(x->out, x->proto, 5);
         pk_reply_bulk_str(x->out, "partition");
         pk_reply_int(x->out, part);

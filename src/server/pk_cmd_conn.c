@@ -34,8 +34,8 @@ static int check_pass(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass)
 
     if (user && !pk_arg_eq(user, "default"))
         return 0;
-    return want == NULL ||
-           (pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0);
+    return want == NULL || (pass->len == strlen(want) &&
+                            memcmp(pass->ptr, want, pass->len) == 0);
 }
 
 void pk_cmd_auth(pk_cmd_ctx *x)

@@ -35,8 +35,7 @@ static void reply_kv(pk_obuf *ob, const pk_coord_kv *kv)
 {
     pk_reply_array(ob, 6);
     pk_reply_bulk(ob, kv->key, kv->key_len);
-    pk_reply_bulk(ob, kv->value ? (const void *)kv->value : "",
-                  kv->value_len);
+    pk_reply_bulk(ob, kv->value ? (const void *)kv->value : "", kv->value_len);
     pk_reply_int(ob, (int64_t)kv->create_revision);
     pk_reply_int(ob, (int64_t)kv->mod_revision);
     pk_reply_int(ob, (int64_t)kv->version);
@@ -53,9 +52,9 @@ static void on_result(void *ctx, int rc, const pk_coord_result *res)
     c->replied = 1;
     if (rc == PK_ESTALE) {
         pk_reply_errorf(ob, "ESTALE %llu",
-                        res && res->nkvs ? (unsigned long long)res->kvs[0]
-                                               .mod_revision
-                                         : 0ULL);
+                        res && res->nkvs
+                            ? (unsigned long long)res->kvs[0].mod_revision
+                            : 0ULL);
         return;
     }
     if (rc == PK_ENOTFOUND && res && res->lease == 0 && res->nkvs == 0 &&
@@ -123,8 +122,8 @@ static void coord_events(pk_cmd_ctx *x, pk_coord *co, const pk_arg *prefix,
     int rc;
 
     pk_obuf_init(&l.events);
-    rc = pk_coord_watch_start(co, prefix->ptr, prefix->len, from, on_event,
-                              &l, &w);
+    rc = pk_coord_watch_start(co, prefix->ptr, prefix->len, from, on_event, &l,
+                              &w);
     pk_coord_watch_cancel(w);
     if (rc == PK_OK && l.rc == PK_ERANGE) {
         pk_reply_error(x->out, "COMPACTED history no longer holds that "

@@ -68,8 +68,8 @@ void pk_cmd_hmget(pk_cmd_ctx *x)
     size_t n;
     pk_slice *f = slices(x, 2, 1, &n);
     pk_slice *v = malloc(n * sizeof(*v));
-    int rc = f && v ? pk_hmap_mget(t, PK_KEY(x, 1), n, f, NOW(x), v)
-                    : PK_ENOMEM;
+    int rc =
+        f && v ? pk_hmap_mget(t, PK_KEY(x, 1), n, f, NOW(x), v) : PK_ENOMEM;
 
     if (rc != PK_OK) {
         pk_cmd_store_error(x, rc);
@@ -88,8 +88,8 @@ void pk_cmd_hdel(pk_cmd_ctx *x)
     size_t n;
     uint64_t removed = 0;
     pk_slice *f = slices(x, 2, 1, &n);
-    int rc = f ? pk_hmap_del(t, PK_KEY(x, 1), n, f, NOW(x), &removed)
-               : PK_ENOMEM;
+    int rc =
+        f ? pk_hmap_del(t, PK_KEY(x, 1), n, f, NOW(x), &removed) : PK_ENOMEM;
 
     free(f);
     if (rc != PK_OK)

@@ -32,8 +32,8 @@ static void add(pk_obuf *b, const char *fmt, ...)
     n = vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     if (n > 0)
-        pk_obuf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n
-                                                          : sizeof(line) - 1);
+        pk_obuf_append(b, line,
+                       (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
 static uint64_t rss_bytes(void)
@@ -56,20 +56,22 @@ static void sec_server(pk_cmd_ctx *x, pk_obuf *b)
     uint64_t up = (pk_srv_wall_ms() - s->start_ms) / 1000;
 
     uname(&u);
-    add(b, "# Server\r\nredis_version:7.0.0\r\npartkv_version:%s\r\n"
-           "redis_mode:%s\r\nos:%s %s %s\r\narch_bits:%d\r\n"
-           "multiplexing_api:libuv\r\nprocess_id:%d\r\ntcp_port:%d\r\n"
-           "uptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
-           "executable:partkv\r\n\r\n",
-        PK_VERSION, s->cluster.enabled ? "cluster" : "standalone", u.sysname, u.release, u.machine,
-        (int)(sizeof(void *) * 8), (int)getpid(), s->port,
+    add(b,
+        "# Server\r\nredis_version:7.0.0\r\npartkv_version:%s\r\n"
+        "redis_mode:%s\r\nos:%s %s %s\r\narch_bits:%d\r\n"
+        "multiplexing_api:libuv\r\nprocess_id:%d\r\ntcp_port:%d\r\n"
+        "uptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
+        "executable:partkv\r\n\r\n",
+        PK_VERSION, s->cluster.enabled ? "cluster" : "standalone", u.sysname,
+        u.release, u.machine, (int)(sizeof(void *) * 8), (int)getpid(), s->port,
         (unsigned long long)up, (unsigned long long)up / 86400);
 }
 
 static void sec_clients(pk_cmd_ctx *x, pk_obuf *b)
 {
-    add(b, "# Clients\r\nconnected_clients:%u\r\nmaxclients:%d\r\n"
-           "blocked_clients:0\r\n\r\n",
+    add(b,
+        "# Clients\r\nconnected_clients:%u\r\nmaxclients:%d\r\n"
+        "blocked_clients:0\r\n\r\n",
         x->srv->nconns, x->srv->cfg.maxclients);
 }
 
@@ -78,9 +80,10 @@ static void sec_memory(pk_cmd_ctx *x, pk_obuf *b)
     uint64_t rss = rss_bytes();
 
     (void)x;
-    add(b, "# Memory\r\nused_memory:%llu\r\nused_memory_human:%.2fM\r\n"
-           "used_memory_rss:%llu\r\nmaxmemory:0\r\n"
-           "maxmemory_policy:noeviction\r\n\r\n",
+    add(b,
+        "# Memory\r\nused_memory:%llu\r\nused_memory_human:%.2fM\r\n"
+        "used_memory_rss:%llu\r\nmaxmemory:0\r\n"
+        "maxmemory_policy:noeviction\r\n\r\n",
         (unsigned long long)rss, (double)rss / 1048576.0,
         (unsigned long long)rss);
 }
@@ -90,10 +93,11 @@ static void sec_persistence(pk_cmd_ctx *x, pk_obuf *b)
     static const char *const fsyncs[] = {"always", "everysec", "no"};
     pk_server *s = x->srv;
 
-    add(b, "# Persistence\r\nloading:0\r\nasync_loading:0\r\n"
-           "rdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n"
-           "aof_enabled:0\r\nstorage_engine:lmdb\r\nfsync:%s\r\n"
-           "commits:%llu\r\ncommit_failures:%llu\r\n\r\n",
+    add(b,
+        "# Persistence\r\nloading:0\r\nasync_loading:0\r\n"
+        "rdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n"
+        "aof_enabled:0\r\nstorage_engine:lmdb\r\nfsync:%s\r\n"
+        "commits:%llu\r\ncommit_failures:%llu\r\n\r\n",
         fsyncs[s->cfg.fsync], (unsigned long long)s->commits,
         (unsigned long long)s->commit_failures);
 }
@@ -102,10 +106,11 @@ static void sec_stats(pk_cmd_ctx *x, pk_obuf *b)
 {
     pk_server *s = x->srv;
 
-    add(b, "# Stats\r\ntotal_connections_received:%llu\r\n"
-           "total_commands_processed:%llu\r\ninstantaneous_ops_per_sec:%llu\r\n"
-           "rejected_connections:%llu\r\nexpired_keys:%llu\r\n"
-           "keyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n\r\n",
+    add(b,
+        "# Stats\r\ntotal_connections_received:%llu\r\n"
+        "total_commands_processed:%llu\r\ninstantaneous_ops_per_sec:%llu\r\n"
+        "rejected_connections:%llu\r\nexpired_keys:%llu\r\n"
+        "keyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n\r\n",
         (unsigned long long)s->total_conns, (unsigned long long)s->total_cmds,
         (unsigned long long)s->ops_rate, (unsigned long long)s->rejected_conns,
         (unsigned long long)s->expired_keys, (unsigned long long)s->hits,
@@ -141,8 +146,7 @@ static void sec_partitions(pk_cmd_ctx *x, pk_obuf *b, pk_txn *t, int full)
     uint64_t nparts = 0, keys = 0, bytes = 0, max_keys = 0;
 
     add(b, "# Partitions\r\nscheme:slots\r\npartitions:%u\r\n", PK_SLOTS);
-    for (uint64_t p = 0;
-         t && pk_store_part_next(t, p, &part, &st) == PK_OK;
+    for (uint64_t p = 0; t && pk_store_part_next(t, p, &part, &st) == PK_OK;
          p = (uint64_t)part + 1) {
         const pk_part_rate *r = &x->srv->rates[part % PK_SLOTS];
         nparts++;
@@ -150,13 +154,15 @@ static void sec_partitions(pk_cmd_ctx *x, pk_obuf *b, pk_txn *t, int full)
         bytes += st.bytes;
         max_keys = st.keys > max_keys ? st.keys : max_keys;
         if (full)
-            add(b, "partition_%u:keys=%llu,bytes=%llu,reads_per_sec=%.0f,"
-                   "writes_per_sec=%.0f\r\n",
-                part, (unsigned long long)st.keys,
-                (unsigned long long)st.bytes, r->read_rate, r->write_rate);
+            add(b,
+                "partition_%u:keys=%llu,bytes=%llu,reads_per_sec=%.0f,"
+                "writes_per_sec=%.0f\r\n",
+                part, (unsigned long long)st.keys, (unsigned long long)st.bytes,
+                r->read_rate, r->write_rate);
     }
-    add(b, "partitions_with_data:%llu\r\npartition_keys_total:%llu\r\n"
-           "partition_bytes_total:%llu\r\npartition_keys_max:%llu\r\n\r\n",
+    add(b,
+        "partitions_with_data:%llu\r\npartition_keys_total:%llu\r\n"
+        "partition_bytes_total:%llu\r\npartition_keys_max:%llu\r\n\r\n",
         (unsigned long long)nparts, (unsigned long long)keys,
         (unsigned long long)bytes, (unsigned long long)max_keys);
 }

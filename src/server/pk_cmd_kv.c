@@ -12,7 +12,6 @@
 #include "store/pk_key.h"
 #include "store/pk_str.h"
 
-
 void pk_cmd_get(pk_cmd_ctx *x)
 {
     TXN_OR_RETURN(x, t);
@@ -84,8 +83,8 @@ void pk_cmd_set(pk_cmd_ctx *x)
     if (!set_options(x, &o))
         return;
     TXN_OR_RETURN(x, t);
-    rc = pk_str_set(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len, &o,
-                    NOW(x), &done, &old);
+    rc = pk_str_set(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len, &o, NOW(x),
+                    &done, &old);
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
     else if (o.flags & PK_SET_GET)
@@ -131,8 +130,8 @@ void pk_cmd_mset(pk_cmd_ctx *x)
     }
     TXN_OR_RETURN(x, t);
     for (int i = 1; i < x->argc && rc == PK_OK; i += 2)
-        rc = pk_str_set(t, PK_KEY(x, i), x->argv[i + 1].ptr,
-                        x->argv[i + 1].len, &o, NOW(x), &done, NULL);
+        rc = pk_str_set(t, PK_KEY(x, i), x->argv[i + 1].ptr, x->argv[i + 1].len,
+                        &o, NOW(x), &done, NULL);
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
     else
@@ -284,8 +283,8 @@ static void expire_generic(pk_cmd_ctx *x, int64_t unit)
     TXN_OR_RETURN(x, t);
     /* A time in the past deletes the key; the store treats when <= now so. */
     v = v * unit + (int64_t)NOW(x);
-    rc = pk_key_expire(t, PK_KEY(x, 1), v > 0 ? (uint64_t)v : 1, flags,
-                       NOW(x), &done);
+    rc = pk_key_expire(t, PK_KEY(x, 1), v > 0 ? (uint64_t)v : 1, flags, NOW(x),
+                       &done);
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
     else

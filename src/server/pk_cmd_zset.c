@@ -168,8 +168,7 @@ static int emit_member(void *ctx, pk_slice member, double score)
     return 0;
 }
 
-static int zrange_run(pk_cmd_ctx *x, pk_txn *t, const zrange_spec *z,
-                      zemit *e)
+static int zrange_run(pk_cmd_ctx *x, pk_txn *t, const zrange_spec *z, zemit *e)
 {
     const pk_arg *lo = z->rev ? z->to : z->from;
     const pk_arg *hi = z->rev ? z->from : z->to;
@@ -178,8 +177,8 @@ static int zrange_run(pk_cmd_ctx *x, pk_txn *t, const zrange_spec *z,
         int64_t start, stop;
         if (!pk_arg_i64(z->from, &start) || !pk_arg_i64(z->to, &stop))
             return PK_EINVAL;
-        return pk_zset_range_rank(t, PK_KEY(x, 1), start, stop, z->rev,
-                                  NOW(x), emit_member, e);
+        return pk_zset_range_rank(t, PK_KEY(x, 1), start, stop, z->rev, NOW(x),
+                                  emit_member, e);
     }
     if (z->kind == Z_SCORE) {
         pk_zbound min, max;
@@ -187,8 +186,7 @@ static int zrange_run(pk_cmd_ctx *x, pk_txn *t, const zrange_spec *z,
             pk_zbound_parse(hi->ptr, hi->len, &max) != PK_OK)
             return PK_ERANGE;
         return pk_zset_range_score(t, PK_KEY(x, 1), &min, &max, z->rev,
-                                   z->offset, z->count, NOW(x), emit_member,
-                                   e);
+                                   z->offset, z->count, NOW(x), emit_member, e);
     }
     pk_zlex min, max;
     if (pk_zlex_parse(lo->ptr, lo->len, &min) != PK_OK ||

@@ -107,9 +107,8 @@ static void process(pk_conn *c)
             break;
         iter_join(c);
         if (rc < 0) {
-            pk_reply_error(&c->out, rc == PK_EPROTO
-                                        ? pk_resp_error(c->parser)
-                                        : "ERR out of memory");
+            pk_reply_error(&c->out, rc == PK_EPROTO ? pk_resp_error(c->parser)
+                                                    : "ERR out of memory");
             c->closing = 1;
             break;
         }
@@ -279,7 +278,8 @@ static int is_loopback(const struct sockaddr_storage *a)
         return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >>
                 24) == 127;
     if (a->ss_family == AF_INET6) {
-        const struct in6_addr *in = &((const struct sockaddr_in6 *)a)->sin6_addr;
+        const struct in6_addr *in =
+            &((const struct sockaddr_in6 *)a)->sin6_addr;
         return IN6_IS_ADDR_LOOPBACK(in) ||
                (IN6_IS_ADDR_V4MAPPED(in) && in->s6_addr[12] == 127);
     }

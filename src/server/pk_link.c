@@ -15,19 +15,19 @@
  * sub-command per key, merged into one reply once all have answered.
  */
 typedef struct pk_scatter {
-    pk_conn *c;      /* NULL once the client went away */
-    int kind;        /* SC_MGET, SC_COUNT (DEL, EXISTS) or SC_OK (MSET) */
+    pk_conn *c; /* NULL once the client went away */
+    int kind;   /* SC_MGET, SC_COUNT (DEL, EXISTS) or SC_OK (MSET) */
     size_t n, done;
     int64_t sum;
-    char *err;       /* first error reply, owned */
-    pk_obuf *vals;   /* SC_MGET: each key's reply, in key order */
+    char *err;     /* first error reply, owned */
+    pk_obuf *vals; /* SC_MGET: each key's reply, in key order */
 } pk_scatter;
 
 enum { SC_MGET, SC_COUNT, SC_OK };
 
 typedef struct pk_fwd {
-    pk_conn *c;    /* NULL once the client went away */
-    pk_obuf cmd;   /* the request as sent, for a MOVED retry */
+    pk_conn *c;  /* NULL once the client went away */
+    pk_obuf cmd; /* the request as sent, for a MOVED retry */
     int retried;
     pk_scatter *sc; /* non-NULL for a sub-command of a split command */
     size_t idx;     /* its position in sc */
@@ -197,8 +197,7 @@ static void link_fail(pk_link *l, const char *why)
             break;
         }
     }
-    snprintf(err, sizeof(err), "ERR forwarding to %s failed: %s", l->addr,
-             why);
+    snprintf(err, sizeof(err), "ERR forwarding to %s failed: %s", l->addr, why);
     while ((f = l->head) != NULL) {
         l->head = f->next;
         deliver(f, NULL, err);
@@ -357,9 +356,8 @@ static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
     if (l == NULL && (rc = link_open(s, addr, &l)) != PK_OK)
         return rc;
     f = calloc(1, sizeof(*f));
-    if (f == NULL ||
-        pk_obuf_append(&l->pending, cmd->data + cmd->head,
-                       pk_obuf_pending(cmd)) != PK_OK) {
+    if (f == NULL || pk_obuf_append(&l->pending, cmd->data + cmd->head,
+                                    pk_obuf_pending(cmd)) != PK_OK) {
         free(f);
         return PK_ENOMEM;
     }

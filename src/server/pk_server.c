@@ -4,15 +4,15 @@
  */
 #include "server/pk_server.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "core/pk_err.h"
 #include "coord/pk_coord_embedded.h"
+#include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_agent.h"
 #include "server/pk_link.h"
@@ -62,8 +62,7 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x)
     rc = pk_txn_begin(s->store, 0, &s->txn);
     if (rc != PK_OK) {
         s->txn = NULL;
-        pk_reply_errorf(x->out, "ERR storage unavailable: %s",
-                        pk_strerror(rc));
+        pk_reply_errorf(x->out, "ERR storage unavailable: %s", pk_strerror(rc));
         return NULL;
     }
     return s->txn;
@@ -239,8 +238,7 @@ static int node_id(const char *dir, char *id)
     for (int i = 0; i < 20; i++)
         snprintf(id + 2 * i, 3, "%02x", raw[i]);
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    ok = fd >= 0 && write(fd, id, PK_NAME_MAX) == PK_NAME_MAX &&
-         fsync(fd) == 0;
+    ok = fd >= 0 && write(fd, id, PK_NAME_MAX) == PK_NAME_MAX && fsync(fd) == 0;
     if (fd >= 0)
         close(fd);
     return ok ? 0 : -1;
@@ -265,18 +263,15 @@ static int start_cluster(pk_server *s)
                  c->proxy_of);
         port = atoi(colon + 1);
     } else if (node_id(c->dir, s->cluster.name) != 0) {
-        fprintf(stderr, "partkv: cannot read or create %s/node.id\n",
-                c->dir);
+        fprintf(stderr, "partkv: cannot read or create %s/node.id\n", c->dir);
         return -1;
     }
     s->cluster.enabled = 1;
     if (c->announce)
-        snprintf(s->cluster.addr, sizeof(s->cluster.addr), "%s",
-                 c->announce);
+        snprintf(s->cluster.addr, sizeof(s->cluster.addr), "%s", c->announce);
     else
         snprintf(s->cluster.addr, sizeof(s->cluster.addr), "%s:%d",
-                 strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1",
-                 s->port);
+                 strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1", s->port);
     snprintf(host, sizeof(host), "%s",
              strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1");
     if (c->proxy_of) {
@@ -294,8 +289,7 @@ static int start_cluster(pk_server *s)
         uv_timer_start(&s->coord_timer, on_coord_tick, 100, 100);
     } else {
         const char *colon = strrchr(c->join, ':');
-        snprintf(host, sizeof(host), "%.*s", (int)(colon - c->join),
-                 c->join);
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - c->join), c->join);
         port = atoi(colon + 1);
     }
     pthread_mutex_init(&s->map_lock, NULL);

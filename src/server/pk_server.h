@@ -25,14 +25,14 @@
 #include "store/pk_store.h"
 
 typedef struct pk_server_config {
-    const char *bind;       /* listen address, default "127.0.0.1" */
-    int port;               /* 0 picks an ephemeral port */
-    const char *dir;        /* data directory (created if missing) */
-    pk_fsync fsync;         /* durability of acknowledged writes */
+    const char *bind;        /* listen address, default "127.0.0.1" */
+    int port;                /* 0 picks an ephemeral port */
+    const char *dir;         /* data directory (created if missing) */
+    pk_fsync fsync;          /* durability of acknowledged writes */
     const char *requirepass; /* NULL: no password */
-    int protected_mode;     /* refuse non-loopback clients without a pass */
+    int protected_mode;      /* refuse non-loopback clients without a pass */
     size_t proto_max_bulk_len;
-    uint64_t map_size;      /* LMDB map size in bytes, 0 = default */
+    uint64_t map_size; /* LMDB map size in bytes, 0 = default */
     int maxclients;
     /* Cluster mode: set coordinator to "embedded" to host the coordinator,
      * or join to "host:port" of the node that hosts it. */

@@ -11,8 +11,8 @@
 #ifndef PK_SERVER_PK_SRV_H
 #define PK_SERVER_PK_SRV_H
 
-#include <stddef.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -36,18 +36,18 @@ struct pk_conn {
     pk_obuf wire;           /* replies in flight in a uv_write */
     uv_write_t wreq;
     uint64_t id;
-    int proto;          /* 2 or 3 */
-    int authed;         /* 1 when no password is set */
-    int reading;        /* uv_read_start active */
-    int closing;        /* close after pending output is flushed */
-    int writing;        /* wreq in flight */
-    int freed;          /* uv_close issued */
+    int proto;   /* 2 or 3 */
+    int authed;  /* 1 when no password is set */
+    int reading; /* uv_read_start active */
+    int closing; /* close after pending output is flushed */
+    int writing; /* wreq in flight */
+    int freed;   /* uv_close issued */
     uint64_t created_ms, last_ms;
     char name[PK_NAME_LEN];
     char addr[64];  /* peer "ip:port" */
     char laddr[64]; /* local "ip:port" */
     /* Group-commit bookkeeping for the current iteration. */
-    size_t iter_mark;  /* pending output bytes before its first command */
+    size_t iter_mark;   /* pending output bytes before its first command */
     uint32_t iter_cmds; /* commands executed this iteration */
     pk_conn *iter_next; /* next connection touched this iteration */
     int in_iter;
@@ -59,11 +59,11 @@ struct pk_conn {
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     int in_resume;
     pk_conn *prev, *next; /* all connections */
-    const char *last_cmd;  /* name of the last command, static */
+    const char *last_cmd; /* name of the last command, static */
 };
 
 typedef struct pk_part_rate {
-    uint64_t reads, writes;   /* counters at the last sample */
+    uint64_t reads, writes;       /* counters at the last sample */
     double read_rate, write_rate; /* per second, last interval */
 } pk_part_rate;
 
@@ -71,8 +71,8 @@ struct pk_server {
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_check_t check;
-    uv_idle_t idle;    /* runs while connections wait on srv->resume */
-    pk_conn *resume;   /* unblocked connections with commands buffered */
+    uv_idle_t idle;  /* runs while connections wait on srv->resume */
+    pk_conn *resume; /* unblocked connections with commands buffered */
     uv_timer_t expire_timer, rate_timer, sync_timer;
     uv_signal_t sigterm, sigint;
     uv_work_t sync_work;
@@ -81,21 +81,21 @@ struct pk_server {
     pk_server_config cfg;
     pk_store *store;
     pk_cluster cluster;
-    struct pk_coord *coord;   /* hosted coordinator, or NULL */
-    uv_timer_t coord_timer;   /* lease expiry of the hosted coordinator */
-    struct pk_agent *agent;   /* link to the coordinator, or NULL */
-    struct pk_link *links;    /* forwarding links to peers */
-    uv_async_t map_async;     /* the agent posted a map */
-    pthread_mutex_t map_lock; /* guards map_pending */
+    struct pk_coord *coord;      /* hosted coordinator, or NULL */
+    uv_timer_t coord_timer;      /* lease expiry of the hosted coordinator */
+    struct pk_agent *agent;      /* link to the coordinator, or NULL */
+    struct pk_link *links;       /* forwarding links to peers */
+    uv_async_t map_async;        /* the agent posted a map */
+    pthread_mutex_t map_lock;    /* guards map_pending */
     struct pk_pmap *map_pending; /* owned; taken by the loop */
-    pk_txn *txn;       /* this iteration's write transaction, or NULL */
-    pk_conn *iter;     /* connections touched this iteration */
-    pk_conn *conns;    /* all connections */
+    pk_txn *txn;    /* this iteration's write transaction, or NULL */
+    pk_conn *iter;  /* connections touched this iteration */
+    pk_conn *conns; /* all connections */
     uint32_t nconns;
     uint64_t next_id;
-    uint64_t now_ms;   /* wall clock, refreshed per read batch */
+    uint64_t now_ms; /* wall clock, refreshed per read batch */
     uint64_t start_ms;
-    int port;          /* bound port */
+    int port; /* bound port */
     int shutting_down;
     /* Stats. */
     uint64_t total_conns, total_cmds, rejected_conns, expired_keys;
