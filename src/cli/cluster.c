@@ -250,6 +250,15 @@ static int read_id(const up_args *a, unsigned long i, char *id)
     return ok ? 0 : -1;
 }
 
+/* True when SIGINT or SIGTERM is pending (they are blocked). */
+static int stop_requested(void)
+{
+    sigset_t pending;
+
+    sigpending(&pending);
+    return sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM);
+}
+
 static long mono_ms(void)
 {
     struct timespec ts;
@@ -264,7 +273,7 @@ static int wait_registered(pk_sclient *c, unsigned long n)
     const char *argv[] = {"PK.COORD", "RANGE", PK_CLUSTER_PREFIX "nodes/"};
     long deadline = mono_ms() + REGISTER_TIMEOUT_MS;
 
-    while (mono_ms() < deadline) {
+    while (mono_ms() < deadline && !stop_requested()) {
         pk_rr *r = NULL;
         size_t have = 0;
         if (pk_sclient_call(c, 3, argv, NULL, &r) != PK_OK)
@@ -372,7 +381,7 @@ static int wait_serving(const pk_child *kids, unsigned long n)
 
     for (unsigned long i = 0; i < n; i++) {
         int ok = 0;
-        while (!ok && mono_ms() < deadline) {
+        while (!ok && mono_ms() < deadline && !stop_requested()) {
             pk_sclient *c = NULL;
             pk_rr *r = NULL;
             if (pk_sclient_connect("127.0.0.1", kids[i].port, 1000, &c) ==
@@ -417,17 +426,19 @@ static int cluster_up(int argc, char **argv)
                 a.dir);
         return 1;
     }
-    /* Signals are taken synchronously (sigwait) once every node runs; they
-     * are blocked only after the children are forked, which therefore
-     * keep the default mask. */
+    /* SIGINT/SIGTERM are blocked from here on and taken with sigwait, or
+     * noticed by stop_requested() while nodes start; children unblock
+     * them before exec. */
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGCHLD);
     memset(kids, 0, sizeof(kids));
+    for (int i = 0; i < NODES_MAX; i++)
+        kids[i].out_fd = -1;
+    sigprocmask(SIG_BLOCK, &set, NULL);
     if (start_nodes(&a, secret, kids) != 0)
         goto out;
-    sigprocmask(SIG_BLOCK, &set, NULL);
     for (unsigned long i = 0; i < a.nodes; i++)
         if (read_id(&a, i, ids[i]) != 0)
             goto out;

@@ -78,6 +78,11 @@ int pk_child_start(pk_child *c, char *const argv[], int timeout_ms)
         return -1;
     }
     if (c->pid == 0) {
+        sigset_t none;
+        /* The parent blocks SIGINT/SIGTERM to take them with sigwait; a
+         * node must get them. */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         dup2(fds[1], STDOUT_FILENO);
         execv(argv[0], argv);
         fprintf(stderr, "partkv: cannot run %s: %s\n", argv[0],

@@ -117,7 +117,12 @@ static void process(pk_conn *c)
         pk_cmd_dispatch(&x);
         c->srv->total_cmds++;
     }
-    read_start(c);
+    /* While a forwarded reply is outstanding, nothing more is read: the
+     * client's pipeline waits in the socket, not in our memory. */
+    if (c->waiting_fwd)
+        read_stop(c);
+    else
+        read_start(c);
 }
 
 static void on_write(uv_write_t *req, int status)
@@ -157,16 +162,15 @@ static void resume_later(pk_conn *c)
 static void on_idle(uv_idle_t *h)
 {
     pk_server *s = h->data;
-    pk_conn *c = s->resume;
+    pk_conn *c;
 
-    s->resume = NULL;
     uv_idle_stop(&s->idle);
-    while (c) {
-        pk_conn *next = c->resume_next;
+    /* One at a time: a connection closed meanwhile unlinks itself. */
+    while ((c = s->resume) != NULL) {
+        s->resume = c->resume_next;
         c->in_resume = 0;
         c->resume_next = NULL;
         process(c);
-        c = next;
     }
 }
 

@@ -122,6 +122,8 @@ static void scatter_free(pk_scatter *sc)
     free(sc);
 }
 
+static void scatter_finish(pk_scatter *sc);
+
 /* Records one sub-reply; the last one writes the merged reply. */
 static void scatter_part(pk_fwd *f, const pk_rr *r, const char *err)
 {
@@ -136,7 +138,16 @@ static void scatter_part(pk_fwd *f, const pk_rr *r, const char *err)
         write_reply(&sc->vals[f->idx], c ? c->proto : 2, r);
     else if (err == NULL && sc->kind == SC_COUNT && r->type == PK_RR_INT)
         sc->sum += r->integer;
-    if (++sc->done < sc->n)
+    ++sc->done;
+    scatter_finish(sc);
+}
+
+/* Writes the merged reply and frees sc once every part has answered. */
+static void scatter_finish(pk_scatter *sc)
+{
+    pk_conn *c = sc->c;
+
+    if (sc->done < sc->n)
         return;
     if (c) {
         if (sc->err)
@@ -250,7 +261,10 @@ static void on_link_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         l->head = f->next;
         if (l->head == NULL)
             l->tail = NULL;
+        /* A MOVED that names this node means our map is older than the
+         * peer's: following it would loop back here, so it is relayed. */
         if (f->c && !f->retried && is_moved(r, to, sizeof(to)) &&
+            strcmp(to, l->srv->cluster.addr) != 0 &&
             enqueue(l->srv, f->c, to, &f->cmd, 1, f->sc, f->idx) == PK_OK) {
             /* f->cmd moved into the new entry; f->c waits on. */
         } else {
@@ -336,6 +350,20 @@ static int link_open(pk_server *s, const char *addr, pk_link **out)
     l->creq.data = l;
     l->next = s->links;
     s->links = l;
+    /* Peers may require a password: the cluster secret outranks it.  The
+     * reply goes to an entry with no client. */
+    if (s->cfg.cluster_secret) {
+        pk_fwd *auth = calloc(1, sizeof(*auth));
+        if (auth == NULL ||
+            pk_rr_write_cmdv(&l->pending, "PK.AUTH", s->cfg.cluster_secret,
+                             NULL) != PK_OK) {
+            free(auth);
+            link_fail(l, "out of memory");
+            return PK_ENOMEM;
+        }
+        pk_obuf_init(&auth->cmd);
+        l->head = l->tail = auth;
+    }
     if (uv_tcp_connect(&l->creq, &l->tcp, (struct sockaddr *)&sa,
                        on_link_connect) != 0) {
         link_fail(l, "connect failed");
@@ -452,6 +480,8 @@ int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
             }
             if (sc->err == NULL)
                 sc->err = strdup("ERR split command partly forwarded");
+            scatter_finish(sc); /* the queued parts may all be done */
+            return PK_OK;
         }
     }
     return PK_OK;
