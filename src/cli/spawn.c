@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,6 +84,10 @@ int pk_child_start(pk_child *c, char *const argv[], int timeout_ms)
          * node must get them. */
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* A node must not outlive its `cluster up`, even a SIGKILLed one. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            _exit(1);
         dup2(fds[1], STDOUT_FILENO);
         execv(argv[0], argv);
         fprintf(stderr, "partkv: cannot run %s: %s\n", argv[0],
