@@ -97,8 +97,9 @@ class Cluster:
     """
 
     def __init__(self, nodes=3, base_port=0, replicas=1, secret=None,
-                 dir=None, ready_timeout=30.0):
+                 dir=None, ready_timeout=30.0, extra=()):
         self.n = nodes
+        self.extra = list(extra)
         self.base_port = base_port
         self.replicas = replicas
         self.secret = secret or "s-%016x" % random.getrandbits(64)
@@ -122,7 +123,7 @@ class Cluster:
              "--secret", self.secret]
         if self.replicas is not None:
             a += ["--replicas", str(self.replicas)]
-        return a
+        return a + self.extra
 
     # -- lifecycle --------------------------------------------------------
     def start(self):
