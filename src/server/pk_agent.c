@@ -159,6 +159,35 @@ static void poll_map(pk_agent *a)
 }
 
 /*
+ * The seed is unreachable: follow the next live node of the last map
+ * instead, so a proxy outlives the node it was started with.
+ */
+static void next_seed(pk_agent *a)
+{
+    const pk_pmap *m = a->last;
+    uint32_t start = 0;
+
+    if (m == NULL || m->nnodes == 0)
+        return;
+    for (uint32_t i = 0; i < m->nnodes; i++) {
+        char cur[300];
+        snprintf(cur, sizeof(cur), "%s:%d", a->host, a->port);
+        if (strcmp(m->nodes[i].addr, cur) == 0)
+            start = i + 1;
+    }
+    for (uint32_t k = 0; k < m->nnodes; k++) {
+        const pk_node *n = &m->nodes[(start + k) % m->nnodes];
+        const char *colon = strrchr(n->addr, ':');
+        if (n->state == PK_NODE_REMOVED || colon == NULL)
+            continue;
+        snprintf(a->host, sizeof(a->host), "%.*s", (int)(colon - n->addr),
+                 n->addr);
+        a->port = atoi(colon + 1);
+        return;
+    }
+}
+
+/*
  * Proxy mode: the map exactly as any node holds it (PK.MAP, a read-only
  * public command), so a proxy needs no secret and follows every scheme.
  */
@@ -170,6 +199,7 @@ static void poll_public_map(pk_agent *a)
 
     if (a->cli == NULL && pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS,
                                              &a->cli) != PK_OK) {
+        next_seed(a);
         sleep_ms(200);
         return;
     }
