@@ -117,8 +117,11 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
         pk_reply_error(x->out, "CLUSTERDOWN Hash slot not served");
         return 0;
     }
-    if (leader == cl->self || asking)
+    if (leader == cl->self || asking) {
+        x->have_part = 1;
+        x->part = (uint32_t)slot;
         return 1;
+    }
     if (x->srv->cfg.forward) {
         int rc = pk_link_forward(x->srv, x->c, cl->map->nodes[leader].addr,
                                  x->argc, x->argv);

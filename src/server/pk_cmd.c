@@ -227,6 +227,7 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
 {
     const pk_cmd *cmd = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
 
+    x->have_part = 0;
     if (cmd == NULL) {
         reply_unknown(x);
         return;

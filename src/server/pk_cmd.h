@@ -57,10 +57,15 @@ void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v);
     if (t == NULL)                                                             \
     return
 
-/* The key arguments' partition and bytes, for store calls. */
-#define PK_KEY(x, i)                                                           \
-    pk_srv_part((x)->srv, (x)->argv[i].ptr, (x)->argv[i].len),                 \
-        (x)->argv[i].ptr, (x)->argv[i].len
+/* The partition of key argument i: routing's answer when it gave one. */
+static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
+{
+    return x->have_part ? x->part
+                        : pk_srv_part(x->srv, x->argv[i].ptr, x->argv[i].len);
+}
+
+/* The key argument's partition and bytes, for store calls. */
+#define PK_KEY(x, i) pk_cmd_part(x, i), (x)->argv[i].ptr, (x)->argv[i].len
 
 /* Command implementations, one file per family. */
 #define PK__CMDS(X)                                                            \

@@ -27,7 +27,6 @@
 
 typedef struct coord_call {
     pk_cmd_ctx *x;
-    int rc;
     int replied;
 } coord_call;
 
@@ -48,7 +47,6 @@ static void on_result(void *ctx, int rc, const pk_coord_result *res)
     coord_call *c = ctx;
     pk_obuf *ob = c->x->out;
 
-    c->rc = rc;
     c->replied = 1;
     if (rc == PK_ESTALE) {
         pk_reply_errorf(ob, "ESTALE %llu",
@@ -176,7 +174,7 @@ void pk_cmd_pk_coord(pk_cmd_ctx *x)
 {
     pk_coord *co = x->srv->coord;
     const pk_arg *k = &x->argv[2];
-    coord_call c = {x, 0, 0};
+    coord_call c = {x, 0};
     int rc = PK_OK, bad = 0;
 
     if (!x->c->internal) {

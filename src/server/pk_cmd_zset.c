@@ -202,11 +202,6 @@ static void zrange_generic(pk_cmd_ctx *x, const zrange_spec *z)
     size_t pos, mark;
     int rc;
 
-    if (z->kind == Z_RANK && (!pk_arg_i64(z->from, &(int64_t){0}) ||
-                              !pk_arg_i64(z->to, &(int64_t){0}))) {
-        pk_reply_notint(x);
-        return;
-    }
     TXN_OR_RETURN(x, t);
     mark = pk_obuf_pending(x->out);
     pk_reply_defer(x->out, &pos);
@@ -217,7 +212,9 @@ static void zrange_generic(pk_cmd_ctx *x, const zrange_spec *z)
         return;
     }
     x->out->len = x->out->head + mark; /* drop the deferred header */
-    if (rc == PK_ERANGE)
+    if (rc == PK_EINVAL)
+        pk_reply_notint(x);
+    else if (rc == PK_ERANGE)
         pk_reply_error(x->out, "ERR min or max is not a float");
     else if (rc == PK_ECORRUPT)
         pk_reply_error(x->out, "ERR min or max not valid string range item");

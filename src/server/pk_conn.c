@@ -92,7 +92,7 @@ static void iter_join(pk_conn *c)
 /* Runs every complete buffered command, until backpressure or close. */
 static void process(pk_conn *c)
 {
-    pk_cmd_ctx x = {c->srv, c, 0, NULL, &c->out, 0};
+    pk_cmd_ctx x = {.srv = c->srv, .c = c, .out = &c->out};
     int rc;
 
     while (!c->closing && !c->freed && !c->waiting_fwd) {

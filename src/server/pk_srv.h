@@ -112,6 +112,10 @@ typedef struct pk_cmd_ctx {
     const pk_arg *argv; /* borrowed from the parser until the next read */
     pk_obuf *out;
     int proto;
+    /* Set by routing when every key of the command lies in one partition,
+     * so command code does not hash the keys a second time. */
+    int have_part;
+    uint32_t part;
 } pk_cmd_ctx;
 
 /* pk_conn.c */
