@@ -107,3 +107,32 @@ rb_rows() {
                 $col["p50_latency_ms"], $col["p99_latency_ms"]
         }'
 }
+
+# need_tools CMD...: dies unless $PARTKV is built and every CMD is on PATH.
+need_tools() {
+    [[ -x $PARTKV ]] || die "$PARTKV not built (run make)"
+    local t
+    for t in "$@"; do
+        command -v "$t" >/dev/null || die "$t not found"
+    done
+}
+
+# start_partkv_node DIR: a single node with --fsync everysec in DIR, its
+# output in DIR.out/DIR.err; waits for its ready line and sets pk_pid and
+# pk_port (the caller stops it by PID).
+start_partkv_node() {
+    local dir=$1 i
+    : >"$dir.out" # exists before the job's redirect runs
+    "$PARTKV" server --port 0 --dir "$dir" --fsync everysec \
+        >"$dir.out" 2>"$dir.err" &
+    pk_pid=$!
+    pk_port=""
+    for ((i = 0; i < 100; i++)); do
+        pk_port=$(sed -n 's/^partkv: ready on [^ ]*:\([0-9][0-9]*\) pid .*/\1/p' \
+            "$dir.out" 2>/dev/null || true)
+        [[ -n $pk_port ]] && break
+        kill -0 "$pk_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    [[ -n $pk_port ]] || { cat "$dir.err" >&2; die "partkv did not start"; }
+}

@@ -32,10 +32,7 @@ source "$root/bench/lib.sh"
 if ! [[ $KEYS =~ ^[1-9][0-9]{0,14}$ ]]; then
     die "MEM_KEYS must be a positive integer below 10^15, got '$KEYS'"
 fi
-[[ -x $PARTKV ]] || die "$PARTKV not built (run make)"
-for t in "$REDIS_SERVER" "$REDIS_CLI" "$PY"; do
-    command -v "$t" >/dev/null || die "$t not found"
-done
+need_tools "$REDIS_SERVER" "$REDIS_CLI" "$PY"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-mem-per-key.XXXXXX")
 pk_pid=""
@@ -126,19 +123,7 @@ stop "$rd_pid"
 rd_pid=""
 
 # --- partkv ----------------------------------------------------------------
-: >"$work/partkv.out" # exists before the job's redirect runs
-"$PARTKV" server --port 0 --dir "$work/partkv" --fsync everysec \
-    >"$work/partkv.out" 2>"$work/partkv.err" &
-pk_pid=$!
-pk_port=""
-for ((i = 0; i < 100; i++)); do
-    pk_port=$(sed -n 's/^partkv: ready on [^ ]*:\([0-9][0-9]*\) pid .*/\1/p' \
-        "$work/partkv.out" 2>/dev/null || true)
-    [[ -n $pk_port ]] && break
-    kill -0 "$pk_pid" 2>/dev/null || break
-    sleep 0.1
-done
-[[ -n $pk_port ]] || { cat "$work/partkv.err" >&2; die "partkv did not start"; }
+start_partkv_node "$work/partkv"
 
 mdb=$work/partkv/data.mdb
 [[ -f $mdb ]] || die "no $mdb after partkv started"

@@ -65,10 +65,7 @@ source "$root/bench/lib.sh"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_N must be a positive integer, got '$N'"
 [[ $N16 =~ ^[1-9][0-9]*$ ]] || die "BENCH_N_P16 must be a positive integer, got '$N16'"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
-[[ -x $PARTKV ]] || die "$PARTKV not built (run make)"
-for t in "$REDIS_SERVER" "$REDIS_BENCHMARK" "$REDIS_CLI" "$PY"; do
-    command -v "$t" >/dev/null || die "$t not found"
-done
+need_tools "$REDIS_SERVER" "$REDIS_BENCHMARK" "$REDIS_CLI" "$PY"
 TCK=$(getconf CLK_TCK)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-vs-redis-cluster.XXXXXX")

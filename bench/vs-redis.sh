@@ -45,10 +45,7 @@ PROG=vs-redis
 source "$root/bench/lib.sh"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_N must be a positive integer, got '$N'"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
-[[ -x $PARTKV ]] || die "$PARTKV not built (run make)"
-for t in "$REDIS_SERVER" "$REDIS_BENCHMARK" "$REDIS_CLI" "$PY"; do
-    command -v "$t" >/dev/null || die "$t not found"
-done
+need_tools "$REDIS_SERVER" "$REDIS_BENCHMARK" "$REDIS_CLI" "$PY"
 TCK=$(getconf CLK_TCK)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-vs-redis.XXXXXX")
@@ -66,19 +63,7 @@ trap 'exit 143' TERM
 
 # --- start partkv ----------------------------------------------------------
 mkdir -p "$work/partkv" "$work/redis"
-: >"$work/partkv.out" # exists before the job's redirect runs
-"$PARTKV" server --port 0 --dir "$work/partkv" --fsync everysec \
-    >"$work/partkv.out" 2>"$work/partkv.err" &
-pk_pid=$!
-pk_port=""
-for ((i = 0; i < 100; i++)); do
-    pk_port=$(sed -n 's/^partkv: ready on [^ ]*:\([0-9][0-9]*\) pid .*/\1/p' \
-        "$work/partkv.out" 2>/dev/null || true)
-    [[ -n $pk_port ]] && break
-    kill -0 "$pk_pid" 2>/dev/null || break
-    sleep 0.1
-done
-[[ -n $pk_port ]] || { cat "$work/partkv.err" >&2; die "partkv did not start"; }
+start_partkv_node "$work/partkv"
 
 # --- start redis -----------------------------------------------------------
 rd_port=$(free_port)
