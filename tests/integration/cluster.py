@@ -88,7 +88,7 @@ class Node:
                                                self.pid, self.id)
 
 
-class Cluster:
+class Cluster(pkserver.Process):
     """`partkv cluster up` in the foreground, in its own session.
 
     start() waits for the line "ready" and parses the summary into
@@ -231,20 +231,6 @@ class Cluster:
                                    % (pending[0], timeout, rep, self.logs()))
             time.sleep(0.01)
         return time.monotonic() - t0
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def wait(self, timeout):
-        if self.proc is None:
-            return self.returncode
-        try:
-            self.returncode = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        if self._drain is not None:
-            self._drain.join(2.0)
-        return self.returncode
 
     def stop(self, timeout=15.0):
         """SIGTERM to `cluster up` (by PID); SIGKILL after timeout.

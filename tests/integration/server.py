@@ -66,7 +66,27 @@ class ServerError(Exception):
     pass
 
 
-class Server:
+class Process:
+    """What Server and cluster.Cluster share: a child in self.proc whose
+    output a thread (self._drain) reads, and its exit status."""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout):
+        """Wait for exit; return the exit status or None on timeout."""
+        if self.proc is None:
+            return self.returncode
+        try:
+            self.returncode = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        if self._drain is not None:
+            self._drain.join(2.0)
+        return self.returncode
+
+
+class Server(Process):
     """One server process on 127.0.0.1.
 
     opts (partkv flag names): fsync, requirepass, proto_max_bulk_len,
@@ -232,20 +252,6 @@ class Server:
         raise ServerError("redis not ready within %.0fs\n%s"
                           % (self.ready_timeout, self.logs()))
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def wait(self, timeout):
-        """Wait for exit; return the exit status or None on timeout."""
-        if self.proc is None:
-            return self.returncode
-        try:
-            self.returncode = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        if self._drain is not None:
-            self._drain.join(2.0)
-        return self.returncode
 
     def stop(self, timeout=10.0):
         """SIGTERM, then SIGKILL after timeout; returns the exit status
