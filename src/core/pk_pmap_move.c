@@ -1,0 +1,95 @@
+/* pk_pmap_move: begin, commit and cancel a partition move (see header). */
+#include "core/pk_pmap_move.h"
+
+#include <string.h>
+
+#include "core/pk_err.h"
+
+static int find(const uint32_t *ids, uint32_t n, uint32_t id)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return (int)i;
+    return -1;
+}
+
+static void drop_at(uint32_t *ids, uint8_t *n, int i)
+{
+    memmove(&ids[i], &ids[i + 1], (size_t)(*n - i - 1) * sizeof(*ids));
+    (*n)--;
+}
+
+int pk_pmap_moving(const pk_pmap *m, uint32_t p, uint32_t *to)
+{
+    if (p >= m->npartitions || m->parts[p].move_target == PK_NODE_NONE)
+        return 0;
+    if (to)
+        *to = m->parts[p].move_target;
+    return 1;
+}
+
+int pk_pmap_move_begin(pk_pmap *m, uint32_t p, uint32_t to)
+{
+    pk_partition *pt;
+    int ri;
+
+    if (p >= m->npartitions || to >= m->nnodes)
+        return PK_EINVAL;
+    pt = &m->parts[p];
+    ri = find(pt->replicas, pt->nreplicas, to);
+    if (pt->nreplicas == 0 || pt->move_target != PK_NODE_NONE || ri == 0 ||
+        m->nodes[to].state == PK_NODE_REMOVED ||
+        (ri < 0 && find(pt->learners, pt->nlearners, to) < 0 &&
+         pt->nlearners >= PK_REPLICAS_MAX))
+        return PK_ESTALE;
+    if (ri < 0 && find(pt->learners, pt->nlearners, to) < 0)
+        pt->learners[pt->nlearners++] = to;
+    pt->move_target = to;
+    pt->move_state = PK_MOVE_COPYING;
+    return PK_OK;
+}
+
+int pk_pmap_move_commit(pk_pmap *m, uint32_t p, uint32_t to)
+{
+    pk_partition *pt;
+    int ri, li;
+
+    if (p >= m->npartitions || to >= m->nnodes)
+        return PK_EINVAL;
+    pt = &m->parts[p];
+    if (pt->move_target != to || pt->nreplicas == 0)
+        return PK_ESTALE;
+    ri = find(pt->replicas, pt->nreplicas, to);
+    li = find(pt->learners, pt->nlearners, to);
+    if (ri > 0) { /* a follower: swap roles with the leader */
+        pt->replicas[ri] = pt->replicas[0];
+        pt->replicas[0] = to;
+    } else if (li >= 0) { /* a learner takes the leader's place */
+        pt->replicas[0] = to;
+        drop_at(pt->learners, &pt->nlearners, li);
+    } else {
+        return PK_ESTALE;
+    }
+    pt->leader_epoch++;
+    pt->move_target = PK_NODE_NONE;
+    pt->move_state = PK_MOVE_NONE;
+    return PK_OK;
+}
+
+int pk_pmap_move_cancel(pk_pmap *m, uint32_t p)
+{
+    pk_partition *pt;
+    int li;
+
+    if (p >= m->npartitions)
+        return PK_EINVAL;
+    pt = &m->parts[p];
+    if (pt->move_target == PK_NODE_NONE)
+        return PK_ESTALE;
+    li = find(pt->learners, pt->nlearners, pt->move_target);
+    if (li >= 0)
+        drop_at(pt->learners, &pt->nlearners, li);
+    pt->move_target = PK_NODE_NONE;
+    pt->move_state = PK_MOVE_NONE;
+    return PK_OK;
+}

@@ -1,0 +1,36 @@
+/*
+ * pk_pmap_move: the three map edits a partition move makes, shared by the
+ * rebalance driver (which begins and cancels moves) and the source node
+ * (which commits them).  Each is a pure edit of one partition; the caller
+ * bumps m->epoch once per compare-and-swap of the whole map.
+ *
+ * A move copies the data of partition p from its leader to node `to`:
+ *
+ *   begin    to becomes the move target (move_target = to, move_state
+ *            COPYING) and, unless it already is a follower, a learner --
+ *            so it may hold a copy of p that no janitor drops;
+ *   commit   to takes the leader's place: a learner replaces the leader
+ *            (the old leader leaves p), a follower swaps roles with it
+ *            (leadership transfer); leader_epoch + 1, move cleared;
+ *   cancel   the learner and the move are cleared; the leader keeps p.
+ *
+ * Every function returns 0, PK_EINVAL (p or a node id out of range) or
+ * PK_ESTALE (the partition is not in the state the edit needs: already
+ * moving, not moving to `to`, to removed or already the leader); on error
+ * m is unchanged.
+ */
+#ifndef PK_CORE_PK_PMAP_MOVE_H
+#define PK_CORE_PK_PMAP_MOVE_H
+
+#include <stdint.h>
+
+#include "pk_pmap.h"
+
+int pk_pmap_move_begin(pk_pmap *m, uint32_t p, uint32_t to);
+int pk_pmap_move_commit(pk_pmap *m, uint32_t p, uint32_t to);
+int pk_pmap_move_cancel(pk_pmap *m, uint32_t p);
+
+/* 1 when partition p is moving (to *to, if to is not NULL), else 0. */
+int pk_pmap_moving(const pk_pmap *m, uint32_t p, uint32_t *to);
+
+#endif

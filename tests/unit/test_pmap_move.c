@@ -1,0 +1,156 @@
+/*
+ * Tests of the move edits (pk_pmap_move.c): begin, commit and cancel of a
+ * partition move, the states each refuses, and that a map stays valid and
+ * round-trips through the codec at every step.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "core/pk_err.h"
+#include "core/pk_pmap.h"
+#include "core/pk_pmap_move.h"
+
+/* 4 nodes, 8 partitions; p led by p % 3, followed by (p + 1) % 3 when
+ * replicas == 2.  Node 3 holds nothing. */
+static pk_pmap *make(uint8_t replicas)
+{
+    pk_pmap *m = NULL;
+    uint32_t id;
+    char name[8];
+
+    assert_int_equal(pk_pmap_new(PK_SCHEME_HASH, PK_HASH_XXH3, 8, replicas, &m),
+                     0);
+    for (int i = 0; i < 4; i++) {
+        name[0] = 'n';
+        name[1] = (char)('0' + i);
+        name[2] = 0;
+        assert_int_equal(pk_pmap_node_add(m, name, NULL, NULL, 1.0, &id), 0);
+    }
+    for (uint32_t p = 0; p < 8; p++) {
+        m->parts[p].nreplicas = replicas;
+        m->parts[p].replicas[0] = p % 3;
+        if (replicas == 2)
+            m->parts[p].replicas[1] = (p + 1) % 3;
+    }
+    return m;
+}
+
+/* Valid, and equal to itself after an encode/decode round trip. */
+static void check_valid(const pk_pmap *m)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pk_pmap *back = NULL;
+
+    assert_int_equal(pk_pmap_validate(m), 0);
+    assert_int_equal(pk_pmap_encode(m, &buf, &len), 0);
+    assert_int_equal(pk_pmap_decode(buf, len, &back), 0);
+    assert_true(pk_pmap_equal(m, back));
+    pk_pmap_free(back);
+    free(buf);
+}
+
+static void test_move_to_new_node(void **state)
+{
+    pk_pmap *m = make(1);
+    uint32_t to = 99;
+    uint64_t le = m->parts[4].leader_epoch;
+
+    (void)state;
+    assert_false(pk_pmap_moving(m, 4, &to));
+    assert_int_equal(pk_pmap_move_begin(m, 4, 3), 0);
+    assert_true(pk_pmap_moving(m, 4, &to));
+    assert_int_equal(to, 3);
+    assert_int_equal(m->parts[4].nlearners, 1);
+    assert_int_equal(m->parts[4].learners[0], 3);
+    assert_int_equal(m->parts[4].move_state, PK_MOVE_COPYING);
+    assert_int_equal(pk_pmap_leader(m, 4), 1); /* unchanged until commit */
+    check_valid(m);
+    /* A second begin of a moving partition is refused. */
+    assert_int_equal(pk_pmap_move_begin(m, 4, 2), PK_ESTALE);
+    assert_int_equal(pk_pmap_move_commit(m, 4, 2), PK_ESTALE);
+    assert_int_equal(pk_pmap_move_commit(m, 4, 3), 0);
+    assert_int_equal(pk_pmap_leader(m, 4), 3);
+    assert_int_equal(m->parts[4].nreplicas, 1);
+    assert_int_equal(m->parts[4].nlearners, 0);
+    assert_int_equal(m->parts[4].leader_epoch, le + 1);
+    assert_false(pk_pmap_moving(m, 4, NULL));
+    check_valid(m);
+    /* Committed: a second commit and a cancel find nothing to do. */
+    assert_int_equal(pk_pmap_move_commit(m, 4, 3), PK_ESTALE);
+    assert_int_equal(pk_pmap_move_cancel(m, 4), PK_ESTALE);
+    pk_pmap_free(m);
+}
+
+static void test_transfer_to_follower(void **state)
+{
+    pk_pmap *m = make(2);
+
+    (void)state;
+    /* Partition 0: leader 0, follower 1.  Moving to the follower adds no
+     * learner; the commit swaps the roles. */
+    assert_int_equal(pk_pmap_move_begin(m, 0, 1), 0);
+    assert_int_equal(m->parts[0].nlearners, 0);
+    check_valid(m);
+    assert_int_equal(pk_pmap_move_commit(m, 0, 1), 0);
+    assert_int_equal(m->parts[0].replicas[0], 1);
+    assert_int_equal(m->parts[0].replicas[1], 0);
+    assert_int_equal(m->parts[0].nreplicas, 2);
+    check_valid(m);
+    pk_pmap_free(m);
+}
+
+static void test_cancel(void **state)
+{
+    pk_pmap *m = make(1), *before = NULL;
+
+    (void)state;
+    assert_int_equal(pk_pmap_clone(m, &before), 0);
+    assert_int_equal(pk_pmap_move_cancel(m, 2), PK_ESTALE);
+    assert_int_equal(pk_pmap_move_begin(m, 2, 3), 0);
+    assert_int_equal(pk_pmap_move_cancel(m, 2), 0);
+    /* Exactly as before: the leader keeps it, no learner left. */
+    assert_true(pk_pmap_equal(m, before));
+    assert_int_equal(pk_pmap_move_commit(m, 2, 3), PK_ESTALE);
+    pk_pmap_free(before);
+    pk_pmap_free(m);
+}
+
+static void test_refusals(void **state)
+{
+    pk_pmap *m = make(1), *before = NULL;
+
+    (void)state;
+    assert_int_equal(pk_pmap_clone(m, &before), 0);
+    assert_int_equal(pk_pmap_move_begin(m, 8, 3), PK_EINVAL); /* no part */
+    assert_int_equal(pk_pmap_move_begin(m, 0, 4), PK_EINVAL); /* no node */
+    assert_int_equal(pk_pmap_move_begin(m, 0, 0), PK_ESTALE); /* leader */
+    assert_int_equal(pk_pmap_move_cancel(m, 9), PK_EINVAL);
+    assert_int_equal(pk_pmap_move_commit(m, 9, 3), PK_EINVAL);
+    assert_int_equal(pk_pmap_node_set_state(m, 3, PK_NODE_REMOVED), 0);
+    assert_int_equal(pk_pmap_move_begin(m, 0, 3), PK_ESTALE); /* removed */
+    assert_int_equal(pk_pmap_node_set_state(m, 3, PK_NODE_UP), 0);
+    assert_true(pk_pmap_equal(m, before)); /* refusals changed nothing */
+    /* An unowned partition cannot move. */
+    m->parts[5].nreplicas = 0;
+    assert_int_equal(pk_pmap_move_begin(m, 5, 3), PK_ESTALE);
+    pk_pmap_free(before);
+    pk_pmap_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_move_to_new_node),
+        cmocka_unit_test(test_transfer_to_follower),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_refusals),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
