@@ -144,9 +144,11 @@ static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
 {
     uint8_t prefix[PK_KEYENC_MAX];
     size_t plen = k->mv_size - 8, n = 0;
-    MDB_val cur, v;
+    uint8_t key[8 + PK_KEYENC_MAX];
+    MDB_val cur = {k->mv_size, key}, v;
     int rc;
 
+    memcpy(key, k->mv_data, k->mv_size);
     memcpy(prefix, (uint8_t *)k->mv_data + 8, plen);
     /* Logged like a DEL, but not counted as a client's write. */
     if ((rc = pk__op_begin(t, pk_be32_get(prefix), PK__OP_QUIET)) != 0) {
@@ -156,7 +158,7 @@ static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
     rc = pk__op_end(t, rc);
     if (rc == 0 && n == 0) {
         /* An entry without its key would stop the cycle forever. */
-        rc = mdb_cursor_get(c, &cur, &v, MDB_FIRST);
+        rc = mdb_cursor_get(c, &cur, &v, MDB_SET);
         rc = rc ? rc : mdb_cursor_del(c, 0);
         rc = pk__fail(t, pk__err(rc));
     }
@@ -166,10 +168,17 @@ static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
 int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
                           size_t *expired)
 {
+    return pk_store_expire_cycle_if(t, now_ms, max_keys, NULL, NULL, expired);
+}
+
+int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
+                             pk_expire_filter may, void *ctx, size_t *expired)
+{
+    uint8_t from[8 + PK_KEYENC_MAX + 1];
     MDB_cursor *c;
     MDB_val k, v;
-    size_t n = 0;
-    int rc;
+    size_t n = 0, skipped = 0;
+    int rc, first = 1;
 
     if (t->err != 0 || t->rdonly) {
         return t->err ? t->err : PK_EINVAL;
@@ -177,16 +186,28 @@ int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
     if ((rc = mdb_cursor_open(t->txn, t->s->expiry, &c)) != 0) {
         return pk__fail(t, pk__err(rc));
     }
-    while (n < max_keys) {
-        rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-        if (rc != 0 || k.mv_size < 8 + 4 + 2 ||
+    while (n < max_keys && skipped < 4 * max_keys) {
+        /* Entries are deleted under us: look up from where we were. */
+        rc = first ? mdb_cursor_get(c, &k, &v, MDB_FIRST)
+                   : mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        if (rc != 0 || k.mv_size < 8 + 4 + 2 || k.mv_size > 8 + PK_KEYENC_MAX ||
             pk_be64_get(k.mv_data) > now_ms) {
             rc = rc == MDB_NOTFOUND ? 0 : pk__err(rc);
             break;
         }
+        first = 0;
+        memcpy(from, k.mv_data, k.mv_size);
+        if (may && !may(ctx, pk_be32_get((uint8_t *)k.mv_data + 8))) {
+            from[k.mv_size] = 0; /* the smallest key after this one */
+            k.mv_data = from;
+            k.mv_size++;
+            skipped++;
+            continue;
+        }
         if ((rc = expire_one(t, c, &k)) != 0) {
             break;
         }
+        k.mv_data = from; /* deleted: the next entry is at or after it */
         n++;
     }
     mdb_cursor_close(c);

@@ -73,4 +73,13 @@ int pk_store_flushall(pk_txn *t);
 int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
                           size_t *expired);
 
+/*
+ * The same, for the keys whose partition may(ctx, part) accepts (a node
+ * expires only what it leads: elsewhere a delete would fork the log).
+ * Skips at most 4 * max_keys refused entries per call.
+ */
+typedef int (*pk_expire_filter)(void *ctx, uint32_t part);
+int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
+                             pk_expire_filter may, void *ctx, size_t *expired);
+
 #endif

@@ -1027,6 +1027,52 @@ static void test_ttl_active(void **state)
     assert_int_equal(pk_txn_commit(t), 0);
 }
 
+/* Only partitions 1 and 2 may expire here (the others are led elsewhere). */
+static int only_1_and_2(void *ctx, uint32_t part)
+{
+    (*(int *)ctx)++;
+    return part == 1 || part == 2;
+}
+
+static void test_ttl_active_filtered(void **state)
+{
+    pk_store *s = st_of(state);
+    pk_txn *t = wtxn(s);
+    pk_set_opts o = {0, 0};
+    char k[16];
+    size_t n;
+    uint64_t size;
+    int done, asked = 0;
+
+    /* Interleaved in expiry order: partitions 0, 1, 2, 3, 0, 1, ... */
+    for (int i = 0; i < 40; i++) {
+        snprintf(k, sizeof(k), "k%d", i);
+        o.expire_at = NOW + 10 + (uint64_t)i;
+        assert_int_equal(
+            pk_str_set(t, (uint32_t)i % 4, S(k), S("v"), &o, NOW, &done, NULL),
+            0);
+    }
+    assert_int_equal(
+        pk_store_expire_cycle_if(t, NOW + 100, 5, only_1_and_2, &asked, &n), 0);
+    assert_int_equal(n, 5);
+    assert_int_equal(
+        pk_store_expire_cycle_if(t, NOW + 100, 100, only_1_and_2, &asked, &n),
+        0);
+    assert_int_equal(n, 15);
+    assert_true(asked >= 40);
+    assert_int_equal(pk_store_dbsize(t, &size), 0);
+    assert_int_equal(size, 20); /* partitions 0 and 3 untouched */
+    expect_get(t, 0, "k0", "v", NOW);
+    expect_get(t, 3, "k3", "v", NOW);
+    /* Refused entries are skipped a bounded number of times per call. */
+    assert_int_equal(
+        pk_store_expire_cycle_if(t, NOW + 100, 2, only_1_and_2, &asked, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(pk_store_expire_cycle(t, NOW + 100, 100, &n), 0);
+    assert_int_equal(n, 20);
+    assert_int_equal(pk_txn_commit(t), 0);
+}
+
 static void test_counters(void **state)
 {
     pk_store *s = st_of(state);
@@ -1221,6 +1267,7 @@ int main(void)
         T(test_generic_keys),
         T(test_ttl_lazy),
         T(test_ttl_active),
+        T(test_ttl_active_filtered),
         T(test_counters),
         T(test_scan),
         T(test_scan_edges),
