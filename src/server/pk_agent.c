@@ -10,12 +10,14 @@
 
 #include "core/pk_err.h"
 #include "core/pk_pmap.h"
+#include "core/pk_pmap_move.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_sclient.h"
 #include "server/pk_srv.h"
 
 #define KEEPALIVE_MS 1000
 #define CALL_TIMEOUT_MS 2000
+#define RECORD_POLL_MS 200
 
 struct pk_agent {
     pk_server *srv;
@@ -30,6 +32,12 @@ struct pk_agent {
     int64_t last_keepalive;
     int proxy;     /* follow a node's PK.MAP instead of the coordinator */
     pk_pmap *last; /* proxy: the map last posted */
+    pthread_mutex_t lock; /* guards jobs */
+    pthread_cond_t wake;  /* a job was submitted */
+    pk_agent_job *jobs;   /* commits to run, oldest first */
+    int64_t last_record;  /* when the rebalance record was last read */
+    atomic_int rb_paused;
+    atomic_ullong rb_rate;
 };
 
 static int64_t mono_ms(void)
@@ -45,6 +53,21 @@ static void sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
     nanosleep(&ts, NULL);
+}
+
+/* Sleeps up to ms, waking early when a job is submitted. */
+static void wait_ms(pk_agent *a, int ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&a->lock);
+    if (a->jobs == NULL)
+        pthread_cond_timedwait(&a->wake, &a->lock, &ts);
+    pthread_mutex_unlock(&a->lock);
 }
 
 /* One call; a transport failure drops the connection. */
@@ -68,6 +91,9 @@ static int64_t elem_int(const pk_rr *r, size_t i)
         return -1;
     return r->elems[i].integer;
 }
+
+static int ensure_member(pk_agent *a);
+static void post_map(pk_agent *a, pk_pmap *m);
 
 static int connect_and_register(pk_agent *a)
 {
@@ -106,7 +132,7 @@ static int connect_and_register(pk_agent *a)
     pk_rr_free(r);
     a->lease = (uint64_t)id;
     a->last_keepalive = mono_ms();
-    return 0;
+    return ensure_member(a);
 }
 
 static void keepalive(pk_agent *a)
@@ -136,26 +162,242 @@ static void post_map(pk_agent *a, pk_pmap *m)
     uv_async_send(&s->map_async);
 }
 
-static void poll_map(pk_agent *a)
+/*
+ * The map and its mod_revision.  Returns 0, PK_ENOTFOUND (no map yet),
+ * PK_ECORRUPT, or a transport error (the connection is then dropped).
+ */
+static int get_map(pk_agent *a, pk_pmap **m, uint64_t *rev)
 {
     const char *argv[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "map"};
     pk_rr *r = NULL, *kv;
-    pk_pmap *m = NULL;
+    int rc = call(a, &r, 3, argv, NULL);
 
+    if (rc != PK_OK)
+        return rc;
+    rc = PK_ENOTFOUND;
+    if (r->type == PK_RR_ARRAY && r->n == 2 &&
+        r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
+        kv = &r->elems[1];
+        *rev = (uint64_t)kv->elems[3].integer;
+        rc = pk_pmap_decode((const uint8_t *)kv->elems[1].str, kv->elems[1].len,
+                            m);
+    }
+    pk_rr_free(r);
+    return rc;
+}
+
+/*
+ * Writes m over the map at mod_revision rev.  Returns 0 and posts m to the
+ * loop (taking it), PK_ESTALE (someone else changed the map first), or
+ * another error; m stays the caller's on error.
+ */
+static int cas_map(pk_agent *a, pk_pmap *m, uint64_t rev)
+{
+    char srev[24];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pk_rr *r = NULL;
+    int rc = pk_pmap_encode(m, &buf, &len);
+
+    if (rc != PK_OK)
+        return rc;
+    snprintf(srev, sizeof(srev), "%llu", (unsigned long long)rev);
+    const char *argv[] = {
+        "PK.COORD",        "CAS", PK_CLUSTER_PREFIX "map", srev,
+        (const char *)buf, "0"};
+    size_t lens[] = {8, 3, strlen(argv[2]), strlen(srev), len, 1};
+    rc = call(a, &r, 6, argv, lens);
+    free(buf);
+    if (rc != PK_OK)
+        return rc;
+    if (r->type == PK_RR_ARRAY && r->n >= 1 && r->elems[0].type == PK_RR_INT) {
+        a->map_rev = (uint64_t)r->elems[0].integer;
+        post_map(a, m);
+    } else {
+        rc = r->type == PK_RR_ERROR && strncmp(r->str, "ESTALE", 6) == 0
+                 ? PK_ESTALE
+                 : PK_EPROTO;
+    }
+    pk_rr_free(r);
+    return rc;
+}
+
+static void poll_map(pk_agent *a)
+{
+    pk_pmap *m = NULL;
+    uint64_t rev = 0;
+
+    if (get_map(a, &m, &rev) != PK_OK)
+        return;
+    if (rev != a->map_rev) {
+        a->map_rev = rev;
+        post_map(a, m);
+    } else {
+        pk_pmap_free(m);
+    }
+}
+
+/*
+ * A node that joins adds itself to an existing map (UP, weight 1, no
+ * partitions: a rebalance gives it some) and a known node whose address
+ * changed records the new one.  No map yet: `cluster up` makes it.
+ */
+static int ensure_member(pk_agent *a)
+{
+    pk_cluster *cl = &a->srv->cluster;
+
+    for (;;) {
+        pk_pmap *m = NULL;
+        uint64_t rev = 0;
+        uint32_t id;
+        int rc = get_map(a, &m, &rev);
+        if (rc == PK_ENOTFOUND || rc == PK_ECORRUPT)
+            return 0;
+        if (rc != PK_OK)
+            return -1;
+        if (pk_pmap_node_find(m, cl->name, &id) == PK_OK) {
+            if (strcmp(m->nodes[id].addr, cl->addr) == 0) {
+                pk_pmap_free(m);
+                return 0;
+            }
+            snprintf(m->nodes[id].addr, sizeof(m->nodes[id].addr), "%s",
+                     cl->addr);
+        } else if (pk_pmap_node_add(m, cl->name, cl->addr, NULL, 1.0, &id) !=
+                   PK_OK) {
+            pk_pmap_free(m);
+            return -1;
+        }
+        m->epoch++;
+        rc = cas_map(a, m, rev);
+        if (rc == PK_OK)
+            return 0;
+        pk_pmap_free(m);
+        if (rc != PK_ESTALE)
+            return -1;
+    }
+}
+
+/* One attempt at a commit job: 0 done, else retry later. */
+static int run_job(pk_agent *a, pk_agent_job *j)
+{
+    pk_pmap *m = NULL;
+    uint64_t rev = 0;
+    uint32_t self;
+    int rc = get_map(a, &m, &rev), changed = 0;
+
+    if (rc == PK_ENOTFOUND || rc == PK_ECORRUPT) {
+        memset(j->switched, 0, j->n); /* no map: nothing is moving */
+        return PK_OK;
+    }
+    if (rc != PK_OK)
+        return rc;
+    if (pk_pmap_node_find(m, a->srv->cluster.name, &self) != PK_OK) {
+        pk_pmap_free(m);
+        memset(j->switched, 0, j->n);
+        return PK_OK; /* not in the map: nothing of ours to commit */
+    }
+    for (uint32_t i = 0; i < j->n; i++) {
+        uint32_t p = j->parts[i], leader = pk_pmap_leader(m, p);
+        j->switched[i] = leader == j->target; /* an earlier attempt did */
+        if (leader == self && pk_pmap_move_commit(m, p, j->target) == PK_OK)
+            j->switched[i] = changed = 1;
+    }
+    if (!changed) {
+        pk_pmap_free(m);
+        return PK_OK;
+    }
+    m->epoch++;
+    rc = cas_map(a, m, rev);
+    if (rc != PK_OK)
+        pk_pmap_free(m);
+    return rc;
+}
+
+/* Runs queued jobs until one must wait for a reconnection. */
+static void run_jobs(pk_agent *a)
+{
+    pk_server *s = a->srv;
+
+    for (;;) {
+        pk_agent_job *j;
+        pthread_mutex_lock(&a->lock);
+        j = a->jobs;
+        pthread_mutex_unlock(&a->lock);
+        if (j == NULL || a->cli == NULL || run_job(a, j) != PK_OK)
+            return;
+        pthread_mutex_lock(&a->lock);
+        a->jobs = j->next;
+        pthread_mutex_unlock(&a->lock);
+        pthread_mutex_lock(&s->map_lock);
+        j->next = NULL;
+        pk_agent_job **pp = &s->jobs_done;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = j;
+        pthread_mutex_unlock(&s->map_lock);
+        uv_async_send(&s->map_async);
+    }
+}
+
+void pk_agent_commit(pk_agent *a, pk_agent_job *j)
+{
+    pthread_mutex_lock(&a->lock);
+    j->next = NULL;
+    pk_agent_job **pp = &a->jobs;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = j;
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->lock);
+}
+
+void pk_agent_finish_jobs(pk_server *s)
+{
+    pk_agent_job *j;
+
+    pthread_mutex_lock(&s->map_lock);
+    j = s->jobs_done;
+    s->jobs_done = NULL;
+    pthread_mutex_unlock(&s->map_lock);
+    while (j) {
+        pk_agent_job *next = j->next;
+        j->done(j);
+        j = next;
+    }
+}
+
+/* Reads the rebalance run record: state and rate, for throttling. */
+static void poll_record(pk_agent *a)
+{
+    const char *argv[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "rebalance"};
+    unsigned long long rate = PK_AGENT_RATE_DEFAULT;
+    int paused = 0;
+    pk_rr *r = NULL;
+
+    if (mono_ms() - a->last_record < RECORD_POLL_MS)
+        return;
+    a->last_record = mono_ms();
     if (call(a, &r, 3, argv, NULL) != PK_OK)
         return;
     if (r->type == PK_RR_ARRAY && r->n == 2 &&
         r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
-        kv = &r->elems[1];
-        uint64_t rev = (uint64_t)kv->elems[3].integer;
-        if (rev != a->map_rev &&
-            pk_pmap_decode((const uint8_t *)kv->elems[1].str, kv->elems[1].len,
-                           &m) == PK_OK) {
-            a->map_rev = rev;
-            post_map(a, m);
-        }
+        const pk_rr *v = &r->elems[1].elems[1];
+        char text[256], *at;
+        snprintf(text, sizeof(text), "%.*s", (int)(v->len < 255 ? v->len : 255),
+                 v->str ? v->str : "");
+        paused = strstr(text, "state=paused") != NULL;
+        if ((at = strstr(text, "rate=")) != NULL)
+            rate = strtoull(at + 5, NULL, 10);
     }
     pk_rr_free(r);
+    atomic_store(&a->rb_paused, paused);
+    atomic_store(&a->rb_rate, rate);
+}
+
+void pk_agent_rebalance(pk_agent *a, int *paused, uint64_t *rate)
+{
+    *paused = a ? atomic_load(&a->rb_paused) : 0;
+    *rate = a ? atomic_load(&a->rb_rate) : PK_AGENT_RATE_DEFAULT;
 }
 
 /*
@@ -238,10 +480,14 @@ static void *agent_main(void *arg)
                 continue;
             }
         }
-        poll_map(a);
+        run_jobs(a);
+        if (a->cli)
+            poll_map(a);
+        if (a->cli)
+            poll_record(a);
         if (a->cli && mono_ms() - a->last_keepalive >= KEEPALIVE_MS)
             keepalive(a);
-        sleep_ms(PK_AGENT_POLL_MS);
+        wait_ms(a, PK_AGENT_POLL_MS);
     }
     pk_sclient_free(a->cli);
     pk_pmap_free(a->last);
@@ -261,6 +507,10 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
     a->port = port;
     a->proxy = secret == NULL;
     atomic_init(&a->stop, 0);
+    atomic_init(&a->rb_paused, 0);
+    atomic_init(&a->rb_rate, PK_AGENT_RATE_DEFAULT);
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->wake, NULL);
     if (pthread_create(&a->thread, NULL, agent_main, a) != 0) {
         free(a);
         return PK_EIO;
@@ -274,6 +524,11 @@ void pk_agent_stop(pk_agent *a)
     if (a == NULL)
         return;
     atomic_store(&a->stop, 1);
+    pthread_mutex_lock(&a->lock);
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->lock);
     pthread_join(a->thread, NULL);
+    pthread_mutex_destroy(&a->lock);
+    pthread_cond_destroy(&a->wake);
     free(a);
 }

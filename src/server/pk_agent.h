@@ -11,6 +11,14 @@
  *
  * It uses a blocking client (pk_sclient) so that coordinator latency never
  * stalls the loop.
+ *
+ * It also does the node's own map edits: a node that joins adds itself to
+ * the map (state UP, no partitions) or refreshes its address; a move
+ * source commits its finished moves (pk_agent_commit), retrying across
+ * compare-and-swap races and reconnections until the coordinator has
+ * decided; and it reads the rebalance run record (/partkv/<cluster>/
+ * rebalance, "plan=ID state=running|paused|... rate=BYTES ...") so moves
+ * follow pause and the bandwidth cap.
  */
 #ifndef PK_SERVER_PK_AGENT_H
 #define PK_SERVER_PK_AGENT_H
@@ -32,6 +40,34 @@ typedef struct pk_agent pk_agent;
  */
 int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
                    pk_agent **out);
+
+/*
+ * A commit of moves whose copies are complete: for each partition parts[i]
+ * still led by this node and moving to node `target`, the target takes
+ * over (pk_pmap_move_commit), all in one map CAS.  switched[i] says which
+ * did (also when an earlier attempt already committed it); a partition
+ * whose move was cancelled meanwhile stays.  `done` runs on the loop
+ * after the new map is installed there; the job stays the submitter's.
+ */
+typedef struct pk_agent_job {
+    uint32_t target, n;
+    const uint32_t *parts;
+    uint8_t *switched; /* n entries, filled by the agent */
+    void (*done)(struct pk_agent_job *j);
+    void *ctx;
+    struct pk_agent_job *next;
+} pk_agent_job;
+
+void pk_agent_commit(pk_agent *a, pk_agent_job *j);
+
+/* The loop side: runs the done callbacks of finished jobs. */
+void pk_agent_finish_jobs(pk_server *s);
+
+/* The rebalance run record as last read: paused, and the cluster-wide
+ * rate cap in bytes/s (0: none). */
+void pk_agent_rebalance(pk_agent *a, int *paused, uint64_t *rate);
+
+#define PK_AGENT_RATE_DEFAULT 50000000ull /* 50 MB/s without a record */
 
 /* Stops the thread, revokes nothing (the lease expires), frees.  NULL ok. */
 void pk_agent_stop(pk_agent *a);

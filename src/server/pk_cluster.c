@@ -15,6 +15,8 @@
 #include "core/pk_hash.h"
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
+#include "server/pk_move.h"
+#include "server/pk_srv.h"
 #include "store/pk_key.h"
 #include "store/pk_store_part.h"
 
@@ -117,11 +119,22 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
         pk_reply_error(x->out, "CLUSTERDOWN Hash slot not served");
         return 0;
     }
-    if (leader == cl->self || asking) {
+    if (leader == cl->self) {
+        /* A write to a partition in the switch of a move waits for it,
+         * then runs here or is redirected to the new owner. */
+        if ((cmd->flags & PK_CMD_WRITE) &&
+            pk_move_fenced(x->srv, (uint32_t)slot)) {
+            pk_conn_hold(x);
+            return 0;
+        }
         x->have_part = 1;
         x->part = (uint32_t)slot;
         return 1;
     }
+    /* Moves switch ownership atomically, so no node ever answers -ASK and
+     * ASKING grants nothing: like Redis for a slot that is not being
+     * imported, the owner's address comes back as MOVED. */
+    (void)asking;
     if (x->srv->cfg.forward) {
         int rc = pk_link_forward(x->srv, x->c, cl->map->nodes[leader].addr,
                                  x->argc, x->argv);

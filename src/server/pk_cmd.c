@@ -5,6 +5,7 @@
  * not list.
  */
 #include "server/pk_cmd.h"
+#include "server/pk_move.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +65,8 @@ static const pk_cmd table[] = {
     {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth},
     {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord},
     {"pk.map", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_map},
+    {"pk.move", -2, N, 0, 0, 0, "slow", pk_cmd_pk_move},
+    {"pk.moves", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_moves},
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit},

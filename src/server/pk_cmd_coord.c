@@ -24,6 +24,7 @@
 #include "coord/pk_coord.h"
 #include "core/pk_err.h"
 #include "server/pk_cmd.h"
+#include "server/pk_link.h"
 
 typedef struct coord_call {
     pk_cmd_ctx *x;
@@ -180,6 +181,12 @@ void pk_cmd_pk_coord(pk_cmd_ctx *x)
     if (!x->c->internal) {
         pk_reply_error(x->out, "NOAUTH PK.COORD needs PK.AUTH with the "
                                "cluster secret");
+        return;
+    }
+    if (co == NULL && x->srv->cfg.join &&
+        pk_link_forward(x->srv, x->c, x->srv->cfg.join, x->argc, x->argv) ==
+            PK_OK) {
+        x->c->iter_cmds--; /* the coordinator's host answers */
         return;
     }
     if (co == NULL) {

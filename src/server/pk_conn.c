@@ -24,6 +24,7 @@
 
 #include "core/pk_err.h"
 #include "server/pk_link.h"
+#include "server/pk_move.h"
 #include "server/pk_srv.h"
 
 static void process(pk_conn *c);
@@ -213,6 +214,57 @@ void pk_conn_flush(pk_conn *c)
         resume_later(c);
 }
 
+void pk_conn_hold(pk_cmd_ctx *x)
+{
+    pk_conn *c = x->c;
+    size_t bytes = (size_t)x->argc * sizeof(pk_arg);
+    char *p;
+
+    for (int i = 0; i < x->argc; i++)
+        bytes += x->argv[i].len + 1;
+    c->held = malloc(bytes);
+    if (c->held == NULL) {
+        pk_reply_error(x->out, "TRYAGAIN partition is moving");
+        return;
+    }
+    p = (char *)(c->held + x->argc);
+    for (int i = 0; i < x->argc; i++) {
+        memcpy(p, x->argv[i].ptr, x->argv[i].len);
+        p[x->argv[i].len] = '\0';
+        c->held[i].ptr = p;
+        c->held[i].len = x->argv[i].len;
+        p += x->argv[i].len + 1;
+    }
+    c->nheld = x->argc;
+    c->waiting_fwd = 1; /* runs nothing more, reads nothing more */
+    c->iter_cmds--;     /* its reply comes when it runs again */
+    c->held_next = c->srv->held;
+    c->srv->held = c;
+}
+
+void pk_conn_release_all(pk_server *s)
+{
+    pk_conn *c = s->held;
+
+    s->held = NULL;
+    while (c) {
+        pk_conn *next = c->held_next;
+        pk_arg *argv = c->held;
+        pk_cmd_ctx x = {.srv = s, .c = c, .out = &c->out, .proto = c->proto};
+        c->held = NULL;
+        c->held_next = NULL;
+        c->waiting_fwd = 0;
+        iter_join(c);
+        c->iter_cmds++;
+        x.argc = c->nheld;
+        x.argv = argv;
+        pk_cmd_dispatch(&x); /* may hold again, or forward */
+        free(argv);
+        process(c);
+        c = next;
+    }
+}
+
 void pk_conn_resume(pk_conn *c)
 {
     if (c->freed)
@@ -243,6 +295,15 @@ void pk_conn_close(pk_conn *c)
     c->freed = 1;
     if (c->waiting_fwd)
         pk_link_forget(s, c);
+    if (c->held) {
+        pk_conn **pp = &s->held;
+        while (*pp != c)
+            pp = &(*pp)->held_next;
+        *pp = c->held_next;
+        free(c->held);
+        c->held = NULL;
+    }
+    pk_move_conn_closed(s, c);
     if (c->in_resume) {
         pk_conn **pp = &s->resume;
         while (*pp != c)

@@ -31,6 +31,8 @@ typedef struct pk_fwd {
     int retried;
     pk_scatter *sc; /* non-NULL for a sub-command of a split command */
     size_t idx;     /* its position in sc */
+    pk_link_cb cb;  /* non-NULL for pk_link_call: the reply goes here */
+    void *ctx;
     struct pk_fwd *next;
 } pk_fwd;
 
@@ -40,6 +42,7 @@ typedef struct pk_link {
     uv_write_t wreq;
     pk_server *srv;
     char addr[64];
+    int calls; /* 1: a link for pk_link_call, kept apart from forwarding */
     int connected, writing, closed;
     pk_obuf pending; /* requests not yet handed to the socket */
     pk_obuf wire;    /* requests in flight in wreq */
@@ -95,10 +98,10 @@ static void write_reply(pk_obuf *ob, int proto, const pk_rr *r)
     }
 }
 
-static pk_link *link_find(pk_server *s, const char *addr)
+static pk_link *link_find(pk_server *s, const char *addr, int calls)
 {
     for (pk_link *l = s->links; l; l = l->next)
-        if (!l->closed && strcmp(l->addr, addr) == 0)
+        if (!l->closed && l->calls == calls && strcmp(l->addr, addr) == 0)
             return l;
     return NULL;
 }
@@ -172,6 +175,10 @@ static void deliver(pk_fwd *f, const pk_rr *r, const char *err)
 {
     pk_conn *c = f->c;
 
+    if (f->cb) {
+        f->cb(f->ctx, r, err);
+        return;
+    }
     if (f->sc) {
         scatter_part(f, r, err);
         return;
@@ -325,7 +332,7 @@ static void on_link_connect(uv_connect_t *req, int status)
     link_write(l);
 }
 
-static int link_open(pk_server *s, const char *addr, pk_link **out)
+static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
 {
     struct sockaddr_in sa;
     char host[64];
@@ -343,6 +350,7 @@ static int link_open(pk_server *s, const char *addr, pk_link **out)
         return PK_ENOMEM;
     }
     l->srv = s;
+    l->calls = calls;
     snprintf(l->addr, sizeof(l->addr), "%s", addr);
     pk_obuf_init(&l->pending);
     pk_obuf_init(&l->wire);
@@ -377,11 +385,11 @@ static int link_open(pk_server *s, const char *addr, pk_link **out)
 static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
                    int retried, pk_scatter *sc, size_t idx)
 {
-    pk_link *l = link_find(s, addr);
+    pk_link *l = link_find(s, addr, 0);
     pk_fwd *f;
     int rc;
 
-    if (l == NULL && (rc = link_open(s, addr, &l)) != PK_OK)
+    if (l == NULL && (rc = link_open(s, addr, 0, &l)) != PK_OK)
         return rc;
     f = calloc(1, sizeof(*f));
     if (f == NULL || pk_obuf_append(&l->pending, cmd->data + cmd->head,
@@ -485,6 +493,54 @@ int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
         }
     }
     return PK_OK;
+}
+
+int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
+                 void *ctx)
+{
+    pk_link *l = link_find(s, addr, 1);
+    pk_fwd *f;
+    int rc;
+
+    if (l == NULL && (rc = link_open(s, addr, 1, &l)) != PK_OK)
+        return rc;
+    f = calloc(1, sizeof(*f));
+    if (f == NULL || pk_obuf_append(&l->pending, cmd->data + cmd->head,
+                                    pk_obuf_pending(cmd)) != PK_OK) {
+        free(f);
+        return PK_ENOMEM;
+    }
+    pk_obuf_reset(cmd);
+    pk_obuf_init(&f->cmd);
+    f->cb = cb;
+    f->ctx = ctx;
+    f->retried = 1; /* a MOVED is the callee's answer, not a redirect */
+    if (l->tail)
+        l->tail->next = f;
+    else
+        l->head = f;
+    l->tail = f;
+    link_write(l);
+    return PK_OK;
+}
+
+void pk_link_drop(pk_server *s, const char *addr)
+{
+    pk_link *l = link_find(s, addr, 1);
+
+    if (l)
+        link_fail(l, "dropped");
+}
+
+void pk_link_drop_all_calls(pk_server *s)
+{
+    pk_link *l = s->links, *next;
+
+    for (; l; l = next) {
+        next = l->next;
+        if (l->calls)
+            link_fail(l, "shutting down");
+    }
 }
 
 void pk_link_forget(pk_server *s, pk_conn *c)

@@ -12,7 +12,10 @@
 #ifndef PK_SERVER_PK_LINK_H
 #define PK_SERVER_PK_LINK_H
 
+#include "proto/pk_reply.h"
 #include "proto/pk_resp.h"
+
+struct pk_rr;
 
 typedef struct pk_server pk_server;
 typedef struct pk_conn pk_conn;
@@ -34,6 +37,22 @@ int pk_link_forward(pk_server *s, pk_conn *c, const char *addr, int argc,
  */
 int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
                     const char *const *addrs);
+
+/*
+ * Node-to-node calls (partition moves): sends the request in cmd (whose
+ * bytes are consumed) on a link to addr kept apart from forwarding, and
+ * calls cb with its reply, or with r NULL and err set when the link
+ * failed.  Calls to one address are answered in order.  Returns 0, or an
+ * error after which nothing was sent and cb is never called.
+ */
+typedef void (*pk_link_cb)(void *ctx, const struct pk_rr *r, const char *err);
+int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
+                 void *ctx);
+
+/* Fails every call in flight to addr (a stuck peer) and closes the link;
+ * pk_link_drop_all_calls does it for every call link. */
+void pk_link_drop(pk_server *s, const char *addr);
+void pk_link_drop_all_calls(pk_server *s);
 
 /* Drops c from every queue (it is closing); its replies are discarded. */
 void pk_link_forget(pk_server *s, pk_conn *c);

@@ -16,6 +16,7 @@
 #include "core/pk_hash.h"
 #include "server/pk_agent.h"
 #include "server/pk_link.h"
+#include "server/pk_move.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_part.h"
 
@@ -122,8 +123,8 @@ static void on_expire(uv_timer_t *t)
         return;
     if (own && pk_txn_begin(s->store, 0, &txn) != PK_OK)
         return;
-    if (pk_store_expire_cycle(txn, pk_srv_wall_ms(), EXPIRE_MAX_KEYS, &n) ==
-        PK_OK)
+    if (pk_store_expire_cycle_if(txn, pk_srv_wall_ms(), EXPIRE_MAX_KEYS,
+                                 pk_move_may_expire, s, &n) == PK_OK)
         s->expired_keys += n;
     if (own) {
         if (n)
@@ -197,7 +198,7 @@ static void on_coord_tick(uv_timer_t *t)
     pk_coord_embedded_tick(s->coord);
 }
 
-/* The agent posted a map: it replaces ours in one step. */
+/* The agent posted a map, or finished commits: the map first. */
 static void on_map(uv_async_t *h)
 {
     pk_server *s = h->data;
@@ -208,7 +209,23 @@ static void on_map(uv_async_t *h)
     s->map_pending = NULL;
     pthread_mutex_unlock(&s->map_lock);
     if (m)
-        pk_cluster_set_map(&s->cluster, m);
+        pk_srv_set_map(s, m);
+    pk_agent_finish_jobs(s);
+}
+
+int pk_srv_set_map(pk_server *s, pk_pmap *m)
+{
+    const pk_pmap *cur = s->cluster.map;
+
+    /* Epochs only grow: a map older than ours (a poll that raced a push)
+     * is dropped. */
+    if (cur && m->epoch < cur->epoch) {
+        pk_pmap_free(m);
+        return 0;
+    }
+    pk_cluster_set_map(&s->cluster, m);
+    pk_move_map_changed(s);
+    return 1;
 }
 
 /*
@@ -292,6 +309,8 @@ static int start_cluster(pk_server *s)
         snprintf(host, sizeof(host), "%.*s", (int)(colon - c->join), c->join);
         port = atoi(colon + 1);
     }
+    if (!c->proxy_of && s->store && pk_move_init(s) != PK_OK)
+        return -1;
     pthread_mutex_init(&s->map_lock, NULL);
     uv_async_init(&s->loop, &s->map_async, on_map);
     s->map_async.data = s;
@@ -380,6 +399,7 @@ static void teardown(pk_server *s)
 {
     pk_agent_stop(s->agent); /* before the async handle closes */
     s->agent = NULL;
+    pk_move_free(s);      /* fences lifted, nothing committed */
     s->shutting_down = 0; /* on_check must not stop the closing run */
     on_check(&s->check);
     while (s->conns)

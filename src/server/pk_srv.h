@@ -51,11 +51,14 @@ struct pk_conn {
     uint32_t iter_cmds; /* commands executed this iteration */
     pk_conn *iter_next; /* next connection touched this iteration */
     int in_iter;
-    int blocked;          /* reading stopped by backpressure */
-    int asking;           /* ASKING: the next command may be imported */
-    int readonly;         /* READONLY: reads may be served by followers */
-    int internal;         /* presented the cluster secret (PK.AUTH) */
-    int waiting_fwd;      /* a forwarded command's reply is outstanding */
+    int blocked;     /* reading stopped by backpressure */
+    int asking;      /* ASKING: the next command may be imported */
+    int readonly;    /* READONLY: reads may be served by followers */
+    int internal;    /* presented the cluster secret (PK.AUTH) */
+    int waiting_fwd; /* a forwarded command's reply is outstanding */
+    pk_arg *held;    /* a command waiting on a fence, or NULL */
+    int nheld;
+    pk_conn *held_next;   /* on srv->held */
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     int in_resume;
     pk_conn *prev, *next; /* all connections */
@@ -81,16 +84,19 @@ struct pk_server {
     pk_server_config cfg;
     pk_store *store;
     pk_cluster cluster;
-    struct pk_coord *coord;      /* hosted coordinator, or NULL */
-    uv_timer_t coord_timer;      /* lease expiry of the hosted coordinator */
-    struct pk_agent *agent;      /* link to the coordinator, or NULL */
-    struct pk_link *links;       /* forwarding links to peers */
-    uv_async_t map_async;        /* the agent posted a map */
-    pthread_mutex_t map_lock;    /* guards map_pending */
-    struct pk_pmap *map_pending; /* owned; taken by the loop */
+    struct pk_coord *coord;         /* hosted coordinator, or NULL */
+    uv_timer_t coord_timer;         /* lease expiry of the hosted coordinator */
+    struct pk_agent *agent;         /* link to the coordinator, or NULL */
+    struct pk_link *links;          /* forwarding links to peers */
+    uv_async_t map_async;           /* the agent posted a map */
+    pthread_mutex_t map_lock;       /* guards map_pending */
+    struct pk_pmap *map_pending;    /* owned; taken by the loop */
+    struct pk_agent_job *jobs_done; /* finished commits, guarded too */
+    struct pk_mover *mover;         /* partition moves (pk_move.h) */
     pk_txn *txn;    /* this iteration's write transaction, or NULL */
     pk_conn *iter;  /* connections touched this iteration */
     pk_conn *conns; /* all connections */
+    pk_conn *held;  /* connections holding a command (pk_conn_hold) */
     uint32_t nconns;
     uint64_t next_id;
     uint64_t now_ms; /* wall clock, refreshed per read batch */
@@ -124,6 +130,11 @@ void pk_conn_flush(pk_conn *c);
 void pk_conn_close(pk_conn *c);
 /* A forwarded reply arrived: send what is committed, run what waits. */
 void pk_conn_resume(pk_conn *c);
+/* Holds the command in x (copied) until pk_conn_release_all: the
+ * connection runs nothing else meanwhile (a write waiting on a fence). */
+void pk_conn_hold(pk_cmd_ctx *x);
+/* Runs every held command again, then what each connection has buffered */
+void pk_conn_release_all(pk_server *s);
 
 /* pk_server.c */
 uint64_t pk_srv_wall_ms(void);
@@ -133,6 +144,9 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x);
 /* The partition of a key (Redis Cluster slot). */
 uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len);
 void pk_srv_shutdown(pk_server *s);
+/* Installs map m (taking it) unless it is older than the one held; then
+ * moves and the janitor look at it.  Returns 1 if installed. */
+int pk_srv_set_map(pk_server *s, struct pk_pmap *m);
 
 /* pk_cmd.c */
 void pk_cmd_dispatch(pk_cmd_ctx *x);

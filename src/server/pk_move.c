@@ -1,0 +1,209 @@
+/*
+ * pk_move: the mover's life cycle, the write fence, the janitor and
+ * PK.MOVES (see pk_move.h; sessions in pk_move_src.c, the target side in
+ * pk_move_dst.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "core/pk_err.h"
+#include "core/pk_pmap_move.h"
+#include "server/pk_cmd.h"
+#include "server/pk_move_int.h"
+#include "store/pk_store_part.h"
+
+#define TICK_MS 10
+#define JANITOR_RECORDS 20000 /* per partition and step */
+#define JANITOR_PARTS 256
+
+uint64_t pk__mv_now(void)
+{
+    return pk_srv_wall_ms();
+}
+
+/* Grows the per-partition arrays to the map's partition count. */
+static int fit(pk_mover *mv, uint32_t n)
+{
+    uint8_t *f, *b;
+
+    if (n <= mv->cap)
+        return PK_OK;
+    f = realloc(mv->fenced, n);
+    if (f == NULL)
+        return PK_ENOMEM;
+    mv->fenced = f;
+    b = realloc(mv->busy, n);
+    if (b == NULL)
+        return PK_ENOMEM;
+    mv->busy = b;
+    memset(mv->fenced + mv->cap, 0, n - mv->cap);
+    memset(mv->busy + mv->cap, 0, n - mv->cap);
+    mv->cap = n;
+    return PK_OK;
+}
+
+/* 1 when this node's map says it holds p or is receiving it. */
+static int holds(const pk_cluster *cl, uint32_t p)
+{
+    const pk_partition *pt = &cl->map->parts[p];
+
+    if (pt->move_target == cl->self)
+        return 1;
+    for (uint32_t i = 0; i < pt->nreplicas; i++)
+        if (pt->replicas[i] == cl->self)
+            return 1;
+    for (uint32_t i = 0; i < pt->nlearners; i++)
+        if (pt->learners[i] == cl->self)
+            return 1;
+    return 0;
+}
+
+/*
+ * One janitor step: drops partitions held neither by the map nor by a
+ * session or an import -- at most JANITOR_PARTS of them, each call bounded
+ * by JANITOR_RECORDS -- in its own transaction (timers run between
+ * iterations, when none is open).
+ */
+static void janitor_step(pk_mover *mv)
+{
+    pk_server *s = mv->srv;
+    const pk_cluster *cl = &s->cluster;
+    pk_txn *t = NULL;
+    pk_part_stats st;
+    uint32_t part, dropped = 0;
+
+    if (cl->map == NULL || cl->self == PK_NODE_NONE || s->txn != NULL ||
+        pk_txn_begin(s->store, 0, &t) != PK_OK)
+        return;
+    mv->janitor = 0;
+    for (uint64_t p = 0; pk_store_part_next(t, p, &part, &st) == PK_OK;
+         p = (uint64_t)part + 1) {
+        int done = 0;
+        if (part >= cl->map->npartitions ||
+            (part < mv->cap && (mv->busy[part] || mv->fenced[part])) ||
+            holds(cl, part) || pk__mv_importing(mv, part))
+            continue;
+        if (dropped == JANITOR_PARTS ||
+            pk_store_part_drop(t, part, JANITOR_RECORDS, &done) != PK_OK ||
+            !done) {
+            mv->janitor = 1; /* more next time */
+            break;
+        }
+        dropped++;
+    }
+    if (dropped || mv->janitor)
+        pk_txn_commit(t);
+    else
+        pk_txn_abort(t);
+}
+
+static void on_tick(uv_timer_t *h)
+{
+    pk_mover *mv = h->data;
+
+    mv->ticks++;
+    pk__mv_check(mv);
+    pk__mv_pump_all(mv);
+    if (mv->ticks % 10 == 0) { /* every 100 ms */
+        pk__mv_scan(mv);
+        if (mv->janitor)
+            janitor_step(mv);
+    }
+}
+
+int pk_move_init(pk_server *s)
+{
+    pk_mover *mv = calloc(1, sizeof(*mv));
+
+    if (mv == NULL)
+        return PK_ENOMEM;
+    mv->srv = s;
+    uv_timer_init(&s->loop, &mv->tick);
+    mv->tick.data = mv;
+    uv_timer_start(&mv->tick, on_tick, TICK_MS, TICK_MS);
+    s->mover = mv;
+    return PK_OK;
+}
+
+void pk_move_free(pk_server *s)
+{
+    pk_mover *mv = s->mover;
+
+    if (mv == NULL)
+        return;
+    pk__mv_end_all(mv);
+    pk__mv_imports_free(mv);
+    uv_timer_stop(&mv->tick);
+    free(mv->fenced);
+    free(mv->busy);
+    free(mv->retry_at);
+    free(mv);
+    s->mover = NULL;
+}
+
+void pk_move_map_changed(pk_server *s)
+{
+    pk_mover *mv = s->mover;
+    const pk_pmap *m = s->cluster.map;
+
+    if (mv == NULL || m == NULL || fit(mv, m->npartitions) != PK_OK)
+        return;
+    mv->moving = 0;
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        mv->moving += m->parts[p].move_target != PK_NODE_NONE;
+    mv->janitor = 1;
+    pk__mv_check(mv);
+    pk__mv_scan(mv);
+}
+
+int pk_move_fenced(const pk_server *s, uint32_t part)
+{
+    const pk_mover *mv = s->mover;
+
+    return mv && part < mv->cap && mv->fenced[part];
+}
+
+int pk_move_may_expire(void *server, uint32_t part)
+{
+    pk_server *s = server;
+    const pk_cluster *cl = &s->cluster;
+
+    if (!cl->enabled)
+        return 1;
+    return cl->map && pk_pmap_leader(cl->map, part) == cl->self &&
+           !pk_move_fenced(s, part);
+}
+
+static const char *phase_name(int phase)
+{
+    static const char *names[] = {"begin", "copying", "catchup", "fenced",
+                                  "final", "sync",    "commit",  "push"};
+
+    return phase >= 0 && phase <= MV_PUSH ? names[phase] : "?";
+}
+
+/* PK.MOVES: one entry per session this node runs as a source. */
+void pk_cmd_pk_moves(pk_cmd_ctx *x)
+{
+    pk_mover *mv = x->srv->mover;
+    size_t n = 0;
+    uint64_t now = pk__mv_now();
+
+    for (pk_msess *ss = mv ? mv->sessions : NULL; ss; ss = ss->next)
+        n++;
+    pk_reply_array(x->out, n);
+    for (pk_msess *ss = mv ? mv->sessions : NULL; ss; ss = ss->next) {
+        pk_reply_map(x->out, x->proto, 5);
+        pk_reply_bulk_str(x->out, "target");
+        pk_reply_bulk_str(x->out, ss->addr);
+        pk_reply_bulk_str(x->out, "partitions");
+        pk_reply_int(x->out, ss->n);
+        pk_reply_bulk_str(x->out, "state");
+        pk_reply_bulk_str(x->out, phase_name(ss->phase));
+        pk_reply_bulk_str(x->out, "bytes");
+        pk_reply_int(x->out, (int64_t)ss->bytes);
+        pk_reply_bulk_str(x->out, "elapsed_ms");
+        pk_reply_int(x->out, (int64_t)(now - ss->started_ms));
+    }
+}
