@@ -15,5 +15,7 @@ int pk_cli_server(int argc, char **argv);
 int pk_cli_cluster(int argc, char **argv);
 int pk_cli_cluster_view(int argc, char **argv);
 int pk_cli_proxy(int argc, char **argv);
+int pk_cli_node(int argc, char **argv);
+int pk_cli_rebalance(int argc, char **argv);
 
 #endif

@@ -288,7 +288,9 @@ static int wait_registered(pk_sclient *c, unsigned long n)
     return -1;
 }
 
-/* Writes m with CAS against mod_rev (0: must not exist).  0 or -1. */
+/* Writes m with CAS against mod_rev (0: must not exist).  0, 1 when
+ * someone else changed the map first (a node refreshing its own address),
+ * or -1. */
 static int put_map(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
 {
     uint8_t *buf = NULL;
@@ -309,8 +311,10 @@ static int put_map(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
     free(buf);
     if (rc != PK_OK)
         return -1;
-    rc = r->type == PK_RR_ARRAY ? 0 : -1;
-    if (rc != 0)
+    rc = r->type == PK_RR_ARRAY                        ? 0
+         : r->str && strncmp(r->str, "ESTALE", 6) == 0 ? 1
+                                                       : -1;
+    if (rc < 0)
         fprintf(stderr, "partkv cluster up: map update refused: %s\n",
                 r->str ? r->str : "?");
     pk_rr_free(r);
@@ -320,10 +324,12 @@ static int put_map(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
 /*
  * Creates the map unless one exists; an existing map gets the nodes'
  * current addresses (ports change across restarts with --base-port 0).
- * Returns 0 and sets *created.
+ * Returns 0 and sets *created, 1 to try again (the map changed under us),
+ * or -1.
  */
-static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
-                      char ids[][PK_NAME_MAX + 1], int *created)
+static int ensure_map_once(pk_sclient *c, const up_args *a,
+                           const pk_child *kids, char ids[][PK_NAME_MAX + 1],
+                           int *created)
 {
     const char *get[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "map"};
     pk_pmap *m = NULL;
@@ -367,10 +373,25 @@ static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
         rc = pk_plan_initial(m);
     else if (rc == PK_OK && changed)
         m->epoch++;
-    if (rc == PK_OK && (*created || changed))
-        rc = put_map(c, m, mod_rev) == 0 ? PK_OK : PK_EIO;
+    if (rc == PK_OK && (*created || changed)) {
+        int put = put_map(c, m, mod_rev);
+        pk_pmap_free(m);
+        return put;
+    }
     pk_pmap_free(m);
     return rc == PK_OK ? 0 : -1;
+}
+
+/* ensure_map_once until no node races us (nodes refresh their own
+ * address in the map when they register). */
+static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
+                      char ids[][PK_NAME_MAX + 1], int *created)
+{
+    int rc = 1;
+
+    for (int tries = 0; rc == 1 && tries < 50; tries++)
+        rc = ensure_map_once(c, a, kids, ids, created);
+    return rc == 0 ? 0 : -1;
 }
 
 /* Waits until every node serves the map (CLUSTER INFO says ok). */

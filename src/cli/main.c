@@ -10,16 +10,32 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: partkv <command> [options]\n"
-               "\n"
-               "commands:\n"
-               "  server [options]         run one node (see README)\n"
-               "  cluster up [options]     run a local cluster\n"
-               "  cluster status|map|nodes --cluster HOST:PORT [--json]\n"
-               "  proxy --cluster HOST:PORT [--port P]  one keyspace\n"
-               "  sim reference            run the reference experiments\n"
-               "  sim compare [options]    compare placements on your keys\n"
-               "  help                     this text\n");
+    fprintf(f,
+            "usage: partkv <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  server [options]         run one node (see README)\n"
+            "  cluster up [options]     run a local cluster\n"
+            "  cluster status|map|nodes --cluster HOST:PORT [--json]\n"
+            "  proxy --cluster HOST:PORT [--port P]  one keyspace\n"
+            "  node drain|remove ID --cluster HOST:PORT\n"
+            "  node weight ID W --cluster HOST:PORT\n"
+            "                           edit membership (ID: node id, a\n"
+            "                           prefix of >= 6 chars, or host:port)\n"
+            "  rebalance plan --cluster HOST:PORT [--policy balanced|ring|\n"
+            "                 rendezvous] [--rate R] [--max-concurrent K]\n"
+            "                 [--json]  preview and store a plan\n"
+            "  rebalance apply ID --cluster HOST:PORT [--rate R]\n"
+            "                 [--max-concurrent K] [--yes]  run a plan\n"
+            "  rebalance pause|resume|cancel|status --cluster HOST:PORT\n"
+            "                           (status also takes --json)\n"
+            "                           rates: 50MB/s, 10KB, 1GB/s, bytes,\n"
+            "                           0 or unlimited; 1 MB = 1000000 B\n"
+            "                           secret: --secret S, $PARTKV_SECRET\n"
+            "                           or DIR/secret (--dir, ./data)\n"
+            "  sim reference            run the reference experiments\n"
+            "  sim compare [options]    compare placements on your keys\n"
+            "  help                     this text\n");
 }
 
 int main(int argc, char **argv)
@@ -36,6 +52,10 @@ int main(int argc, char **argv)
         return pk_cli_cluster(argc - 1, argv + 1);
     if (strcmp(argv[1], "proxy") == 0)
         return pk_cli_proxy(argc - 1, argv + 1);
+    if (strcmp(argv[1], "node") == 0)
+        return pk_cli_node(argc - 1, argv + 1);
+    if (strcmp(argv[1], "rebalance") == 0)
+        return pk_cli_rebalance(argc - 1, argv + 1);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage(stdout);
