@@ -10,7 +10,7 @@
 #include "server/pk_srv.h"
 #include "store/pk_store_snap.h"
 
-#define MV_CHUNK (64u << 10)       /* bytes of snapshot per PK.MOVE DATA */
+#define MV_CHUNK (256u << 10)      /* bytes of snapshot per PK.MOVE DATA */
 #define MV_WINDOW 8                /* calls in flight per session */
 #define MV_FENCE_BYTES (64u << 10) /* a tail round this small: fence */
 #define MV_TAIL_ROUNDS 16          /* then fence anyway */
