@@ -280,27 +280,36 @@ static void send_simple(pk_msess *ss, const char *sub)
     pk_obuf_free(&cmd);
 }
 
-static void on_committed(pk_agent_job *j)
+/* Sends our map to the target: it then knows what we know. */
+static void push_map(pk_msess *ss)
 {
-    pk_msess *ss = j->ctx;
-    pk_server *s = ss->mv->srv;
+    const pk_pmap *m = ss->mv->srv->cluster.map;
     uint8_t *buf = NULL;
     size_t len = 0;
     pk_obuf cmd;
 
+    if (m == NULL || pk_pmap_encode(m, &buf, &len) != PK_OK) {
+        fail(ss, "cannot encode the map");
+        return;
+    }
+    pk_obuf_init(&cmd);
+    pk_reply_array(&cmd, 3);
+    pk_reply_bulk_str(&cmd, "PK.MOVE");
+    pk_reply_bulk_str(&cmd, "PUSHMAP");
+    pk_reply_bulk(&cmd, buf, len);
+    send_cmd(ss, &cmd);
+    free(buf);
+    pk_obuf_free(&cmd);
+}
+
+static void on_committed(pk_agent_job *j)
+{
+    pk_msess *ss = j->ctx;
+
     /* Our map is the committed one now (on_map installs it first): hand it
      * to the target before the held writes are redirected there. */
     ss->phase = MV_PUSH;
-    pk_obuf_init(&cmd);
-    if (s->cluster.map && pk_pmap_encode(s->cluster.map, &buf, &len) == PK_OK) {
-        pk_reply_array(&cmd, 3);
-        pk_reply_bulk_str(&cmd, "PK.MOVE");
-        pk_reply_bulk_str(&cmd, "PUSHMAP");
-        pk_reply_bulk(&cmd, buf, len);
-        send_cmd(ss, &cmd);
-    }
-    free(buf);
-    pk_obuf_free(&cmd);
+    push_map(ss);
     pump(ss);
 }
 
@@ -415,6 +424,7 @@ static void start(pk_mover *mv, uint32_t target, uint32_t *parts, uint32_t n)
     ss->next = mv->sessions;
     mv->sessions = ss;
     snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)m->epoch);
+    push_map(ss); /* the target's poll may not have seen the move yet */
     pk_obuf_init(&cmd);
     pk_reply_array(&cmd, 3 + n);
     pk_reply_bulk_str(&cmd, "PK.MOVE");
