@@ -4,7 +4,7 @@
  *   partkv cluster up --nodes N [--base-port P] [--dir D] [--replicas R]
  *                     [--scheme slots|hash [--partitions P] [--hash H]]
  *                     [--route redirect|forward] [--coordinator embedded]
- *                     [--secret S]
+ *                     [--secret S] [--fsync always|everysec|no]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -45,6 +45,7 @@ typedef struct up_args {
     int hash_scheme;   /* --scheme hash */
     pk_hash_kind hash; /* --hash, for the hash scheme */
     int forward;       /* nodes forward instead of answering MOVED */
+    const char *fsync; /* --fsync for every node, or NULL */
 } up_args;
 
 static int parse_up(int argc, char **argv, up_args *a)
@@ -60,6 +61,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"partitions", required_argument, NULL, 'P'},
         {"hash", required_argument, NULL, 'H'},
         {"route", required_argument, NULL, 'R'},
+        {"fsync", required_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -119,6 +121,12 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'S':
             a->secret = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "always") != 0 &&
+                strcmp(optarg, "everysec") != 0 && strcmp(optarg, "no") != 0)
+                goto bad;
+            a->fsync = optarg;
             break;
         default:
             goto bad;
@@ -220,6 +228,10 @@ static int start_nodes(const up_args *a, const char *secret, pk_child *kids)
         if (a->forward) {
             argv[n++] = "--route";
             argv[n++] = "forward";
+        }
+        if (a->fsync) {
+            argv[n++] = "--fsync";
+            argv[n++] = (char *)a->fsync;
         }
         if (i == 0) {
             argv[n++] = "--coordinator";
