@@ -3,8 +3,8 @@
  * partition sizes, compute the moves under a policy, print a preview, and
  * store the plan in the coordinator.  Nothing moves here.
  *
- *   balanced     the core planner (pk_plan_compute): every node at its
- *                share, the fewest data moves
+ *   balanced     the core planner (pk_plan_compute_sized): every node at
+ *                its share, the fewest data moves, the smallest partitions
  *   ring         each partition's leader is where a consistent-hash ring
  *                / rendezvous hashing over the eligible nodes puts the
  *   rendezvous   partition id; shown to compare how much more they move
@@ -281,7 +281,7 @@ static int compute(pk_sclient *c, const plan_args *a, plan_ctx *x)
     }
     rc = pk__rb_sizes(x->m, &x->keys, &x->bytes);
     if (rc == PK_OK) {
-        int brc = pk_plan_compute(x->m, &x->balanced);
+        int brc = pk_plan_compute_sized(x->m, x->bytes, &x->balanced);
         rc = balanced ? brc : PK_OK;
     }
     if (rc == PK_OK)

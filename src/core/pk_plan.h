@@ -146,6 +146,16 @@ typedef struct pk_plan {
 int pk_plan_compute(const pk_pmap *m, pk_plan **out);
 
 /*
+ * As pk_plan_compute, knowing each partition's size (size[p] bytes for
+ * every p < m->npartitions; NULL: all equal): a node above its share
+ * hands over its smallest partitions first, so the plan copies fewer
+ * bytes.  Counts, balance and the number of data moves are as without
+ * sizes.
+ */
+int pk_plan_compute_sized(const pk_pmap *m, const uint64_t *size,
+                          pk_plan **out);
+
+/*
  * Records membership change *c in m, then plans as pk_plan_compute.  The
  * change edits membership only -- the moves are applied by pk_plan_apply --
  * and does not bump m->epoch (pk_plan_apply does, once for both):

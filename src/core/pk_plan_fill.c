@@ -19,6 +19,8 @@
  *
  *   over ---p1---> w ---p2---> under        p2 was planned onto w: free
  */
+#include <stdlib.h>
+
 #include "pk_err.h"
 #include "pk_plan_int.h"
 
@@ -273,12 +275,29 @@ static int want_leader(const pk__plan_ctx *c, uint32_t u)
     return 0;
 }
 
+/* Smaller partitions first, then by index: sizes make the plan cheaper,
+ * the index keeps it deterministic. */
+static int by_size(const void *a, const void *b, void *size)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint64_t sx = ((const uint64_t *)size)[x], sy = ((const uint64_t *)size)[y];
+
+    if (sx != sy) {
+        return sx < sy ? -1 : 1;
+    }
+    return x < y ? -1 : x > y;
+}
+
 /* Hands partitions to under-quota nodes until u is within quota: first
- * those whose role matches want_leader(), then any, then chains. */
+ * those whose role matches want_leader(), then any, then chains; when
+ * sizes are known, the smallest partitions go first. */
 int pk__plan_shed(pk__plan_ctx *c, uint32_t u)
 {
     for (int pass = 0; pass < 2 && c->cnt[u] > c->q[u]; pass++) {
         uint32_t n = pk__plan_node_parts(c, u);
+        if (c->size) {
+            qsort_r(c->tmp, n, sizeof(*c->tmp), by_size, (void *)c->size);
+        }
         for (uint32_t k = 0; k < n && c->cnt[u] > c->q[u]; k++) {
             uint32_t p = c->tmp[k], v;
             int i = pk__plan_slot_index(c, p, u), rc;

@@ -55,7 +55,8 @@ typedef struct pk__plink {
 /* Planning state.  Every pointer is owned by the ctx (pk__plan_ctx_free)
  * except m.  RMAX below is PK_REPLICAS_MAX. */
 typedef struct pk__plan_ctx {
-    const pk_pmap *m; /* borrowed for the duration of the plan */
+    const pk_pmap *m;     /* borrowed for the duration of the plan */
+    const uint64_t *size; /* borrowed: bytes per partition, or NULL */
     uint32_t np, nn, r;
     uint32_t ne;            /* eligible nodes */
     uint32_t nzones;        /* 1 when zones are not in use */

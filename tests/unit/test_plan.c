@@ -250,6 +250,63 @@ static void test_add_node_10_to_11(void **state)
     pk_pmap_free(m);
 }
 
+/* With sizes, a node hands over its smallest partitions: joining a 4th
+ * node to 3 moves the same number of partitions, and the fewest bytes. */
+static void test_sized_moves_smallest(void **state)
+{
+    pk_pmap *m = map_initial(PK_SLOTS, 1, 3);
+    uint64_t *size = malloc(PK_SLOTS * sizeof(*size));
+    uint64_t moved = 0, moved_plain = 0, least = 0;
+    pk_plan *sized = NULL, *plain = NULL;
+    uint32_t id;
+
+    (void)state;
+    assert_non_null(size);
+    for (uint32_t p = 0; p < PK_SLOTS; p++) /* a few large partitions */
+        size[p] = p % 7 == 0 ? 1000000 + p : 100 + p % 13;
+    assert_int_equal(pk_pmap_node_add(m, "n3", NULL, NULL, 1.0, &id), PK_OK);
+    assert_int_equal(pk_plan_compute_sized(m, size, &sized), PK_OK);
+    assert_int_equal(pk_plan_compute(m, &plain), PK_OK);
+    assert_int_equal(sized->ndata, plain->ndata);
+    assert_true(sized->max_dev_after <= 1.0);
+    for (uint32_t i = 0; i < sized->nmoves; i++)
+        moved += size[sized->moves[i].part];
+    for (uint32_t i = 0; i < plain->nmoves; i++)
+        moved_plain += size[plain->moves[i].part];
+    /* The least any balanced plan copies: each node's excess, smallest
+     * partitions first -- here all of them are small ones. */
+    for (uint32_t n = 0; n < 3; n++) {
+        uint32_t excess = sized->replicas_before[n] - sized->replicas_after[n];
+        uint64_t *mine = malloc(PK_SLOTS * sizeof(*mine));
+        uint32_t k = 0;
+        for (uint32_t p = 0; p < PK_SLOTS; p++)
+            if (pk_pmap_leader(m, p) == n)
+                mine[k++] = size[p];
+        for (uint32_t a = 0; a < excess; a++) { /* selection: k is small */
+            uint32_t best = a;
+            for (uint32_t b = a + 1; b < k; b++)
+                if (mine[b] < mine[best])
+                    best = b;
+            uint64_t t = mine[a];
+            mine[a] = mine[best];
+            mine[best] = t;
+            least += mine[a];
+        }
+        free(mine);
+    }
+    print_message("3->4 nodes: bytes moved sized %llu, unsized %llu, least "
+                  "%llu\n",
+                  (unsigned long long)moved, (unsigned long long)moved_plain,
+                  (unsigned long long)least);
+    assert_int_equal(moved, least);
+    assert_true(moved < moved_plain);
+    apply_check(m, sized);
+    pk_plan_free(sized);
+    pk_plan_free(plain);
+    free(size);
+    pk_pmap_free(m);
+}
+
 static void test_remove_moves_only_its_partitions(void **state)
 {
     pk_pmap *m = map_initial(4096, 2, 6);
@@ -710,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_initial_balanced_replicated),
         cmocka_unit_test(test_initial_partial),
         cmocka_unit_test(test_balanced_map_plans_nothing),
+        cmocka_unit_test(test_sized_moves_smallest),
         cmocka_unit_test(test_add_node_10_to_11),
         cmocka_unit_test(test_remove_moves_only_its_partitions),
         cmocka_unit_test(test_drain),
