@@ -385,8 +385,10 @@ static void pump(pk_msess *ss)
     case MV_COMMIT:
         break;
     case MV_PUSH:
-        if (ss->inflight == 0)
+        if (ss->inflight == 0) {
             finish(ss);
+            return;
+        }
         break;
     }
     if (ss->failed && ss->inflight == 0)
