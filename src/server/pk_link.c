@@ -381,33 +381,54 @@ static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
     return PK_OK;
 }
 
-/* Queues a request (taking cmd's bytes) on the link to addr. */
-static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
-                   int retried, pk_scatter *sc, size_t idx)
+/*
+ * Appends an entry for the request in cmd (its bytes copied) to the queue
+ * of the link to addr -- a call link or a forwarding one -- opening the
+ * link if needed.  Returns the entry, for the caller to fill and then
+ * start the write (link_write(*lp): a failure there delivers to every
+ * entry at once), or NULL with *rc set.
+ */
+static pk_fwd *push(pk_server *s, const char *addr, int calls,
+                    const pk_obuf *cmd, pk_link **lp, int *rc)
 {
-    pk_link *l = link_find(s, addr, 0);
+    pk_link *l = link_find(s, addr, calls);
     pk_fwd *f;
-    int rc;
 
-    if (l == NULL && (rc = link_open(s, addr, 0, &l)) != PK_OK)
-        return rc;
+    if (l == NULL && (*rc = link_open(s, addr, calls, &l)) != PK_OK)
+        return NULL;
     f = calloc(1, sizeof(*f));
     if (f == NULL || pk_obuf_append(&l->pending, cmd->data + cmd->head,
                                     pk_obuf_pending(cmd)) != PK_OK) {
         free(f);
-        return PK_ENOMEM;
+        *rc = PK_ENOMEM;
+        return NULL;
     }
-    f->c = c;
-    f->cmd = *cmd;
-    pk_obuf_init(cmd);
-    f->retried = retried;
-    f->sc = sc;
-    f->idx = idx;
+    pk_obuf_init(&f->cmd);
     if (l->tail)
         l->tail->next = f;
     else
         l->head = f;
     l->tail = f;
+    *lp = l;
+    return f;
+}
+
+/* Queues a forwarded request (taking cmd's bytes) on the link to addr. */
+static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
+                   int retried, pk_scatter *sc, size_t idx)
+{
+    int rc = PK_OK;
+    pk_link *l = NULL;
+    pk_fwd *f = push(s, addr, 0, cmd, &l, &rc);
+
+    if (f == NULL)
+        return rc;
+    f->c = c;
+    f->cmd = *cmd; /* kept for a MOVED retry */
+    pk_obuf_init(cmd);
+    f->retried = retried;
+    f->sc = sc;
+    f->idx = idx;
     c->waiting_fwd = 1;
     link_write(l);
     return PK_OK;
@@ -498,28 +519,16 @@ int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
 int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
                  void *ctx)
 {
-    pk_link *l = link_find(s, addr, 1);
-    pk_fwd *f;
-    int rc;
+    int rc = PK_OK;
+    pk_link *l = NULL;
+    pk_fwd *f = push(s, addr, 1, cmd, &l, &rc);
 
-    if (l == NULL && (rc = link_open(s, addr, 1, &l)) != PK_OK)
+    if (f == NULL)
         return rc;
-    f = calloc(1, sizeof(*f));
-    if (f == NULL || pk_obuf_append(&l->pending, cmd->data + cmd->head,
-                                    pk_obuf_pending(cmd)) != PK_OK) {
-        free(f);
-        return PK_ENOMEM;
-    }
     pk_obuf_reset(cmd);
-    pk_obuf_init(&f->cmd);
     f->cb = cb;
     f->ctx = ctx;
     f->retried = 1; /* a MOVED is the callee's answer, not a redirect */
-    if (l->tail)
-        l->tail->next = f;
-    else
-        l->head = f;
-    l->tail = f;
     link_write(l);
     return PK_OK;
 }
