@@ -35,7 +35,7 @@ struct pk_rr;
 #define RB_MAP_KEY PK_CLUSTER_PREFIX "map"
 #define RB_ID_MAX 40
 #define RB_DEFAULT_RATE 50000000ULL /* 50 MB/s */
-#define RB_DEFAULT_CONCURRENT 64u
+#define RB_DEFAULT_CONCURRENT 256u
 
 /* Where to reach the cluster, from --cluster, --secret and --dir. */
 typedef struct rb_target {
@@ -135,6 +135,8 @@ int pk__rb_map_edit(struct pk_sclient *c, rb_edit_fn edit, void *ctx,
 
 /* Run record.  get: 0 or PK_ENOTFOUND / PK_EIO / PK_ECORRUPT. */
 int pk__rb_run_get(struct pk_sclient *c, rb_run *r);
+/* Deletes every stored plan but the one a live run uses.  0 or error. */
+int pk__rb_plans_prune(struct pk_sclient *c);
 int pk__rb_run_put(struct pk_sclient *c, const rb_run *r);
 
 /* Finds a node by 40-hex name, unique prefix (>= 6) or "host:port".
@@ -161,8 +163,9 @@ const struct pk_rr *pk__rb_field(const struct pk_rr *r, const char *name);
 
 /* --- rebalance_json.c ------------------------------------------------- */
 
-/* The plan as one compact JSON object (malloc'd text). */
-char *pk__rb_plan_json(const rb_plan *p, const pk_pmap *m);
+/* The plan as one JSON object (malloc'd text): what --json prints, or
+ * with stored != 0 the smaller form kept in the coordinator. */
+char *pk__rb_plan_json(const rb_plan *p, const pk_pmap *m, int stored);
 /* Parses a stored plan against map m (node names to ids).  0, or -1 with
  * a reason in err. */
 int pk__rb_plan_parse(const char *text, const pk_pmap *m, rb_plan *p, char *err,

@@ -323,3 +323,41 @@ const char *pk__rb_node_label(const pk_pmap *m, uint32_t id, char *buf,
                  m->nodes[id].addr[0] ? m->nodes[id].addr : "?");
     return buf;
 }
+
+/*
+ * Deletes the stored plans that no run is using: a plan is kept for the
+ * run it was made for, and the embedded coordinator rewrites everything
+ * it holds on each change.  Returns 0 or an error.
+ */
+int pk__rb_plans_prune(pk_sclient *c)
+{
+    const char *argv[] = {"PK.COORD", "RANGE", RB_PLAN_PREFIX};
+    pk_rr *r = NULL;
+    rb_run run;
+    int live =
+        pk__rb_run_get(c, &run) == PK_OK &&
+        (strcmp(run.state, "running") == 0 || strcmp(run.state, "paused") == 0);
+    int rc = pk_sclient_call(c, 3, argv, NULL, &r);
+
+    if (rc != PK_OK)
+        return rc;
+    for (size_t i = 0; r->type == PK_RR_ARRAY && r->n == 2 &&
+                       r->elems[1].type == PK_RR_ARRAY && i < r->elems[1].n;
+         i++) {
+        const pk_rr *kv = &r->elems[1].elems[i];
+        const pk_rr *key =
+            kv->type == PK_RR_ARRAY && kv->n == 6 ? &kv->elems[0] : NULL;
+        char name[160];
+        pk_rr *d = NULL;
+        if (key == NULL || key->len >= sizeof(name))
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)key->len, key->str);
+        if (live && strcmp(name + strlen(RB_PLAN_PREFIX), run.plan) == 0)
+            continue;
+        const char *del[] = {"PK.COORD", "DEL", name};
+        if (pk_sclient_call(c, 3, del, NULL, &d) == PK_OK)
+            pk_rr_free(d);
+    }
+    pk_rr_free(r);
+    return PK_OK;
+}

@@ -1,11 +1,14 @@
 /*
  * rebalance_json: a plan as JSON -- what `rebalance plan --json` prints
- * and what the coordinator stores at plans/<id> (the same object,
- * compact), read back by apply, cancel and status.
+ * and what the coordinator stores at plans/<id>, read back by apply,
+ * cancel and status.
  *
- * Nodes are named by their 40-hex names, not map indexes, so a stored plan
- * stays readable by people; parsing maps the names back to ids of the map
- * at hand, and a name that is no longer there makes the plan unusable.
+ * Printed, a move is an object naming its nodes by their 40-hex names and
+ * addresses.  Stored, it is an array [partition, from, to, leader,
+ * transfer, keys, bytes] with map node ids (never reused), about a tenth
+ * of the size: the embedded coordinator rewrites its whole state on every
+ * map change of a rebalance, plans included.  Parsing takes both; a named
+ * node that is no longer in the map makes the plan unusable.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -50,14 +53,28 @@ static json_t *node_json(const pk_pmap *m, uint32_t id, const rb_nodestat *s)
                      (json_int_t)s->bytes_after);
 }
 
-static json_t *plan_object(const rb_plan *p, const pk_pmap *m)
+static json_int_t id_json(uint32_t id)
+{
+    return id == PK_NODE_NONE ? -1 : (json_int_t)id;
+}
+
+static json_t *move_compact(const rb_move *mv)
+{
+    return json_pack("[I, I, I, b, b, I, I]", (json_int_t)mv->part,
+                     id_json(mv->from), id_json(mv->to),
+                     mv->role == PK_ROLE_LEADER, (int)mv->transfer,
+                     (json_int_t)mv->keys, (json_int_t)mv->bytes);
+}
+
+static json_t *plan_object(const rb_plan *p, const pk_pmap *m, int stored)
 {
     json_t *moves = json_array(), *nodes = json_array();
     rb_totals t;
 
     pk__rb_totals(p, &t);
     for (uint32_t i = 0; i < p->nmoves; i++)
-        json_array_append_new(moves, move_json(&p->moves[i], m));
+        json_array_append_new(moves, stored ? move_compact(&p->moves[i])
+                                            : move_json(&p->moves[i], m));
     for (uint32_t id = 0; id < p->nnodes && id < m->nnodes; id++) {
         const rb_nodestat *s = &p->nodes[id];
         if (m->nodes[id].state != PK_NODE_REMOVED || s->replicas_before)
@@ -76,9 +93,9 @@ static json_t *plan_object(const rb_plan *p, const pk_pmap *m)
         p->rate ? json_real((double)t.bytes / (double)p->rate) : json_null());
 }
 
-char *pk__rb_plan_json(const rb_plan *p, const pk_pmap *m)
+char *pk__rb_plan_json(const rb_plan *p, const pk_pmap *m, int stored)
 {
-    json_t *o = plan_object(p, m);
+    json_t *o = plan_object(p, m, stored);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
     json_decref(o);
@@ -108,12 +125,38 @@ static int find_name(const pk_pmap *m, const json_t *v, uint32_t *id)
     return hit == PK_NODE_NONE ? -1 : 0;
 }
 
+/* A stored move: [partition, from, to, leader, transfer, keys, bytes]. */
+static int parse_compact(json_t *o, const pk_pmap *m, rb_move *mv)
+{
+    json_int_t part = -1, from, to, keys, bytes;
+    int leader, transfer;
+
+    if (json_unpack(o, "[I, I, I, b, b, I, I]", &part, &from, &to, &leader,
+                    &transfer, &keys, &bytes) != 0 ||
+        part < 0 || (uint64_t)part >= m->npartitions)
+        return -1;
+    if (from < -1 || to < -1 || from >= (json_int_t)m->nnodes ||
+        to >= (json_int_t)m->nnodes)
+        return -2;
+    mv->part = (uint32_t)part;
+    mv->from = from < 0 ? PK_NODE_NONE : (uint32_t)from;
+    mv->to = to < 0 ? PK_NODE_NONE : (uint32_t)to;
+    mv->role = leader ? PK_ROLE_LEADER : PK_ROLE_FOLLOWER;
+    mv->transfer = (uint8_t)(transfer != 0);
+    mv->keys = (uint64_t)keys;
+    mv->bytes = (uint64_t)bytes;
+    return 0;
+}
+
 static int parse_move(json_t *o, const pk_pmap *m, rb_move *mv)
 {
     json_int_t part = -1, keys = 0, bytes = 0;
     json_t *from = NULL, *to = NULL;
     const char *role = NULL;
     int transfer = 0;
+
+    if (json_is_array(o))
+        return parse_compact(o, m, mv);
 
     if (json_unpack(o, "{s:I, s:o, s:o, s:s, s:b, s?I, s?I}", "partition",
                     &part, "from", &from, "to", &to, "role", &role, "transfer",

@@ -4,7 +4,10 @@
  * store the plan in the coordinator.  Nothing moves here.
  *
  *   balanced     the core planner (pk_plan_compute_sized): every node at
- *                its share, the fewest data moves, the smallest partitions
+ *                its share of partitions and, as near as whole partitions
+ *                allow, of bytes; the fewest data moves
+ *   cheapest     the same counts, but each node hands over its smallest
+ *                partitions: the least copying, bytes left uneven
  *   ring         each partition's leader is where a consistent-hash ring
  *                / rendezvous hashing over the eligible nodes puts the
  *   rendezvous   partition id; shown to compare how much more they move
@@ -76,6 +79,7 @@ static int parse_plan(int argc, char **argv, plan_args *a)
             break;
         case 'p':
             if (strcmp(optarg, "balanced") != 0 &&
+                strcmp(optarg, "cheapest") != 0 &&
                 strcmp(optarg, "ring") != 0 &&
                 strcmp(optarg, "rendezvous") != 0)
                 goto bad;
@@ -272,7 +276,8 @@ static int compute(pk_sclient *c, const plan_args *a, plan_ctx *x)
 {
     uint64_t rev;
     int rc = pk__rb_map_get(c, &x->m, &rev);
-    int balanced = strcmp(a->policy, "balanced") == 0;
+    int cheapest = strcmp(a->policy, "cheapest") == 0;
+    int balanced = cheapest || strcmp(a->policy, "balanced") == 0;
 
     if (rc != PK_OK) {
         fprintf(stderr, "partkv rebalance plan: cannot read the map: %s\n",
@@ -281,7 +286,9 @@ static int compute(pk_sclient *c, const plan_args *a, plan_ctx *x)
     }
     rc = pk__rb_sizes(x->m, &x->keys, &x->bytes);
     if (rc == PK_OK) {
-        int brc = pk_plan_compute_sized(x->m, x->bytes, &x->balanced);
+        int brc = pk_plan_compute_sized(
+            x->m, x->bytes,
+            cheapest ? PK_PLAN_FEWEST_BYTES : PK_PLAN_FAIR_BYTES, &x->balanced);
         rc = balanced ? brc : PK_OK;
     }
     if (rc == PK_OK)
@@ -334,13 +341,15 @@ int pk__rb_cmd_plan(int argc, char **argv)
     memset(&x, 0, sizeof(x));
     status = compute(c, &a, &x);
     if (status == 0) {
-        json = pk__rb_plan_json(&x.plan, x.m);
+        json = pk__rb_plan_json(&x.plan, x.m, 1);
         snprintf(key, sizeof(key), RB_PLAN_PREFIX "%s", x.plan.id);
-        if (json == NULL ||
+        if (json == NULL || pk__rb_plans_prune(c) != PK_OK ||
             pk__rb_kv_put(c, key, json, strlen(json)) != PK_OK) {
             fprintf(stderr, "partkv rebalance plan: cannot store the plan\n");
             status = 1;
         }
+        free(json);
+        json = status == 0 && a.json ? pk__rb_plan_json(&x.plan, x.m, 0) : NULL;
     }
     if (status == 0 && a.json)
         printf("%s\n", json);

@@ -98,14 +98,15 @@ out:
 }
 
 /* Plans m; unowned_only restricts the plan to unowned partitions. */
-static int plan_run(const pk_pmap *m, const uint64_t *size, int unowned_only,
-                    pk_plan **out)
+static int plan_run(const pk_pmap *m, const uint64_t *size, int sizing,
+                    int unowned_only, pk_plan **out)
 {
     pk__plan_ctx c;
     int rc;
 
     memset(&c, 0, sizeof(c));
     c.size = size;
+    c.sizing = sizing;
     rc = pk__plan_ctx_init(&c, m);
     if (rc == PK_OK) {
         rc = pk__plan_quotas(&c);
@@ -145,15 +146,17 @@ int pk_plan_compute(const pk_pmap *m, pk_plan **out)
     if (m == NULL || out == NULL) {
         return PK_EINVAL;
     }
-    return plan_run(m, NULL, 0, out);
+    return plan_run(m, NULL, 0, 0, out);
 }
 
-int pk_plan_compute_sized(const pk_pmap *m, const uint64_t *size, pk_plan **out)
+int pk_plan_compute_sized(const pk_pmap *m, const uint64_t *size,
+                          pk_plan_sizing sizing, pk_plan **out)
 {
-    if (m == NULL || out == NULL) {
+    if (m == NULL || out == NULL ||
+        (sizing != PK_PLAN_FAIR_BYTES && sizing != PK_PLAN_FEWEST_BYTES)) {
         return PK_EINVAL;
     }
-    return plan_run(m, size, 0, out);
+    return plan_run(m, size, sizing, 0, out);
 }
 
 /* What pk_plan_change must restore if planning fails. */
@@ -302,7 +305,7 @@ int pk_plan_initial(pk_pmap *m)
         rc = layout_leaders(c);
     }
     if (rc == PK_OK) {
-        rc = plan_run(c, NULL, owned != 0, &p);
+        rc = plan_run(c, NULL, 0, owned != 0, &p);
     }
     if (rc == PK_OK) {
         rc = pk_plan_apply(c, p);

@@ -145,15 +145,25 @@ typedef struct pk_plan {
  */
 int pk_plan_compute(const pk_pmap *m, pk_plan **out);
 
+/* How partition sizes steer which partitions a node hands over. */
+typedef enum pk_plan_sizing {
+    PK_PLAN_FAIR_BYTES = 1,   /* bytes end near each node's share too */
+    PK_PLAN_FEWEST_BYTES = 2, /* the least copying: smallest first */
+} pk_plan_sizing;
+
 /*
  * As pk_plan_compute, knowing each partition's size (size[p] bytes for
- * every p < m->npartitions; NULL: all equal): a node above its share
- * hands over its smallest partitions first, so the plan copies fewer
- * bytes.  Counts, balance and the number of data moves are as without
- * sizes.
+ * every p < m->npartitions; NULL: all equal).  A node above its share
+ * hands over, with PK_PLAN_FAIR_BYTES, the partitions whose sizes bring
+ * its bytes nearest its share of all bytes (so a joining node gets its
+ * part of the data, not only of the partitions), or with
+ * PK_PLAN_FEWEST_BYTES its smallest partitions (the least copying; the
+ * big ones stay).  Counts, balance and the number of data moves are as
+ * without sizes.  Returns the codes of pk_plan_compute; PK_EINVAL also
+ * for an unknown sizing.
  */
 int pk_plan_compute_sized(const pk_pmap *m, const uint64_t *size,
-                          pk_plan **out);
+                          pk_plan_sizing sizing, pk_plan **out);
 
 /*
  * Records membership change *c in m, then plans as pk_plan_compute.  The

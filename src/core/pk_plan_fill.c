@@ -275,28 +275,63 @@ static int want_leader(const pk__plan_ctx *c, uint32_t u)
     return 0;
 }
 
-/* Smaller partitions first, then by index: sizes make the plan cheaper,
- * the index keeps it deterministic. */
-static int by_size(const void *a, const void *b, void *size)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint64_t sx = ((const uint64_t *)size)[x], sy = ((const uint64_t *)size)[y];
+/* Sort key of a partition a node may shed: distance of its size from
+ * the size the node should hand over on average (0: smallest first). */
+typedef struct shed_key {
+    const uint64_t *size;
+    uint64_t want;
+} shed_key;
 
-    if (sx != sy) {
-        return sx < sy ? -1 : 1;
+static int by_fit(const void *a, const void *b, void *ctx)
+{
+    const shed_key *k = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint64_t sx = k->size[x], sy = k->size[y];
+    uint64_t dx = sx > k->want ? sx - k->want : k->want - sx;
+    uint64_t dy = sy > k->want ? sy - k->want : k->want - sy;
+
+    if (dx != dy) {
+        return dx < dy ? -1 : 1;
     }
-    return x < y ? -1 : x > y;
+    return x < y ? -1 : x > y; /* deterministic */
+}
+
+/*
+ * Orders the n partitions of node u in c->tmp for shedding when sizes are
+ * known.  PK_PLAN_FEWEST_BYTES: smallest first -- the least copying, but
+ * the node keeps its big partitions.  PK_PLAN_FAIR_BYTES: those closest to
+ * the average the node must hand over to come down to its share of the
+ * bytes, so bytes balance along with counts.
+ */
+static void order_shed(pk__plan_ctx *c, uint32_t u, uint32_t n)
+{
+    shed_key k = {c->size, 0};
+    uint64_t mine = 0, total = 0;
+    uint32_t excess = c->cnt[u] > c->q[u] ? c->cnt[u] - c->q[u] : 1;
+
+    if (c->sizing == PK_PLAN_FAIR_BYTES) {
+        for (uint32_t p = 0; p < c->np; p++) {
+            total += c->size[p];
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            mine += c->size[c->tmp[i]];
+        }
+        double target = (double)total * c->share[u] / (double)c->np;
+        if ((double)mine > target) {
+            k.want = (uint64_t)(((double)mine - target) / excess);
+        }
+    }
+    qsort_r(c->tmp, n, sizeof(*c->tmp), by_fit, &k);
 }
 
 /* Hands partitions to under-quota nodes until u is within quota: first
- * those whose role matches want_leader(), then any, then chains; when
- * sizes are known, the smallest partitions go first. */
+ * those whose role matches want_leader(), then any, then chains. */
 int pk__plan_shed(pk__plan_ctx *c, uint32_t u)
 {
     for (int pass = 0; pass < 2 && c->cnt[u] > c->q[u]; pass++) {
         uint32_t n = pk__plan_node_parts(c, u);
         if (c->size) {
-            qsort_r(c->tmp, n, sizeof(*c->tmp), by_size, (void *)c->size);
+            order_shed(c, u, n);
         }
         for (uint32_t k = 0; k < n && c->cnt[u] > c->q[u]; k++) {
             uint32_t p = c->tmp[k], v;

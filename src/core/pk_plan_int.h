@@ -57,6 +57,7 @@ typedef struct pk__plink {
 typedef struct pk__plan_ctx {
     const pk_pmap *m;     /* borrowed for the duration of the plan */
     const uint64_t *size; /* borrowed: bytes per partition, or NULL */
+    int sizing;           /* pk_plan_sizing, when size is set */
     uint32_t np, nn, r;
     uint32_t ne;            /* eligible nodes */
     uint32_t nzones;        /* 1 when zones are not in use */

@@ -132,6 +132,7 @@ static int connect_and_register(pk_agent *a)
     pk_rr_free(r);
     a->lease = (uint64_t)id;
     a->last_keepalive = mono_ms();
+    a->map_rev = 0; /* a coordinator restarted on new state starts over */
     return ensure_member(a);
 }
 
@@ -166,14 +167,22 @@ static void post_map(pk_agent *a, pk_pmap *m)
  * The map and its mod_revision.  Returns 0, PK_ENOTFOUND (no map yet),
  * PK_ECORRUPT, or a transport error (the connection is then dropped).
  */
-static int get_map(pk_agent *a, pk_pmap **m, uint64_t *rev)
+static int get_map_since(pk_agent *a, uint64_t since, pk_pmap **m,
+                         uint64_t *rev)
 {
-    const char *argv[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "map"};
+    char s[24];
+    const char *argv[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "map", s};
     pk_rr *r = NULL, *kv;
-    int rc = call(a, &r, 3, argv, NULL);
+    int rc;
 
+    snprintf(s, sizeof(s), "%llu", (unsigned long long)since);
+    rc = call(a, &r, since ? 4 : 3, argv, NULL);
     if (rc != PK_OK)
         return rc;
+    if (since && r->type == PK_RR_ARRAY && r->n == 1) {
+        pk_rr_free(r);
+        return PK_EEXIST; /* unchanged since mod_revision `since` */
+    }
     rc = PK_ENOTFOUND;
     if (r->type == PK_RR_ARRAY && r->n == 2 &&
         r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
@@ -184,6 +193,11 @@ static int get_map(pk_agent *a, pk_pmap **m, uint64_t *rev)
     }
     pk_rr_free(r);
     return rc;
+}
+
+static int get_map(pk_agent *a, pk_pmap **m, uint64_t *rev)
+{
+    return get_map_since(a, 0, m, rev);
 }
 
 /*
@@ -222,15 +236,19 @@ static int cas_map(pk_agent *a, pk_pmap *m, uint64_t rev)
     return rc;
 }
 
+static void poll_record(pk_agent *a);
+
 static void poll_map(pk_agent *a)
 {
     pk_pmap *m = NULL;
     uint64_t rev = 0;
 
-    if (get_map(a, &m, &rev) != PK_OK)
+    if (get_map_since(a, a->map_rev, &m, &rev) != PK_OK)
         return;
     if (rev != a->map_rev) {
         a->map_rev = rev;
+        a->last_record = 0; /* a new move may come with a new rate: */
+        poll_record(a);     /* read it before the loop sees the move */
         post_map(a, m);
     } else {
         pk_pmap_free(m);

@@ -7,7 +7,9 @@
  * reply here is sent only for durable changes.
  *
  *   PK.AUTH secret
- *   PK.COORD GET key                       -> [rev, kv | nil]
+ *   PK.COORD GET key [mod_rev]             -> [rev, kv | nil], or [rev]
+ *                                             when the key's mod_rev is
+ *                                             not above the one given
  *   PK.COORD RANGE prefix                  -> [rev, [kv...]]
  *   PK.COORD PUT key value lease           -> [rev]
  *   PK.COORD CAS key mod_rev value lease   -> [rev] | -ESTALE mod_rev
@@ -29,6 +31,7 @@
 typedef struct coord_call {
     pk_cmd_ctx *x;
     int replied;
+    uint64_t since; /* GET: answer [rev] unless mod_revision > since */
 } coord_call;
 
 static void reply_kv(pk_obuf *ob, const pk_coord_kv *kv)
@@ -76,9 +79,13 @@ static void on_result(void *ctx, int rc, const pk_coord_result *res)
         for (size_t i = 0; i < res->nkvs; i++)
             reply_kv(ob, &res->kvs[i]);
     } else if (pk_arg_eq(&c->x->argv[1], "get")) {
-        pk_reply_array(ob, 2);
+        /* An unchanged value is not sent again: pollers of the 100+ KB
+         * map pay for it only when it changed. */
+        int same = c->since && res->kvs[0].mod_revision <= c->since;
+        pk_reply_array(ob, same ? 1 : 2);
         pk_reply_int(ob, (int64_t)res->revision);
-        reply_kv(ob, &res->kvs[0]);
+        if (!same)
+            reply_kv(ob, &res->kvs[0]);
     } else if (res->lease) {
         pk_reply_array(ob, 2);
         pk_reply_int(ob, (int64_t)res->revision);
@@ -175,7 +182,7 @@ void pk_cmd_pk_coord(pk_cmd_ctx *x)
 {
     pk_coord *co = x->srv->coord;
     const pk_arg *k = &x->argv[2];
-    coord_call c = {x, 0};
+    coord_call c = {x, 0, 0};
     int rc = PK_OK, bad = 0;
 
     if (!x->c->internal) {
@@ -194,8 +201,10 @@ void pk_cmd_pk_coord(pk_cmd_ctx *x)
                                "coordinator");
         return;
     }
-    if (shape(x, "get", 3)) {
-        rc = pk_coord_get(co, k->ptr, k->len, on_result, &c);
+    if (shape(x, "get", 3) || shape(x, "get", 4)) {
+        c.since = x->argc == 4 ? u64_arg(x, 3, &bad) : 0;
+        if (!bad)
+            rc = pk_coord_get(co, k->ptr, k->len, on_result, &c);
     } else if (shape(x, "range", 3)) {
         rc = pk_coord_range(co, k->ptr, k->len, on_result, &c);
     } else if (shape(x, "put", 5)) {

@@ -146,12 +146,23 @@ void pk_move_map_changed(pk_server *s)
 {
     pk_mover *mv = s->mover;
     const pk_pmap *m = s->cluster.map;
+    uint8_t *seen;
 
     if (mv == NULL || m == NULL || fit(mv, m->npartitions) != PK_OK)
         return;
-    mv->moving = 0;
-    for (uint32_t p = 0; p < m->npartitions; p++)
-        mv->moving += m->parts[p].move_target != PK_NODE_NONE;
+    seen = calloc(m->nnodes ? m->nnodes : 1, 1);
+    mv->moving = mv->sources = 0;
+    for (uint32_t p = 0; p < m->npartitions; p++) {
+        uint32_t from = pk_pmap_leader(m, p);
+        if (m->parts[p].move_target == PK_NODE_NONE || from == PK_NODE_NONE)
+            continue;
+        mv->moving++;
+        if (seen && !seen[from]) {
+            seen[from] = 1;
+            mv->sources++;
+        }
+    }
+    free(seen);
     mv->janitor = 1;
     pk__mv_check(mv);
     pk__mv_scan(mv);

@@ -10,13 +10,14 @@
 #include "server/pk_srv.h"
 #include "store/pk_store_snap.h"
 
-#define MV_CHUNK (256u << 10)      /* bytes of snapshot per PK.MOVE DATA */
-#define MV_WINDOW 8                /* calls in flight per session */
-#define MV_FENCE_BYTES (64u << 10) /* a tail round this small: fence */
-#define MV_TAIL_ROUNDS 16          /* then fence anyway */
-#define MV_FENCE_MAX_MS 2000       /* a fence longer than this aborts */
-#define MV_STALL_MS 10000          /* no reply for this long aborts */
-#define MV_SESSION_MAX 4096        /* partitions per session */
+#define MV_CHUNK (256u << 10)        /* bytes of snapshot per PK.MOVE DATA */
+#define MV_WINDOW 8                  /* calls in flight per session */
+#define MV_FENCE_BYTES (64u << 10)   /* a tail round this small: fence */
+#define MV_TAIL_ROUNDS 16            /* then fence anyway */
+#define MV_FENCE_MAX_MS 2000         /* a fence longer than this aborts */
+#define MV_STALL_MS 10000            /* no reply for this long aborts */
+#define MV_SESSION_MAX 4096          /* partitions per session */
+#define MV_SESSION_BYTES (64u << 20) /* ... and bytes, about */
 
 enum mv_phase {
     MV_BEGIN,  /* BEGIN sent */
@@ -70,7 +71,8 @@ struct pk_mover {
     uint32_t nimports, cap_imports;
     uint64_t *retry_at; /* per target node id: no session before (ms) */
     uint32_t nretry;
-    uint32_t moving; /* partitions the map says are moving */
+    uint32_t moving;  /* partitions the map says are moving */
+    uint32_t sources; /* nodes the map says are sending them */
     uv_timer_t tick;
     uint32_t ticks;
     int janitor; /* 1: look for partitions to drop */

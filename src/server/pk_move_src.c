@@ -13,6 +13,7 @@
 #include "server/pk_link.h"
 #include "server/pk_move_int.h"
 #include "store/pk_store_log.h"
+#include "store/pk_store_part.h"
 #include "store/pk_store_snap.h"
 
 static void pump(pk_msess *ss);
@@ -65,7 +66,7 @@ static void finish(pk_msess *ss)
     pk_mover *mv = ss->mv;
     pk_server *s = mv->srv;
     uint32_t done = 0;
-    int fenced = 0;
+    int fenced = 0, ss_failed;
 
     for (uint32_t i = 0; i < ss->n; i++) {
         uint32_t p = ss->parts[i];
@@ -98,6 +99,7 @@ static void finish(pk_msess *ss)
             *pp = ss->next;
             break;
         }
+    ss_failed = ss->failed;
     free(ss->parts);
     free(ss->chunk);
     free(ss->seq);
@@ -106,19 +108,31 @@ static void finish(pk_msess *ss)
     mv->janitor |= done > 0;
     if (fenced)
         pk_conn_release_all(s);
+    if (!ss_failed)
+        pk__mv_scan(mv); /* the next partitions to that target, at once */
 }
 
-/* The session's share of the cluster-wide rate, bytes/s (0: none). */
+/*
+ * The session's share of the cluster-wide rate, bytes/s (0: none).  Nodes
+ * do not know each other's sessions, but the map says which nodes are
+ * sending: each source takes an equal part of the rate, and splits it
+ * among its own sessions that are still copying.  (Counting partitions
+ * instead would hand empty and queued partitions a share nobody uses.)
+ */
 static double share(const pk_msess *ss)
 {
     const pk_mover *mv = ss->mv;
+    uint32_t copying = 0;
     int paused;
     uint64_t rate;
 
     pk_agent_rebalance(mv->srv->agent, &paused, &rate);
     if (rate == 0)
         return 0;
-    return (double)rate * ss->n / (mv->moving > ss->n ? mv->moving : ss->n);
+    for (const pk_msess *o = mv->sessions; o; o = o->next)
+        copying += o->phase <= MV_TAIL && !o->failed;
+    return (double)rate / (mv->sources ? mv->sources : 1) /
+           (copying ? copying : 1);
 }
 
 static int paused(const pk_msess *ss)
@@ -136,8 +150,11 @@ static int may_send(pk_msess *ss)
     double r = share(ss);
     uint64_t now = pk__mv_now();
 
-    if (r == 0)
+    if (r == 0) { /* unthrottled: nothing to repay when a cap returns */
+        ss->tokens = 0;
+        ss->tok_ms = now;
         return 1;
+    }
     ss->tokens += r * (double)(now - ss->tok_ms) / 1000.0;
     ss->tok_ms = now;
     if (ss->tokens > r / 10 + MV_CHUNK) /* at most 100 ms of burst */
@@ -447,7 +464,9 @@ void pk__mv_scan(pk_mover *mv)
     uint32_t self = s->cluster.self;
     uint64_t now = pk__mv_now();
 
-    if (m == NULL || self == PK_NODE_NONE || mv->moving == 0)
+    pk_txn *txn = NULL;
+
+    if (m == NULL || self == PK_NODE_NONE || mv->moving == 0 || mv->closing)
         return;
     if (mv->nretry < m->nnodes) {
         uint64_t *r = realloc(mv->retry_at, m->nnodes * sizeof(*r));
@@ -457,6 +476,9 @@ void pk__mv_scan(pk_mover *mv)
         mv->retry_at = r;
         mv->nretry = m->nnodes;
     }
+    /* Sizes bound a session: its snapshot stays open while it copies. */
+    if (pk_txn_begin(s->store, 1, &txn) != PK_OK)
+        txn = NULL;
     for (uint32_t t = 0; t < m->nnodes; t++) {
         uint32_t *parts = NULL, n = 0;
         int running = 0;
@@ -466,19 +488,28 @@ void pk__mv_scan(pk_mover *mv)
             running |= ss->target == t;
         if (running)
             continue;
-        for (uint32_t p = 0; p < m->npartitions && n < MV_SESSION_MAX; p++) {
+        uint64_t bytes = 0;
+        for (uint32_t p = 0; p < m->npartitions && n < MV_SESSION_MAX &&
+                             bytes < MV_SESSION_BYTES;
+             p++) {
             uint32_t to;
+            pk_part_stats st;
             if (!pk_pmap_moving(m, p, &to) || to != t || mv->busy[p] ||
                 pk_pmap_leader(m, p) != self)
                 continue;
             if (parts == NULL &&
                 (parts = malloc(MV_SESSION_MAX * sizeof(*parts))) == NULL)
-                return;
+                break;
             parts[n++] = p;
+            if (txn && pk_store_part_stats(txn, p, &st) == PK_OK)
+                bytes += st.bytes;
         }
         if (n)
             start(mv, t, parts, n);
+        else
+            free(parts);
     }
+    pk_txn_abort(txn);
 }
 
 void pk__mv_pump_all(pk_mover *mv)

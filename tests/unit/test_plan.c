@@ -265,7 +265,8 @@ static void test_sized_moves_smallest(void **state)
     for (uint32_t p = 0; p < PK_SLOTS; p++) /* a few large partitions */
         size[p] = p % 7 == 0 ? 1000000 + p : 100 + p % 13;
     assert_int_equal(pk_pmap_node_add(m, "n3", NULL, NULL, 1.0, &id), PK_OK);
-    assert_int_equal(pk_plan_compute_sized(m, size, &sized), PK_OK);
+    assert_int_equal(
+        pk_plan_compute_sized(m, size, PK_PLAN_FEWEST_BYTES, &sized), PK_OK);
     assert_int_equal(pk_plan_compute(m, &plain), PK_OK);
     assert_int_equal(sized->ndata, plain->ndata);
     assert_true(sized->max_dev_after <= 1.0);
@@ -302,6 +303,41 @@ static void test_sized_moves_smallest(void **state)
     assert_true(moved < moved_plain);
     apply_check(m, sized);
     pk_plan_free(sized);
+    pk_plan_free(plain);
+    free(size);
+    pk_pmap_free(m);
+}
+
+/* Fair sizing: the joining node's bytes end near its share of all bytes,
+ * whatever the partitions' sizes, with the same partition counts. */
+static void test_sized_fair_bytes(void **state)
+{
+    pk_pmap *m = map_initial(PK_SLOTS, 1, 3);
+    uint64_t *size = malloc(PK_SLOTS * sizeof(*size)), total = 0, got = 0;
+    pk_plan *fair = NULL, *plain = NULL;
+    uint32_t id;
+
+    (void)state;
+    assert_non_null(size);
+    for (uint32_t p = 0; p < PK_SLOTS; p++) { /* skewed: 1 to ~1000 */
+        size[p] = 1 + (uint64_t)(p * 2654435761u % 1000) *
+                          (uint64_t)(p * 2654435761u % 1000) / 1000;
+        total += size[p];
+    }
+    assert_int_equal(pk_pmap_node_add(m, "n3", NULL, NULL, 1.0, &id), PK_OK);
+    assert_int_equal(pk_plan_compute_sized(m, size, PK_PLAN_FAIR_BYTES, &fair),
+                     PK_OK);
+    assert_int_equal(pk_plan_compute(m, &plain), PK_OK);
+    assert_int_equal(fair->ndata, plain->ndata);
+    assert_true(fair->max_dev_after <= 1.0);
+    for (uint32_t i = 0; i < fair->nmoves; i++)
+        got += size[fair->moves[i].part];
+    print_message("3->4 nodes, fair bytes: new node holds %.2f%% of bytes\n",
+                  100.0 * (double)got / (double)total);
+    assert_true(got > total / 4 - total / 100 && got < total / 4 + total / 100);
+    assert_int_equal(pk_plan_compute_sized(m, size, 7, &plain), PK_EINVAL);
+    apply_check(m, fair);
+    pk_plan_free(fair);
     pk_plan_free(plain);
     free(size);
     pk_pmap_free(m);
@@ -768,6 +804,7 @@ int main(void)
         cmocka_unit_test(test_initial_partial),
         cmocka_unit_test(test_balanced_map_plans_nothing),
         cmocka_unit_test(test_sized_moves_smallest),
+        cmocka_unit_test(test_sized_fair_bytes),
         cmocka_unit_test(test_add_node_10_to_11),
         cmocka_unit_test(test_remove_moves_only_its_partitions),
         cmocka_unit_test(test_drain),
