@@ -68,6 +68,7 @@ static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
 #define PK_KEY(x, i) pk_cmd_part(x, i), (x)->argv[i].ptr, (x)->argv[i].len
 
 /* Command implementations, one file per family. */
+/* clang-format off */
 #define PK__CMDS(X)                                                            \
     X(append)                                                                  \
     X(auth)                                                                    \
@@ -75,16 +76,16 @@ static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
     X(command)                                                                 \
     X(config)                                                                  \
     X(dbsize)                                                                  \
-    X(decr)                                                                    \
-    X(decrby) X(del) X(echo) X(exists) X(expire) X(flushall) X(get) X(getdel)  \
-        X(hdel) X(hello) X(hexists) X(hget) X(hgetall) X(hincrby) X(hlen)      \
-            X(hmget) X(hset) X(incr) X(incrby) X(info) X(mget) X(mset)         \
+    X(decr) X(decrby) X(del) X(echo) X(exists) X(expire) X(flushall) X(get)    \
+        X(getdel) X(hdel) X(hello) X(hexists) X(hget) X(hgetall) X(hincrby)    \
+            X(hlen) X(hmget) X(hset) X(incr) X(incrby) X(info) X(mget) X(mset) \
                 X(persist) X(pexpire) X(ping) X(pk_auth) X(pk_coord)           \
                     X(pk_partitions) X(pttl) X(quit) X(reset) X(scan)          \
                         X(select) X(set) X(shutdown) X(strlen) X(ttl) X(type)  \
                             X(zadd) X(zcard) X(zrange) X(zrangebylex)          \
                                 X(zrangebyscore) X(zrem) X(zrevrange)          \
                                     X(zscore)
+/* clang-format on */
 #define PK__CMD_DECL(n) void pk_cmd_##n(pk_cmd_ctx *x);
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL
