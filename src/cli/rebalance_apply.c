@@ -29,7 +29,7 @@
 #include "core/pk_pmap_move.h"
 #include "server/pk_sclient.h"
 
-#define TICK_MS 20
+#define TICK_MS 30
 #define RB_STALE PK_EINFEASIBLE /* an edit found the plan stale */
 
 typedef struct apply_args {

@@ -28,6 +28,7 @@
 #include "server/pk_srv.h"
 
 static void process(pk_conn *c);
+static void resume_later(pk_conn *c);
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -117,6 +118,13 @@ static void process(pk_conn *c)
         x.proto = c->proto;
         pk_cmd_dispatch(&x);
         c->srv->total_cmds++;
+        if (c->yield) {
+            /* A bulk command (a move's import) ran: let the others have
+             * this iteration, and go on in the next. */
+            c->yield = 0;
+            resume_later(c);
+            break;
+        }
     }
     /* While a forwarded reply is outstanding, nothing more is read: the
      * client's pipeline waits in the socket, not in our memory. */
@@ -146,7 +154,8 @@ static void on_write(uv_write_t *req, int status)
 
 static void on_idle(uv_idle_t *h);
 
-/* Queues a drained, blocked connection to run its buffered commands. */
+/* Queues a connection to run its buffered commands in the next
+ * iteration: drained after backpressure, or after a bulk command. */
 static void resume_later(pk_conn *c)
 {
     pk_server *s = c->srv;
@@ -155,6 +164,7 @@ static void resume_later(pk_conn *c)
     if (c->in_resume)
         return;
     c->in_resume = 1;
+    c->resume_gen = s->resume_gen; /* queued during round N: runs in N+1 */
     c->resume_next = s->resume;
     s->resume = c;
     uv_idle_start(&s->idle, on_idle);
@@ -163,16 +173,25 @@ static void resume_later(pk_conn *c)
 static void on_idle(uv_idle_t *h)
 {
     pk_server *s = h->data;
-    pk_conn *c;
+    uint64_t gen = ++s->resume_gen;
+    pk_conn **pp = &s->resume, *c;
 
     uv_idle_stop(&s->idle);
-    /* One at a time: a connection closed meanwhile unlinks itself. */
-    while ((c = s->resume) != NULL) {
-        s->resume = c->resume_next;
+    /* One at a time from the head, as a connection closed meanwhile
+     * unlinks itself; those queued during this round wait for the next. */
+    while ((c = *pp) != NULL) {
+        if (c->resume_gen >= gen) {
+            pp = &c->resume_next;
+            continue;
+        }
+        *pp = c->resume_next;
         c->in_resume = 0;
         c->resume_next = NULL;
         process(c);
+        pp = &s->resume;
     }
+    if (s->resume)
+        uv_idle_start(&s->idle, on_idle);
 }
 
 void pk_conn_flush(pk_conn *c)

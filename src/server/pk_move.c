@@ -22,23 +22,28 @@ uint64_t pk__mv_now(void)
     return pk_srv_wall_ms();
 }
 
+/* Grows one per-partition array from mv->cap to n entries, zeroed. */
+static int grow(uint8_t **a, uint32_t cap, uint32_t n)
+{
+    uint8_t *g = realloc(*a, n);
+
+    if (g == NULL)
+        return PK_ENOMEM;
+    memset(g + cap, 0, n - cap);
+    *a = g;
+    return PK_OK;
+}
+
 /* Grows the per-partition arrays to the map's partition count. */
 static int fit(pk_mover *mv, uint32_t n)
 {
-    uint8_t *f, *b;
-
     if (n <= mv->cap)
         return PK_OK;
-    f = realloc(mv->fenced, n);
-    if (f == NULL)
+    if (grow(&mv->fenced, mv->cap, n) != PK_OK ||
+        grow(&mv->busy, mv->cap, n) != PK_OK ||
+        grow(&mv->held, mv->cap, n) != PK_OK ||
+        grow(&mv->check, mv->cap, n) != PK_OK)
         return PK_ENOMEM;
-    mv->fenced = f;
-    b = realloc(mv->busy, n);
-    if (b == NULL)
-        return PK_ENOMEM;
-    mv->busy = b;
-    memset(mv->fenced + mv->cap, 0, n - mv->cap);
-    memset(mv->busy + mv->cap, 0, n - mv->cap);
     mv->cap = n;
     return PK_OK;
 }
@@ -59,11 +64,21 @@ static int holds(const pk_cluster *cl, uint32_t p)
     return 0;
 }
 
+/* Whether the janitor may drop part here now. */
+static int droppable(const pk_mover *mv, uint32_t part)
+{
+    const pk_cluster *cl = &mv->srv->cluster;
+
+    return part < cl->map->npartitions && part < mv->cap && !mv->busy[part] &&
+           !mv->fenced[part] && !holds(cl, part) && !pk__mv_importing(mv, part);
+}
+
 /*
- * One janitor step: drops partitions held neither by the map nor by a
- * session or an import -- at most JANITOR_PARTS of them, each call bounded
- * by JANITOR_RECORDS -- in its own transaction (timers run between
- * iterations, when none is open).
+ * One janitor step, in its own transaction (timers run between
+ * iterations, when none is open): the first, after a start, walks every
+ * partition that has data; later ones look only at partitions this node
+ * stopped holding (mv->check).  At most JANITOR_PARTS partitions per step,
+ * each drop bounded by JANITOR_RECORDS.
  */
 static void janitor_step(pk_mover *mv)
 {
@@ -71,28 +86,45 @@ static void janitor_step(pk_mover *mv)
     const pk_cluster *cl = &s->cluster;
     pk_txn *t = NULL;
     pk_part_stats st;
-    uint32_t part, dropped = 0;
+    uint32_t part, n = 0;
+    int more = 0;
 
     if (cl->map == NULL || cl->self == PK_NODE_NONE || s->txn != NULL ||
         pk_txn_begin(s->store, 0, &t) != PK_OK)
         return;
-    mv->janitor = 0;
-    for (uint64_t p = 0; pk_store_part_next(t, p, &part, &st) == PK_OK;
-         p = (uint64_t)part + 1) {
+    if (!mv->swept) {
+        for (uint64_t p = 0; pk_store_part_next(t, p, &part, &st) == PK_OK;
+             p = (uint64_t)part + 1)
+            if (part < mv->cap && droppable(mv, part))
+                mv->check[part] = 1;
+        mv->swept = 1;
+    }
+    for (uint32_t p = 0; p < mv->cap; p++) {
         int done = 0;
-        if (part >= cl->map->npartitions ||
-            (part < mv->cap && (mv->busy[part] || mv->fenced[part])) ||
-            holds(cl, part) || pk__mv_importing(mv, part))
+        if (!mv->check[p])
             continue;
-        if (dropped == JANITOR_PARTS ||
-            pk_store_part_drop(t, part, JANITOR_RECORDS, &done) != PK_OK ||
-            !done) {
-            mv->janitor = 1; /* more next time */
+        if (n == JANITOR_PARTS) {
+            more = 1;
             break;
         }
-        dropped++;
+        if (p < cl->map->npartitions && holds(cl, p)) {
+            mv->check[p] = 0; /* ours again */
+            continue;
+        }
+        if (!droppable(mv, p)) {
+            more = 1; /* busy: later */
+            continue;
+        }
+        if (pk_store_part_drop(t, p, JANITOR_RECORDS, &done) != PK_OK) {
+            more = 1;
+            break;
+        }
+        n++;
+        more |= !done;
+        mv->check[p] = !done;
     }
-    if (dropped || mv->janitor)
+    mv->janitor = more;
+    if (n)
         pk_txn_commit(t);
     else
         pk_txn_abort(t);
@@ -137,6 +169,8 @@ void pk_move_free(pk_server *s)
     uv_timer_stop(&mv->tick);
     free(mv->fenced);
     free(mv->busy);
+    free(mv->held);
+    free(mv->check);
     free(mv->retry_at);
     free(mv);
     s->mover = NULL;
@@ -163,7 +197,16 @@ void pk_move_map_changed(pk_server *s)
         }
     }
     free(seen);
-    mv->janitor = 1;
+    for (uint32_t p = 0;
+         m && s->cluster.self != PK_NODE_NONE && p < m->npartitions; p++) {
+        uint8_t now = (uint8_t)holds(&s->cluster, p);
+        if (mv->held[p] && !now) {
+            mv->check[p] = 1;
+            mv->janitor = 1;
+        }
+        mv->held[p] = now;
+    }
+    mv->janitor |= !mv->swept;
     pk__mv_check(mv);
     pk__mv_scan(mv);
 }

@@ -219,6 +219,7 @@ void pk_cmd_pk_move(pk_cmd_ctx *x)
         return;
     }
     TXN_OR_RETURN(x, t);
+    x->c->yield = 1; /* one bulk step per iteration: clients go first */
     if (pk_arg_eq(sub, "begin") && x->argc >= 4) {
         move_begin(x, mv, t);
     } else if (pk_arg_eq(sub, "data") && x->argc == 4) {

@@ -66,6 +66,8 @@ struct pk_mover {
     uint32_t cap;    /* length of the per-partition arrays */
     uint8_t *fenced; /* writes held */
     uint8_t *busy;   /* in a source session */
+    uint8_t *held;   /* the map names this node (janitor) */
+    uint8_t *check;  /* stopped holding it: the janitor looks */
     pk_msess *sessions;
     mv_import *imports;
     uint32_t nimports, cap_imports;
@@ -76,6 +78,7 @@ struct pk_mover {
     uv_timer_t tick;
     uint32_t ticks;
     int janitor; /* 1: look for partitions to drop */
+    int swept;   /* the janitor walked the store once since the start */
     int closing; /* shutting down: no new calls */
 };
 

@@ -457,13 +457,43 @@ static void start(pk_mover *mv, uint32_t target, uint32_t *parts, uint32_t n)
 }
 
 /* Opens a session for every target our partitions are moving to. */
+/* The partitions moving from us to t that no session holds yet, up to a
+ * session's worth; NULL when there are none (or no memory). */
+static uint32_t *pending_to(pk_mover *mv, pk_txn *txn, uint32_t t, uint32_t *n)
+{
+    const pk_pmap *m = mv->srv->cluster.map;
+    uint32_t self = mv->srv->cluster.self, *parts = NULL;
+    uint64_t bytes = 0;
+
+    *n = 0;
+    for (uint32_t p = 0;
+         p < m->npartitions && *n < MV_SESSION_MAX && bytes < MV_SESSION_BYTES;
+         p++) {
+        uint32_t to;
+        pk_part_stats st;
+        if (!pk_pmap_moving(m, p, &to) || to != t || mv->busy[p] ||
+            pk_pmap_leader(m, p) != self)
+            continue;
+        if (parts == NULL &&
+            (parts = malloc(MV_SESSION_MAX * sizeof(*parts))) == NULL)
+            return NULL;
+        parts[(*n)++] = p;
+        /* Sizes bound a session: its snapshot stays open while it copies */
+        if (txn && pk_store_part_stats(txn, p, &st) == PK_OK)
+            bytes += st.bytes;
+    }
+    return parts;
+}
+
+/* Opens a session to every target that our partitions are moving to and
+ * that has none open (one per target at a time). */
 void pk__mv_scan(pk_mover *mv)
 {
     pk_server *s = mv->srv;
     const pk_pmap *m = s->cluster.map;
     uint32_t self = s->cluster.self;
     uint64_t now = pk__mv_now();
-
+    uint8_t *want;
     pk_txn *txn = NULL;
 
     if (m == NULL || self == PK_NODE_NONE || mv->moving == 0 || mv->closing)
@@ -476,40 +506,32 @@ void pk__mv_scan(pk_mover *mv)
         mv->retry_at = r;
         mv->nretry = m->nnodes;
     }
-    /* Sizes bound a session: its snapshot stays open while it copies. */
-    if (pk_txn_begin(s->store, 1, &txn) != PK_OK)
-        txn = NULL;
+    /* One pass finds the targets with work; only those are collected. */
+    if ((want = calloc(m->nnodes, 1)) == NULL)
+        return;
+    for (uint32_t p = 0; p < m->npartitions; p++) {
+        uint32_t to;
+        if (pk_pmap_moving(m, p, &to) && to < m->nnodes && !mv->busy[p] &&
+            pk_pmap_leader(m, p) == self && mv->retry_at[to] <= now)
+            want[to] = 1;
+    }
+    for (pk_msess *ss = mv->sessions; ss; ss = ss->next)
+        if (ss->target < m->nnodes)
+            want[ss->target] = 0;
     for (uint32_t t = 0; t < m->nnodes; t++) {
-        uint32_t *parts = NULL, n = 0;
-        int running = 0;
-        if (t == self || mv->retry_at[t] > now)
+        uint32_t *parts, n;
+        if (!want[t])
             continue;
-        for (pk_msess *ss = mv->sessions; ss; ss = ss->next)
-            running |= ss->target == t;
-        if (running)
-            continue;
-        uint64_t bytes = 0;
-        for (uint32_t p = 0; p < m->npartitions && n < MV_SESSION_MAX &&
-                             bytes < MV_SESSION_BYTES;
-             p++) {
-            uint32_t to;
-            pk_part_stats st;
-            if (!pk_pmap_moving(m, p, &to) || to != t || mv->busy[p] ||
-                pk_pmap_leader(m, p) != self)
-                continue;
-            if (parts == NULL &&
-                (parts = malloc(MV_SESSION_MAX * sizeof(*parts))) == NULL)
-                break;
-            parts[n++] = p;
-            if (txn && pk_store_part_stats(txn, p, &st) == PK_OK)
-                bytes += st.bytes;
-        }
+        if (txn == NULL && pk_txn_begin(s->store, 1, &txn) != PK_OK)
+            txn = NULL;
+        parts = pending_to(mv, txn, t, &n);
         if (n)
             start(mv, t, parts, n);
         else
             free(parts);
     }
     pk_txn_abort(txn);
+    free(want);
 }
 
 void pk__mv_pump_all(pk_mover *mv)

@@ -56,10 +56,12 @@ struct pk_conn {
     int readonly;    /* READONLY: reads may be served by followers */
     int internal;    /* presented the cluster secret (PK.AUTH) */
     int waiting_fwd; /* a forwarded command's reply is outstanding */
+    int yield;       /* set by a bulk command: run the rest later */
     pk_arg *held;    /* a command waiting on a fence, or NULL */
     int nheld;
     pk_conn *held_next;   /* on srv->held */
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
+    uint64_t resume_gen;  /* the idle round it was queued in */
     int in_resume;
     pk_conn *prev, *next; /* all connections */
     const char *last_cmd; /* name of the last command, static */
@@ -74,8 +76,9 @@ struct pk_server {
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_check_t check;
-    uv_idle_t idle;  /* runs while connections wait on srv->resume */
-    pk_conn *resume; /* unblocked connections with commands buffered */
+    uv_idle_t idle;      /* runs while connections wait on srv->resume */
+    pk_conn *resume;     /* unblocked connections with commands buffered */
+    uint64_t resume_gen; /* idle rounds run so far */
     uv_timer_t expire_timer, rate_timer, sync_timer;
     uv_signal_t sigterm, sigint;
     uv_work_t sync_work;
