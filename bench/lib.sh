@@ -136,3 +136,176 @@ start_partkv_node() {
     done
     [[ -n $pk_port ]] || { cat "$dir.err" >&2; die "partkv did not start"; }
 }
+
+# --- helpers for rebalance.sh ----------------------------------------------
+
+# machine_info: one line with the CPU count, CPU model and load average.
+machine_info() {
+    local model
+    model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+    echo "machine: $(nproc) CPUs (${model:-unknown model}), load average" \
+        "$(cut -d' ' -f1-3 /proc/loadavg), $(uname -sr)"
+}
+
+# stop_ours PID PATTERN: stop PID only while its command line still holds
+# PATTERN (e.g. the script's temp dir), so a reused PID is left alone.
+stop_ours() {
+    local pid=$1 pat=$2
+    [[ -n $pid ]] || return 0
+    if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$pat"; then
+        stop "$pid"
+    fi
+}
+
+# start_partkv_cluster NODES DIR SECRET [ARG...]: `partkv cluster up` in
+# the background on free ports (--base-port 0, --replicas 1, then ARGs),
+# its output in DIR.out/DIR.err.  Waits for "ready" and sets pkc_pid (the
+# `cluster up` process, which stops its nodes on SIGTERM), pkc_pids and
+# pkc_ports (per node, node 0 first: it hosts the coordinator).
+start_partkv_cluster() {
+    local n=$1 dir=$2 secret=$3 i
+    shift 3
+    : >"$dir.out" # exists before the job's redirect runs
+    "$PARTKV" cluster up --nodes "$n" --base-port 0 --dir "$dir" \
+        --secret "$secret" --replicas 1 "$@" >"$dir.out" 2>"$dir.err" &
+    pkc_pid=$!
+    # `cluster up` gives each node 10 s and registration 15 s.
+    for ((i = 0; i < 600; i++)); do
+        grep -qx ready "$dir.out" && break
+        kill -0 "$pkc_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    # "  node I  127.0.0.1:PORT  pid PID  id ID"
+    # shellcheck disable=SC2034 # for the caller
+    mapfile -t pkc_pids < <(sed -n \
+        's/^  node [0-9]*  [^ ]*:[0-9]*  pid \([0-9]*\)  .*/\1/p' "$dir.out")
+    mapfile -t pkc_ports < <(sed -n \
+        's/^  node [0-9]*  [^ ]*:\([0-9]*\)  pid [0-9]*  .*/\1/p' "$dir.out")
+    if ! grep -qx ready "$dir.out" || ((${#pkc_ports[@]} != n)); then
+        cat "$dir.out" "$dir.err" >&2
+        die "partkv cluster up did not become ready"
+    fi
+}
+
+# resp_sets SLOTS KEYS VALSIZE SEED: a RESP stream of SET commands on
+# stdout, for `redis-cli --pipe`.  For each slot in the comma-separated
+# SLOTS, KEYS keys "{TAG}:NNNNNNN" whose hash tag TAG puts them in that
+# Redis Cluster slot (CRC16/XMODEM mod 16384), each with a VALSIZE-byte
+# base64 value cut at a random offset of a random pool (LZF cannot shrink
+# it).  The same arguments give the same stream.
+resp_sets() {
+    "$PY" - "$@" <<'EOF'
+import base64, random, sys
+T = []
+for i in range(256):
+    c = i << 8
+    for _ in range(8):
+        c = ((c << 1) ^ 0x1021) if c & 0x8000 else (c << 1)
+    T.append(c & 0xFFFF)
+def slot(b):
+    c = 0
+    for x in b:
+        c = ((c << 8) & 0xFFFF) ^ T[(c >> 8) ^ x]
+    return c & 16383
+slots = [int(s) for s in sys.argv[1].split(",") if s]
+nkeys, vs, seed = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+want, tags, i = set(slots), {}, 0
+while len(tags) < len(want):
+    t = "r%d" % i
+    s = slot(t.encode())
+    if s in want and s not in tags:
+        tags[s] = t
+    i += 1
+rng = random.Random(seed)
+pool = base64.b64encode(rng.randbytes(max(3 << 20, vs)))
+hdr = b"$%d\r\n" % vs
+out = sys.stdout.buffer
+for s in slots:
+    buf = []
+    for k in range(nkeys):
+        key = ("{%s}:%07d" % (tags[s], k)).encode()
+        o = rng.randrange(len(pool) - vs + 1)
+        buf.append(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n%s%s\r\n"
+                   % (len(key), key, hdr, pool[o:o + vs]))
+    out.write(b"".join(buf))
+EOF
+}
+
+# sample_moves OUT INTERVAL_MS PORT...: until stopped, asks every PORT for
+# PK.MOVES each INTERVAL_MS and appends one line per session seen to OUT:
+#   "T PORT TARGET STATE BYTES ELAPSED_MS PARTITIONS"
+# T is the Unix time in seconds (bash's $EPOCHREALTIME is on the same
+# clock).  A port with no session gives "T PORT - idle 0 0 0".  Run it in
+# the background and stop it by PID.
+sample_moves() {
+    "$PY" - "$@" <<'EOF'
+import socket, sys, time
+out, step = sys.argv[1], int(sys.argv[2]) / 1000.0
+ports = [int(p) for p in sys.argv[3:]]
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.f = self.s.makefile("rb")
+    def read(self):
+        line = self.f.readline()
+        if not line:
+            raise EOFError("connection closed")
+        t, v = line[:1], line[1:-2]
+        if t in (b"+", b"-"):
+            return v.decode()
+        if t == b":":
+            return int(v)
+        if t == b"$":
+            n = int(v)
+            return None if n < 0 else self.f.read(n + 2)[:-2].decode()
+        if t in (b"*", b"%"):
+            n = int(v) * (2 if t == b"%" else 1)
+            return [self.read() for _ in range(n)]
+        raise ValueError(line)
+    def moves(self):
+        self.s.sendall(b"*1\r\n$8\r\nPK.MOVES\r\n")
+        return self.read()
+conns = {p: Conn(p) for p in ports}
+f = open(out, "a", buffering=1)
+nxt = time.monotonic()
+while True:
+    for p, c in conns.items():
+        try:
+            r = c.moves()
+        except (OSError, EOFError):  # the node is gone: the run is over
+            sys.exit(0)
+        t = time.time()
+        if not isinstance(r, list):
+            continue
+        if not r:
+            f.write("%.4f %d - idle 0 0 0\n" % (t, p))
+        for sess in r:
+            d = dict(zip(sess[0::2], sess[1::2]))
+            f.write("%.4f %d %s %s %d %d %d\n" % (t, p, d.get("target"),
+                    d.get("state"), d.get("bytes", 0), d.get("elapsed_ms", 0),
+                    d.get("partitions", 0)))
+    nxt += step
+    time.sleep(max(0.0, nxt - time.monotonic()))
+EOF
+}
+
+# slot_tag SLOT: a short hash tag ("tNNN") whose keys "{tNNN}..." fall in
+# Redis Cluster slot SLOT.
+slot_tag() {
+    "$PY" - "$1" <<'EOF'
+import sys
+want, i = int(sys.argv[1]), 0
+def slot(b):
+    c = 0
+    for x in b:
+        c ^= x << 8
+        for _ in range(8):
+            c = ((c << 1) ^ 0x1021) if c & 0x8000 else (c << 1)
+        c &= 0xFFFF
+    return c & 16383
+while slot(("t%d" % i).encode()) != want:
+    i += 1
+print("t%d" % i)
+EOF
+}

@@ -476,3 +476,57 @@ def pmap_with_epoch(value, epoch):
     b[PMAP_EPOCH_OFF:PMAP_EPOCH_OFF + 8] = struct.pack(">Q", epoch)
     b[-4:] = struct.pack(">I", crc32c(bytes(b[:-4])))
     return bytes(b)
+
+
+# ---------------------------------------------------------------------------
+# Nodes outside `cluster up` (a joining node, a killed node started again)
+# and the partkv CLI (used by test_rebalance.py)
+# ---------------------------------------------------------------------------
+
+def node_argv(pid, port=None):
+    """The argv a running node was started with, from /proc/<pid>/cmdline
+    (read it BEFORE killing the node).  With port, a "--port 0" is
+    replaced by that port, so the node comes back on the address the map
+    knows it by."""
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        argv = [a.decode() for a in f.read().split(b"\0")]
+    while argv and argv[-1] == "":
+        argv.pop()
+    if port is not None and "--port" in argv:
+        argv[argv.index("--port") + 1] = str(port)
+    return argv
+
+
+class ArgvServer(pkserver.Server):
+    """A partkv process started from an exact argv (e.g. node_argv() of a
+    cluster node that was killed), as a pkserver.Server: same ready-line
+    check, same stop/kill by PID.  Its own temp dir only holds its
+    stdout/stderr; the data directory is whatever argv names."""
+
+    def __init__(self, argv, **kw):
+        port = 0
+        if "--port" in argv:
+            port = int(argv[argv.index("--port") + 1])
+        super().__init__(kind="partkv", port=port, **kw)
+        self._argv = list(argv)
+
+    def argv(self):
+        return list(self._argv)
+
+
+def join_server(cluster, fsync=None, extra=()):
+    """A pkserver.Server (not started) that joins cluster through node 0:
+    `partkv server --port 0 --dir <tmp> --join <node0> --cluster-secret S`.
+    The caller starts it and must stop it (cleanup())."""
+    n0 = cluster.nodes[0]
+    return pkserver.Server(kind="partkv", fsync=fsync,
+                           extra=["--join", n0.addr, "--cluster-secret",
+                                  cluster.secret] + list(extra))
+
+
+def partkv_cli(*args, timeout=60):
+    """Runs `partkv ARGS...` (stdin closed); returns CompletedProcess with
+    text stdout/stderr."""
+    return subprocess.run([pkserver.partkv_path(), *args],
+                          stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout)

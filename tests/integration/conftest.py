@@ -34,6 +34,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "partkv_only: partkv-specific, skipped when "
         "PARTKV_TEST_TARGET=redis")
+    config.addinivalue_line(
+        "markers", "slow: a long test (seconds of throttled moves); still "
+        "part of make test, select alone with -m slow")
 
 
 def pytest_collection_modifyitems(config, items):
