@@ -133,6 +133,20 @@ typedef int (*rb_edit_fn)(pk_pmap *m, void *ctx);
 int pk__rb_map_edit(struct pk_sclient *c, rb_edit_fn edit, void *ctx,
                     pk_pmap **out);
 
+/*
+ * A map kept between polls (the driver's): refreshed with a conditional
+ * GET, so an unchanged 100+ KB map is not sent, decoded or copied again.
+ */
+typedef struct rb_mapcache {
+    pk_pmap *m;   /* NULL until the first refresh */
+    uint64_t rev; /* its mod_revision */
+} rb_mapcache;
+int pk__rb_map_refresh(struct pk_sclient *c, rb_mapcache *mc);
+/* pk__rb_map_edit over the cache; *out is a copy the caller frees. */
+int pk__rb_map_edit_cached(struct pk_sclient *c, rb_mapcache *mc,
+                           rb_edit_fn edit, void *ctx, pk_pmap **out);
+void pk__rb_mapcache_free(rb_mapcache *mc);
+
 /* Run record.  get: 0 or PK_ENOTFOUND / PK_EIO / PK_ECORRUPT. */
 int pk__rb_run_get(struct pk_sclient *c, rb_run *r);
 /* Deletes every stored plan but the one a live run uses.  0 or error. */

@@ -48,7 +48,8 @@ typedef struct driver {
     uint8_t *st;   /* per move: RB_PENDING, RB_FLIGHT, RB_DONE */
     char why[256]; /* why the plan is stale */
     rb_watch *w;
-    int broken; /* the connection failed: reconnect before the next tick */
+    int broken;     /* the connection failed: reconnect before the next tick */
+    rb_mapcache mc; /* the map as of the last tick */
 } driver;
 
 /* A leader move to start, sorted so moves between one pair of nodes go
@@ -307,15 +308,14 @@ static int check_record(driver *d)
 static int tick(driver *d)
 {
     pk_pmap *m = NULL;
-    uint64_t rev;
     int rc, status = check_record(d);
 
     if (status >= 0)
         return status;
     if (strcmp(d->run.state, "running") == 0)
-        rc = pk__rb_map_edit(d->c, round_edit, d, &m);
-    else
-        rc = pk__rb_map_get(d->c, &m, &rev);
+        rc = pk__rb_map_edit_cached(d->c, &d->mc, round_edit, d, &m);
+    else if ((rc = pk__rb_map_refresh(d->c, &d->mc)) == PK_OK)
+        rc = pk_pmap_clone(d->mc.m, &m);
     if (rc == RB_STALE) {
         pk__rb_watch_break(d->w);
         set_state(d, "failed");
@@ -472,6 +472,7 @@ int pk__rb_cmd_apply(int argc, char **argv)
     if (status == 0)
         status = drive(&d);
     pk__rb_watch_free(d.w);
+    pk__rb_mapcache_free(&d.mc);
     free(d.st);
     pk__rb_plan_free(&d.plan);
     pk_sclient_free(d.c);

@@ -158,7 +158,10 @@ int pk__rb_map_get(pk_sclient *c, pk_pmap **m, uint64_t *mod_rev)
     return rc;
 }
 
-int pk__rb_map_cas(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
+/* CAS of m over mod_rev; *new_rev (may be NULL) gets the map's new
+ * mod_revision. */
+static int map_cas(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev,
+                   uint64_t *new_rev)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -176,38 +179,112 @@ int pk__rb_map_cas(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
     free(buf);
     if (rc != PK_OK)
         return PK_EIO;
-    if (r->type == PK_RR_ARRAY)
+    if (r->type == PK_RR_ARRAY && r->n >= 1 && r->elems[0].type == PK_RR_INT) {
         rc = PK_OK;
-    else if (r->type == PK_RR_ERROR && r->str &&
-             strncmp(r->str, "ESTALE", 6) == 0)
+        if (new_rev)
+            *new_rev = (uint64_t)r->elems[0].integer;
+    } else if (r->type == PK_RR_ERROR && r->str &&
+               strncmp(r->str, "ESTALE", 6) == 0) {
         rc = PK_ESTALE;
-    else
+    } else {
         rc = PK_EIO;
+    }
     pk_rr_free(r);
     return rc;
 }
 
-int pk__rb_map_edit(pk_sclient *c, rb_edit_fn edit, void *ctx, pk_pmap **out)
+int pk__rb_map_cas(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
+{
+    return map_cas(c, m, mod_rev, NULL);
+}
+
+int pk__rb_map_refresh(pk_sclient *c, rb_mapcache *mc)
+{
+    char since[24];
+    const char *argv[] = {"PK.COORD", "GET", RB_MAP_KEY, since};
+    pk_rr *r = NULL;
+    pk_pmap *m = NULL;
+    uint64_t rev = 0;
+    int rc;
+
+    if (mc->m == NULL)
+        mc->rev = 0;
+    snprintf(since, sizeof(since), "%" PRIu64, mc->rev);
+    if (pk_sclient_call(c, mc->rev ? 4 : 3, argv, NULL, &r) != PK_OK)
+        return PK_EIO;
+    if (mc->rev && r->type == PK_RR_ARRAY && r->n == 1) {
+        pk_rr_free(r); /* unchanged: the cached map is current */
+        return PK_OK;
+    }
+    rc = PK_EIO;
+    if (r->type == PK_RR_ARRAY && r->n == 2 &&
+        r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
+        const pk_rr *kv = &r->elems[1];
+        rev = (uint64_t)kv->elems[3].integer;
+        rc = pk_pmap_decode((const uint8_t *)kv->elems[1].str,
+                            kv->elems[1].len, &m);
+    } else if (r->type == PK_RR_ARRAY && r->n == 2) {
+        rc = PK_ENOTFOUND;
+    }
+    pk_rr_free(r);
+    if (rc == PK_OK) {
+        pk_pmap_free(mc->m);
+        mc->m = m;
+        mc->rev = rev;
+    }
+    return rc;
+}
+
+void pk__rb_mapcache_free(rb_mapcache *mc)
+{
+    pk_pmap_free(mc->m);
+    mc->m = NULL;
+    mc->rev = 0;
+}
+
+int pk__rb_map_edit_cached(pk_sclient *c, rb_mapcache *mc, rb_edit_fn edit,
+                           void *ctx, pk_pmap **out)
 {
     for (int i = 0; i < CAS_TRIES; i++) {
         pk_pmap *m = NULL;
         uint64_t rev = 0;
-        int rc = pk__rb_map_get(c, &m, &rev);
+        int rc = pk__rb_map_refresh(c, mc);
+        if (rc == PK_OK)
+            rc = pk_pmap_clone(mc->m, &m);
         if (rc == PK_OK) {
             rc = edit(m, ctx);
-            if (rc == 0)
-                rc = pk__rb_map_cas(c, m, rev);
-            else if (rc == 1)
+            if (rc == 0 && (rc = map_cas(c, m, mc->rev, &rev)) == PK_OK) {
+                pk_pmap *keep = NULL; /* the cache follows our own write */
+                if (pk_pmap_clone(m, &keep) == PK_OK) {
+                    pk_pmap_free(mc->m);
+                    mc->m = keep;
+                    mc->rev = rev;
+                } else {
+                    pk__rb_mapcache_free(mc);
+                }
+            } else if (rc == 1) {
                 rc = PK_OK;
+            }
         }
         if (rc == PK_OK && out)
             *out = m;
         else
             pk_pmap_free(m);
-        if (rc != PK_ESTALE)
+        if (rc == PK_ESTALE)
+            pk__rb_mapcache_free(mc); /* read it whole again */
+        else
             return rc;
     }
     return PK_ESTALE;
+}
+
+int pk__rb_map_edit(pk_sclient *c, rb_edit_fn edit, void *ctx, pk_pmap **out)
+{
+    rb_mapcache mc = {NULL, 0};
+    int rc = pk__rb_map_edit_cached(c, &mc, edit, ctx, out);
+
+    pk__rb_mapcache_free(&mc);
+    return rc;
 }
 
 /* Copies the value of "name=" in the record line into buf. */

@@ -10,8 +10,8 @@
 #include "server/pk_srv.h"
 #include "store/pk_store_snap.h"
 
-#define MV_CHUNK (256u << 10)        /* bytes of snapshot per PK.MOVE DATA */
-#define MV_WINDOW 8                  /* calls in flight per session */
+#define MV_CHUNK (32u << 10) /* bytes of snapshot per PK.MOVE DATA */
+#define MV_WINDOW 16 /* calls in flight per session */
 #define MV_FENCE_BYTES (64u << 10)   /* a tail round this small: fence */
 #define MV_TAIL_ROUNDS 16            /* then fence anyway */
 #define MV_FENCE_MAX_MS 2000         /* a fence longer than this aborts */
