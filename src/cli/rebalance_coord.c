@@ -221,8 +221,8 @@ int pk__rb_map_refresh(pk_sclient *c, rb_mapcache *mc)
         r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
         const pk_rr *kv = &r->elems[1];
         rev = (uint64_t)kv->elems[3].integer;
-        rc = pk_pmap_decode((const uint8_t *)kv->elems[1].str,
-                            kv->elems[1].len, &m);
+        rc = pk_pmap_decode((const uint8_t *)kv->elems[1].str, kv->elems[1].len,
+                            &m);
     } else if (r->type == PK_RR_ARRAY && r->n == 2) {
         rc = PK_ENOTFOUND;
     }

@@ -171,4 +171,11 @@ int pk_pmap_encode(const pk_pmap *m, uint8_t **buf, size_t *len);
  */
 int pk_pmap_decode(const uint8_t *buf, size_t len, pk_pmap **out);
 
+/*
+ * The epoch of an encoded map, read from its header without decoding or
+ * checking the rest (so a receiver can skip a map it already has).
+ * Returns 0, or PK_ECORRUPT for a buffer that is not a version-1 map.
+ */
+int pk_pmap_peek_epoch(const uint8_t *buf, size_t len, uint64_t *epoch);
+
 #endif

@@ -622,3 +622,18 @@ int pk_pmap_decode(const uint8_t *buf, size_t len, pk_pmap **out)
     r.err = PK_OK;
     return rd_map(&r, out);
 }
+
+int pk_pmap_peek_epoch(const uint8_t *buf, size_t len, uint64_t *epoch)
+{
+    uint64_t e = 0;
+
+    /* Magic and version first: a later version may place its epoch
+     * elsewhere (see the layout above). */
+    if (buf == NULL || len < 16 || memcmp(buf, "PKMP", 4) != 0 || buf[4] != 0 ||
+        buf[5] != 1)
+        return PK_ECORRUPT;
+    for (int i = 0; i < 8; i++)
+        e = e << 8 | buf[8 + i];
+    *epoch = e;
+    return PK_OK;
+}

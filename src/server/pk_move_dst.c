@@ -165,9 +165,19 @@ static void move_log(pk_cmd_ctx *x, pk_txn *t)
 
 static void move_pushmap(pk_cmd_ctx *x)
 {
+    const pk_pmap *cur = x->srv->cluster.map;
+    const uint8_t *buf = (const uint8_t *)x->argv[2].ptr;
     pk_pmap *m = NULL;
-    int rc =
-        pk_pmap_decode((const uint8_t *)x->argv[2].ptr, x->argv[2].len, &m);
+    uint64_t epoch;
+    int rc;
+
+    /* Most pushes bring a map this node already polled: skip decoding. */
+    if (pk_pmap_peek_epoch(buf, x->argv[2].len, &epoch) == PK_OK && cur &&
+        epoch <= cur->epoch) {
+        pk_reply_simple(x->out, "OK");
+        return;
+    }
+    rc = pk_pmap_decode(buf, x->argv[2].len, &m);
 
     if (rc != PK_OK) {
         pk_reply_errorf(x->out, "ERR map: %s", pk_strerror(rc));

@@ -217,9 +217,9 @@ int pk_srv_set_map(pk_server *s, pk_pmap *m)
 {
     const pk_pmap *cur = s->cluster.map;
 
-    /* Epochs only grow: a map older than ours (a poll that raced a push)
-     * is dropped. */
-    if (cur && m->epoch < cur->epoch) {
+    /* Epochs only grow, and every change bumps it: a map not newer than
+     * ours (a poll that raced a push) is one we have or had. */
+    if (cur && m->epoch <= cur->epoch) {
         pk_pmap_free(m);
         return 0;
     }

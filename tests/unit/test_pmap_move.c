@@ -46,11 +46,15 @@ static void check_valid(const pk_pmap *m)
     uint8_t *buf = NULL;
     size_t len = 0;
     pk_pmap *back = NULL;
+    uint64_t epoch = 0;
 
     assert_int_equal(pk_pmap_validate(m), 0);
     assert_int_equal(pk_pmap_encode(m, &buf, &len), 0);
     assert_int_equal(pk_pmap_decode(buf, len, &back), 0);
     assert_true(pk_pmap_equal(m, back));
+    assert_int_equal(pk_pmap_peek_epoch(buf, len, &epoch), 0);
+    assert_int_equal(epoch, m->epoch);
+    assert_int_equal(pk_pmap_peek_epoch(buf, 15, &epoch), PK_ECORRUPT);
     pk_pmap_free(back);
     free(buf);
 }
@@ -63,6 +67,7 @@ static void test_move_to_new_node(void **state)
 
     (void)state;
     assert_false(pk_pmap_moving(m, 4, &to));
+    m->epoch = 0x0102030405060708ull; /* peek reads all eight bytes */
     assert_int_equal(pk_pmap_move_begin(m, 4, 3), 0);
     assert_true(pk_pmap_moving(m, 4, &to));
     assert_int_equal(to, 3);
