@@ -126,7 +126,7 @@ cleanup() {
     local pid
     stop "$s_pid"
     stop "$ap_pid"
-    stop "$c_pid"
+    stop "${c_pid:-${pkc_pid:-}}" # pkc_pid: set before a failed start dies
     # Nodes outlive `cluster up` only if it died uncleanly: stop a PID only
     # while its command line still names our temp dir.
     for pid in "${c_nodes[@]}"; do stop_ours "$pid" "$work/"; done

@@ -77,7 +77,7 @@ rd_ports=()
 
 cleanup() {
     local pid
-    stop "$pk_pid"
+    stop "${pk_pid:-${pkc_pid:-}}" # pkc_pid: set before a failed start dies
     # Nodes outlive `cluster up` only if it died uncleanly.  Stop a node
     # only while its command line still names our temp dir, so a reused
     # PID is left alone.
@@ -115,26 +115,13 @@ keys_total() { # PORT...: keys summed over the nodes (INFO keyspace db0)
 
 # --- start partkv ----------------------------------------------------------
 pk_base=$(free_ports "$NODES") || die "no free ports for partkv"
-: >"$work/partkv.out" # exists before the job's redirect runs
-"$PARTKV" cluster up --nodes "$NODES" --base-port "$pk_base" \
-    --dir "$work/partkv" --replicas 1 \
-    >"$work/partkv.out" 2>"$work/partkv.err" &
-pk_pid=$!
-# `cluster up` gives each node 10 s and registration 15 s.
-for ((i = 0; i < 600; i++)); do
-    grep -qx ready "$work/partkv.out" && break
-    kill -0 "$pk_pid" 2>/dev/null || break
-    sleep 0.1
-done
-# "  node I  127.0.0.1:PORT  pid PID  id ID"
-mapfile -t pk_nodes < <(sed -n \
-    's/^  node [0-9]*  [^ ]*:[0-9]*  pid \([0-9]*\)  .*/\1/p' "$work/partkv.out")
-mapfile -t pk_ports < <(sed -n \
-    's/^  node [0-9]*  [^ ]*:\([0-9]*\)  pid [0-9]*  .*/\1/p' "$work/partkv.out")
-if ! grep -qx ready "$work/partkv.out" || ((${#pk_nodes[@]} != NODES)); then
-    cat "$work/partkv.out" "$work/partkv.err" >&2
-    die "partkv cluster up did not become ready"
-fi
+# A later --base-port wins over the helper's 0: the run below the
+# ephemeral range found above.
+start_partkv_cluster "$NODES" "$work/partkv" \
+    "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" --base-port "$pk_base"
+pk_pid=$pkc_pid
+pk_nodes=("${pkc_pids[@]}")
+pk_ports=("${pkc_ports[@]}")
 for ((i = 0; i < 100; i++)); do
     [[ $(cluster_state "${pk_ports[0]}") == ok ]] && break
     sleep 0.1
