@@ -35,6 +35,7 @@ struct pk_agent {
     pthread_mutex_t lock; /* guards jobs */
     pthread_cond_t wake;  /* a job was submitted */
     pk_agent_job *jobs;   /* commits to run, oldest first */
+    int job_backoff;      /* the first job failed: retry after a wait */
     int64_t last_record;  /* when the rebalance record was last read */
     atomic_int rb_paused;
     atomic_ullong rb_rate;
@@ -65,7 +66,7 @@ static void wait_ms(pk_agent *a, int ms)
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&a->lock);
-    if (a->jobs == NULL)
+    if (a->jobs == NULL || a->job_backoff)
         pthread_cond_timedwait(&a->wake, &a->lock, &ts);
     pthread_mutex_unlock(&a->lock);
 }
@@ -321,7 +322,15 @@ static int run_job(pk_agent *a, pk_agent_job *j)
             j->switched[i] = changed = 1;
     }
     if (!changed) {
-        pk_pmap_free(m);
+        /* Nothing left to write -- but an earlier attempt whose reply was
+         * lost may have written it: the loop must hold that map before it
+         * lifts the fence, or it would take writes as the old leader. */
+        if (rev != a->map_rev) {
+            a->map_rev = rev;
+            post_map(a, m);
+        } else {
+            pk_pmap_free(m);
+        }
         return PK_OK;
     }
     m->epoch++;
@@ -341,8 +350,13 @@ static void run_jobs(pk_agent *a)
         pthread_mutex_lock(&a->lock);
         j = a->jobs;
         pthread_mutex_unlock(&a->lock);
-        if (j == NULL || a->cli == NULL || run_job(a, j) != PK_OK)
+        if (j == NULL || a->cli == NULL)
             return;
+        if (run_job(a, j) != PK_OK) {
+            a->job_backoff = 1; /* wait a poll period before the retry */
+            return;
+        }
+        a->job_backoff = 0;
         pthread_mutex_lock(&a->lock);
         a->jobs = j->next;
         pthread_mutex_unlock(&a->lock);

@@ -255,10 +255,13 @@ void pk_conn_hold(pk_cmd_ctx *x)
         p += x->argv[i].len + 1;
     }
     c->nheld = x->argc;
-    c->waiting_fwd = 1; /* runs nothing more, reads nothing more */
-    c->iter_cmds--;     /* its reply comes when it runs again */
-    c->held_next = c->srv->held;
-    c->srv->held = c;
+    c->waiting_fwd = 1;  /* runs nothing more, reads nothing more */
+    c->iter_cmds--;      /* its reply comes when it runs again */
+    c->held_next = NULL; /* at the tail: held writes run again in order */
+    pk_conn **pp = &c->srv->held;
+    while (*pp)
+        pp = &(*pp)->held_next;
+    *pp = c;
 }
 
 void pk_conn_release_all(pk_server *s)

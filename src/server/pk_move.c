@@ -89,8 +89,11 @@ static void janitor_step(pk_mover *mv)
     uint32_t part, n = 0;
     int more = 0;
 
-    if (cl->map == NULL || cl->self == PK_NODE_NONE || s->txn != NULL ||
-        pk_txn_begin(s->store, 0, &t) != PK_OK)
+    /* Only a map from the coordinator says what this node no longer
+     * holds: a peer's push after a restart may be older than what the
+     * node held before it stopped. */
+    if (cl->map == NULL || cl->self == PK_NODE_NONE || !mv->polled ||
+        s->txn != NULL || pk_txn_begin(s->store, 0, &t) != PK_OK)
         return;
     if (!mv->swept) {
         for (uint64_t p = 0; pk_store_part_next(t, p, &part, &st) == PK_OK;
@@ -158,6 +161,19 @@ int pk_move_init(pk_server *s)
     return PK_OK;
 }
 
+/* The tick handle is closed: nothing of the mover is in the loop now. */
+static void on_tick_closed(uv_handle_t *h)
+{
+    pk_mover *mv = h->data;
+
+    free(mv->fenced);
+    free(mv->busy);
+    free(mv->held);
+    free(mv->check);
+    free(mv->retry_at);
+    free(mv);
+}
+
 void pk_move_free(pk_server *s)
 {
     pk_mover *mv = s->mover;
@@ -166,17 +182,11 @@ void pk_move_free(pk_server *s)
         return;
     pk__mv_end_all(mv);
     pk__mv_imports_free(mv);
-    uv_timer_stop(&mv->tick);
-    free(mv->fenced);
-    free(mv->busy);
-    free(mv->held);
-    free(mv->check);
-    free(mv->retry_at);
-    free(mv);
     s->mover = NULL;
+    uv_close((uv_handle_t *)&mv->tick, on_tick_closed); /* frees mv */
 }
 
-void pk_move_map_changed(pk_server *s)
+void pk_move_map_changed(pk_server *s, int polled)
 {
     pk_mover *mv = s->mover;
     const pk_pmap *m = s->cluster.map;
@@ -184,6 +194,10 @@ void pk_move_map_changed(pk_server *s)
 
     if (mv == NULL || m == NULL || fit(mv, m->npartitions) != PK_OK)
         return;
+    if (polled && !mv->polled) {
+        mv->polled = 1;
+        mv->janitor = 1;
+    }
     seen = calloc(m->nnodes ? m->nnodes : 1, 1);
     mv->moving = mv->sources = 0;
     for (uint32_t p = 0; p < m->npartitions; p++) {

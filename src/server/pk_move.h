@@ -54,8 +54,9 @@ int pk_move_init(pk_server *s);
 /* Ends every session (fences lifted, nothing committed) and frees. */
 void pk_move_free(pk_server *s);
 
-/* A new map is installed: start, check or end sessions; wake the janitor */
-void pk_move_map_changed(pk_server *s);
+/* A new map is installed -- polled from the coordinator, or pushed by a
+ * peer: start, check or end sessions; wake the janitor. */
+void pk_move_map_changed(pk_server *s, int polled);
 
 /* 1 while writes to partition part wait for a switch. */
 int pk_move_fenced(const pk_server *s, uint32_t part);

@@ -140,11 +140,19 @@ static mv_import *import_arg(pk_cmd_ctx *x, pk_mover *mv)
 
 static void move_log(pk_cmd_ctx *x, pk_txn *t)
 {
-    uint32_t part;
+    const pk_cluster *cl = &x->srv->cluster;
+    uint32_t part, to;
     int rc = PK_OK;
 
     if (!part_arg(x, 2, &part) || x->argc % 2 == 0) {
         pk_reply_syntax(x);
+        return;
+    }
+    /* Late records of a cancelled move would bring back what the janitor
+     * dropped. */
+    if (!pk_pmap_moving(cl->map, part, &to) || to != cl->self) {
+        pk_reply_error(x->out, "ERR this node is not the target of that "
+                               "partition");
         return;
     }
     for (int i = 3; i + 1 < x->argc && (rc == PK_OK || rc == PK_EEXIST);
@@ -183,7 +191,7 @@ static void move_pushmap(pk_cmd_ctx *x)
         pk_reply_errorf(x->out, "ERR map: %s", pk_strerror(rc));
         return;
     }
-    pk_srv_set_map(x->srv, m);
+    pk_srv_set_map(x->srv, m, 0);
     pk_reply_simple(x->out, "OK");
 }
 
@@ -209,10 +217,14 @@ void pk_cmd_pk_move(pk_cmd_ctx *x)
         return;
     }
     if (pk_arg_eq(sub, "abort")) {
-        for (int i = 2; i < x->argc; i++)
-            if (part_arg(x, i, &part) && (im = find(mv, part)) != NULL &&
-                im->c == x->c)
+        for (int i = 2; i < x->argc; i++) {
+            if (!part_arg(x, i, &part))
+                continue;
+            if ((im = find(mv, part)) != NULL && im->c == x->c)
                 forget(mv, im);
+            if (part < mv->cap) /* dropped unless the map still says ours */
+                mv->check[part] = 1;
+        }
         mv->janitor = 1;
         pk_reply_simple(x->out, "OK");
         return;

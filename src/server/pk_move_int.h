@@ -10,12 +10,13 @@
 #include "server/pk_srv.h"
 #include "store/pk_store_snap.h"
 
-#define MV_CHUNK (32u << 10) /* bytes of snapshot per PK.MOVE DATA */
-#define MV_WINDOW 16 /* calls in flight per session */
-#define MV_FENCE_BYTES (64u << 10)   /* a tail round this small: fence */
-#define MV_TAIL_ROUNDS 16            /* then fence anyway */
-#define MV_FENCE_MAX_MS 2000         /* a fence longer than this aborts */
-#define MV_STALL_MS 10000            /* no reply for this long aborts */
+#define MV_CHUNK (32u << 10)       /* bytes of snapshot per PK.MOVE DATA */
+#define MV_WINDOW 16               /* calls in flight per session */
+#define MV_FENCE_BYTES (64u << 10) /* a tail round this small: fence */
+#define MV_TAIL_CAP (MV_CHUNK * MV_WINDOW) /* log bytes per tail round */
+#define MV_FENCE_MAX_MS 2000               /* a fence longer than this aborts */
+#define MV_STALL_MS 10000                  /* no reply for this long aborts */
+#define MV_FAILED_DRAIN_MS 1000      /* a failed session waits this long */
 #define MV_SESSION_MAX 4096          /* partitions per session */
 #define MV_SESSION_BYTES (64u << 20) /* ... and bytes, about */
 
@@ -27,6 +28,7 @@ enum mv_phase {
     MV_FINAL,  /* final records sent */
     MV_SYNC,   /* SYNC sent */
     MV_COMMIT, /* the agent is committing */
+    MV_AWAIT,  /* committed; waiting for our map to show it */
     MV_PUSH,   /* the new map is on its way to the target */
 };
 
@@ -39,7 +41,8 @@ typedef struct pk_msess {
     uint64_t *seq;     /* per partition: last log position shipped */
     uint8_t *switched; /* per partition: committed (agent job) */
     int phase;
-    int failed; /* 1: end once no call is in flight */
+    int failed;  /* 1: end once no call is in flight */
+    int sending; /* inside pk_link_call: replies must not pump */
     char why[128];
     char *chunk;    /* COPY: MV_CHUNK bytes of buffer */
     pk_txn *snap;   /* COPY: the snapshot */
@@ -79,6 +82,7 @@ struct pk_mover {
     uint32_t ticks;
     int janitor; /* 1: look for partitions to drop */
     int swept;   /* the janitor walked the store once since the start */
+    int polled;  /* a map from the coordinator was installed */
     int closing; /* shutting down: no new calls */
 };
 

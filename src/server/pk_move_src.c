@@ -36,21 +36,27 @@ static void on_reply(void *ctx, const pk_rr *r, const char *err)
         fail(ss, err);
     else if (r->type == PK_RR_ERROR)
         fail(ss, r->str);
-    pump(ss);
+    /* A link failing inside pk_link_call answers every call at once, from
+     * within send_cmd: its caller pumps when it returns. */
+    if (!ss->sending)
+        pump(ss);
 }
 
 /* Sends cmd (consumed) to the target; a failure fails the session. */
 static void send_cmd(pk_msess *ss, pk_obuf *cmd)
 {
-    int rc = pk_link_call(ss->mv->srv, ss->addr, cmd, on_reply, ss);
+    int rc;
 
-    pk_obuf_reset(cmd);
-    if (rc != PK_OK) {
-        fail(ss, pk_strerror(rc));
-        return;
-    }
     if (ss->inflight++ == 0)
         ss->reply_ms = pk__mv_now();
+    ss->sending = 1;
+    rc = pk_link_call(ss->mv->srv, ss->addr, cmd, on_reply, ss);
+    ss->sending = 0;
+    pk_obuf_reset(cmd);
+    if (rc != PK_OK) {
+        ss->inflight--;
+        fail(ss, pk_strerror(rc));
+    }
 }
 
 static void ignore_reply(void *ctx, const pk_rr *r, const char *err)
@@ -106,7 +112,9 @@ static void finish(pk_msess *ss)
     free(ss->switched);
     free(ss);
     mv->janitor |= done > 0;
-    if (fenced)
+    /* At shutdown the held writes never run: their connections close
+     * unanswered (the map the loop holds may already be stale). */
+    if (fenced && !mv->closing)
         pk_conn_release_all(s);
     if (!ss_failed)
         pk__mv_scan(mv); /* the next partitions to that target, at once */
@@ -217,8 +225,11 @@ static void copy_some(pk_msess *ss)
     }
 }
 
+#define ROUND_FULL 1 /* on_record: this round has shipped enough */
+
 typedef struct log_batch {
     pk_msess *ss;
+    uint64_t cap;
     uint32_t part;
     uint64_t *seq;
     pk_obuf args; /* seq rec pairs */
@@ -257,23 +268,31 @@ static int on_record(void *ctx, uint64_t seq, const void *rec, size_t len)
     b->ss->tokens -= (double)len;
     if (pk_obuf_pending(&b->args) >= MV_CHUNK)
         flush_batch(b);
-    return 0;
+    return b->cap && b->ss->round_bytes >= b->cap ? ROUND_FULL : 0;
 }
 
-/* Ships every record after what was shipped, from a fresh read txn. */
-static void ship_log(pk_msess *ss)
+/* Ships the records after what was shipped, from a fresh read txn: up to
+ * about cap bytes (0: all of them, the final round under the fence). */
+static void ship_log(pk_msess *ss, uint64_t cap)
 {
     pk_server *s = ss->mv->srv;
     pk_txn *t = NULL;
-    log_batch b = {ss, 0, NULL, {0}, 0};
+    log_batch b = {ss, 0, 0, NULL, {0}, 0};
     int rc = pk_txn_begin(s->store, 1, &t);
 
     pk_obuf_init(&b.args);
     ss->round_bytes = 0;
-    for (uint32_t i = 0; rc == PK_OK && i < ss->n && !ss->failed; i++) {
+    /* A capped round starts where the last one did, so one busy partition
+     * cannot keep the others' records waiting for the final round. */
+    for (uint32_t k = 0; rc == PK_OK && k < ss->n && !ss->failed &&
+                         (cap == 0 || ss->round_bytes < cap);
+         k++) {
+        uint32_t i = (k + (uint32_t)ss->rounds) % ss->n;
         b.part = ss->parts[i];
+        b.cap = cap;
         b.seq = &ss->seq[i];
         rc = pk_store_log_read(t, b.part, ss->seq[i] + 1, on_record, &b);
+        rc = rc == ROUND_FULL ? PK_OK : rc;
         flush_batch(&b);
         if (rc == PK_OK)
             pk_store_log_hold(s->store, b.part, ss->seq[i] + 1);
@@ -319,15 +338,32 @@ static void push_map(pk_msess *ss)
     pk_obuf_free(&cmd);
 }
 
+/*
+ * The commit is decided; the held writes may run again only once our own
+ * map shows it (else they would run here, on the old leader).  The agent
+ * posts the committed map before it reports the job, so this is normally
+ * at once; otherwise pk__mv_check calls again after each new map.
+ */
+static void awaited(pk_msess *ss)
+{
+    const pk_pmap *m = ss->mv->srv->cluster.map;
+
+    for (uint32_t i = 0; i < ss->n; i++)
+        if (ss->switched[i] &&
+            (m == NULL || pk_pmap_leader(m, ss->parts[i]) != ss->target))
+            return;
+    /* Hand the target the map before the writes are redirected there. */
+    ss->phase = MV_PUSH;
+    push_map(ss);
+    pump(ss);
+}
+
 static void on_committed(pk_agent_job *j)
 {
     pk_msess *ss = j->ctx;
 
-    /* Our map is the committed one now (on_map installs it first): hand it
-     * to the target before the held writes are redirected there. */
-    ss->phase = MV_PUSH;
-    push_map(ss);
-    pump(ss);
+    ss->phase = MV_AWAIT;
+    awaited(ss);
 }
 
 /* Advances the session as far as its replies allow. */
@@ -364,8 +400,7 @@ static void pump(pk_msess *ss)
     case MV_TAIL:
         if (ss->inflight || paused(ss) || !may_send(ss))
             break;
-        if (ss->rounds > 0 && (ss->round_bytes < MV_FENCE_BYTES ||
-                               ss->rounds >= MV_TAIL_ROUNDS)) {
+        if (ss->rounds > 0 && ss->round_bytes < MV_FENCE_BYTES) {
             /* Fence now; the final round runs at the next tick, after this
              * iteration has committed the writes it already ran. */
             for (uint32_t i = 0; i < ss->n; i++)
@@ -375,10 +410,10 @@ static void pump(pk_msess *ss)
             break;
         }
         ss->rounds++;
-        ship_log(ss);
+        ship_log(ss, MV_TAIL_CAP);
         break;
     case MV_FENCE: /* called from the tick */
-        ship_log(ss);
+        ship_log(ss, 0);
         ss->phase = MV_FINAL;
         break;
     case MV_FINAL:
@@ -400,6 +435,7 @@ static void pump(pk_msess *ss)
         pk_agent_commit(mv->srv->agent, &ss->job);
         break;
     case MV_COMMIT:
+    case MV_AWAIT:
         break;
     case MV_PUSH:
         if (ss->inflight == 0) {
@@ -456,7 +492,6 @@ static void start(pk_mover *mv, uint32_t target, uint32_t *parts, uint32_t n)
     pump(ss);
 }
 
-/* Opens a session for every target our partitions are moving to. */
 /* The partitions moving from us to t that no session holds yet, up to a
  * session's worth; NULL when there are none (or no memory). */
 static uint32_t *pending_to(pk_mover *mv, pk_txn *txn, uint32_t t, uint32_t *n)
@@ -551,10 +586,15 @@ void pk__mv_check(pk_mover *mv)
     const pk_pmap *m = s->cluster.map;
     uint64_t now = pk__mv_now();
 
-    for (pk_msess *ss = mv->sessions; ss; ss = ss->next) {
-        if (ss->phase >= MV_COMMIT || ss->failed)
+    for (pk_msess *ss = mv->sessions, *next; ss; ss = next) {
+        next = ss->next; /* a dropped link may end ss */
+        if (ss->phase == MV_AWAIT) {
+            awaited(ss);
             continue;
-        for (uint32_t i = 0; m && i < ss->n; i++) {
+        }
+        if (ss->phase >= MV_COMMIT)
+            continue;
+        for (uint32_t i = 0; m && !ss->failed && i < ss->n; i++) {
             uint32_t to, p = ss->parts[i];
             if (!pk_pmap_moving(m, p, &to) || to != ss->target ||
                 pk_pmap_leader(m, p) != s->cluster.self) {
@@ -563,10 +603,15 @@ void pk__mv_check(pk_mover *mv)
                     mv->retry_at[ss->target] = 0;
             }
         }
-        if ((ss->phase >= MV_FENCE && now - ss->fence_ms > MV_FENCE_MAX_MS) ||
-            (ss->inflight && now - ss->reply_ms > MV_STALL_MS)) {
+        /* A stuck target, a switch held too long, or a failed session
+         * still waiting on a peer that does not answer: every call in
+         * flight fails now, and the session ends. */
+        if (ss->inflight &&
+            ((ss->phase >= MV_FENCE && now - ss->fence_ms > MV_FENCE_MAX_MS) ||
+             now - ss->reply_ms >
+                 (ss->failed ? MV_FAILED_DRAIN_MS : MV_STALL_MS))) {
             fail(ss, "target too slow");
-            pk_link_drop(s, ss->addr); /* every call in flight fails */
+            pk_link_drop(s, ss->addr);
         }
     }
 }

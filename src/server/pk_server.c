@@ -209,11 +209,11 @@ static void on_map(uv_async_t *h)
     s->map_pending = NULL;
     pthread_mutex_unlock(&s->map_lock);
     if (m)
-        pk_srv_set_map(s, m);
+        pk_srv_set_map(s, m, 1);
     pk_agent_finish_jobs(s);
 }
 
-int pk_srv_set_map(pk_server *s, pk_pmap *m)
+int pk_srv_set_map(pk_server *s, pk_pmap *m, int polled)
 {
     const pk_pmap *cur = s->cluster.map;
 
@@ -221,10 +221,12 @@ int pk_srv_set_map(pk_server *s, pk_pmap *m)
      * ours (a poll that raced a push) is one we have or had. */
     if (cur && m->epoch <= cur->epoch) {
         pk_pmap_free(m);
+        if (polled) /* the coordinator confirms what we hold */
+            pk_move_map_changed(s, 1);
         return 0;
     }
     pk_cluster_set_map(&s->cluster, m);
-    pk_move_map_changed(s);
+    pk_move_map_changed(s, polled);
     return 1;
 }
 

@@ -147,9 +147,10 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x);
 /* The partition of a key (Redis Cluster slot). */
 uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len);
 void pk_srv_shutdown(pk_server *s);
-/* Installs map m (taking it) unless it is older than the one held; then
- * moves and the janitor look at it.  Returns 1 if installed. */
-int pk_srv_set_map(pk_server *s, struct pk_pmap *m);
+/* Installs map m (taking it) unless it is not newer than the one held;
+ * then moves and the janitor look at it.  polled: m came from the
+ * coordinator (not a peer's push).  Returns 1 if installed. */
+int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
 
 /* pk_cmd.c */
 void pk_cmd_dispatch(pk_cmd_ctx *x);
