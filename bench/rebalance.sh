@@ -7,7 +7,7 @@
 # copy of each key, nodes at their default --fsync everysec) in a temp dir,
 # loads data into a few slots of node 3, and drains node 3 (`partkv node
 # drain`): the plan then moves its quarter of the 16384 slots (4096
-# partitions, spread over nodes 0-2, at most --max-concurrent 256 in
+# partitions, spread over nodes 0-2, at most --max-concurrent 1024 in
 # flight by default).  Keys are "{tag}:N" whose hash tag picks the slot,
 # with REBAL_VALUE-byte incompressible values, fed by redis-cli --pipe to
 # node 3.  (A drain, not a join: a drain must move every loaded slot,
@@ -32,7 +32,7 @@
 #    R x REBAL_THROTTLE_S (2.5) seconds of data in one slot of node 3, for
 #    each placement in REBAL_THROTTLE_PLACES ("first boundary"): the first
 #    move in the driver's order (sorted by target, then partition), whose
-#    batch of 256 goes to one target, or the last move to the first target,
+#    batch of 1024 goes to one target, or the last move to the first target,
 #    whose batch also starts moves to the next target;
 #    `rebalance apply --rate R`.  Achieved rate of the data session: its
 #    bytes / its copy window (as above), and the steady slope between its
@@ -431,7 +431,7 @@ fi
 # --- 2. throttle accuracy -----------------------------------------------------
 
 # place_slot PLAN PLACE: where in the driver's order to put the data.  The
-# driver begins moves sorted by target node, then partition, up to 256 in
+# driver begins moves sorted by target node, then partition, up to 1024 in
 # flight; "first" is the first move (its batch goes to one target only),
 # "boundary" the last move to the first target (its batch also holds the
 # first moves to the next target).  Prints "SLOT TARGET INDEX".

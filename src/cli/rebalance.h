@@ -35,7 +35,7 @@ struct pk_rr;
 #define RB_MAP_KEY PK_CLUSTER_PREFIX "map"
 #define RB_ID_MAX 40
 #define RB_DEFAULT_RATE 50000000ULL /* 50 MB/s */
-#define RB_DEFAULT_CONCURRENT 256u
+#define RB_DEFAULT_CONCURRENT 1024u
 
 /* Where to reach the cluster, from --cluster, --secret and --dir. */
 typedef struct rb_target {
