@@ -258,12 +258,18 @@ static void print_done(driver *d, const pk_pmap *m)
     rb_totals tot;
     double secs = pk__rb_watch_elapsed(d->w);
 
+    double avg = pk__rb_watch_average(d->w);
+
     pk__rb_totals(&d->plan, &tot);
-    printf(
-        "done: %u moves, %s copied in %s (average %s/s)\n", tot.moves,
-        pk__rb_fmt_bytes(tot.bytes, b, sizeof(b)),
-        pk__rb_fmt_secs(secs, t, sizeof(t)),
-        pk__rb_fmt_bytes((uint64_t)pk__rb_watch_average(d->w), r, sizeof(r)));
+    if (avg == 0 && secs > 0) /* done between two progress samples */
+        avg = (double)tot.bytes / secs;
+    if (secs < 60)
+        snprintf(t, sizeof(t), "%.2f s", secs);
+    else
+        pk__rb_fmt_secs(secs, t, sizeof(t));
+    printf("done: %u moves, %s copied in %s (average %s/s)\n", tot.moves,
+           pk__rb_fmt_bytes(tot.bytes, b, sizeof(b)), t,
+           pk__rb_fmt_bytes((uint64_t)avg, r, sizeof(r)));
     pk__rb_print_counts(m);
 }
 
