@@ -255,6 +255,7 @@ void pk_conn_hold(pk_cmd_ctx *x)
         p += x->argv[i].len + 1;
     }
     c->nheld = x->argc;
+    c->held_ms = pk_srv_wall_ms();
     c->waiting_fwd = 1;  /* runs nothing more, reads nothing more */
     c->iter_cmds--;      /* its reply comes when it runs again */
     c->held_next = NULL; /* at the tail: held writes run again in order */
@@ -262,6 +263,29 @@ void pk_conn_hold(pk_cmd_ctx *x)
     while (*pp)
         pp = &(*pp)->held_next;
     *pp = c;
+}
+
+void pk_conn_hold_expire(pk_server *s, uint64_t max_ms)
+{
+    uint64_t now = pk_srv_wall_ms();
+    pk_conn **pp = &s->held, *c;
+
+    while ((c = *pp) != NULL) {
+        if (now - c->held_ms < max_ms) {
+            pp = &c->held_next;
+            continue;
+        }
+        *pp = c->held_next; /* answered now; the fence itself stays */
+        c->held_next = NULL;
+        free(c->held);
+        c->held = NULL;
+        c->waiting_fwd = 0;
+        iter_join(c);
+        c->iter_cmds++;
+        pk_reply_error(&c->out, "TRYAGAIN the partition is switching owner; "
+                                "retry");
+        process(c);
+    }
 }
 
 void pk_conn_release_all(pk_server *s)

@@ -140,6 +140,7 @@ static void on_tick(uv_timer_t *h)
     mv->ticks++;
     pk__mv_check(mv);
     pk__mv_pump_all(mv);
+    pk_conn_hold_expire(mv->srv, MV_HOLD_MAX_MS);
     if (mv->ticks % 10 == 0) { /* every 100 ms */
         pk__mv_scan(mv);
         if (mv->janitor)

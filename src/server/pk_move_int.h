@@ -17,6 +17,7 @@
 #define MV_FENCE_MAX_MS 2000               /* a fence longer than this aborts */
 #define MV_STALL_MS 10000                  /* no reply for this long aborts */
 #define MV_FAILED_DRAIN_MS 1000      /* a failed session waits this long */
+#define MV_HOLD_MAX_MS 3000          /* a held write is answered TRYAGAIN */
 #define MV_SESSION_MAX 4096          /* partitions per session */
 #define MV_SESSION_BYTES (64u << 20) /* ... and bytes, about */
 

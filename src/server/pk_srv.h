@@ -59,6 +59,7 @@ struct pk_conn {
     int yield;       /* set by a bulk command: run the rest later */
     pk_arg *held;    /* a command waiting on a fence, or NULL */
     int nheld;
+    uint64_t held_ms;     /* when it was held */
     pk_conn *held_next;   /* on srv->held */
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     uint64_t resume_gen;  /* the idle round it was queued in */
@@ -136,6 +137,10 @@ void pk_conn_resume(pk_conn *c);
 /* Holds the command in x (copied) until pk_conn_release_all: the
  * connection runs nothing else meanwhile (a write waiting on a fence). */
 void pk_conn_hold(pk_cmd_ctx *x);
+/* Answers -TRYAGAIN to commands held longer than max_ms (a switch that
+ * waits for an unreachable coordinator), and lets their connections go
+ * on; Redis clients retry TRYAGAIN. */
+void pk_conn_hold_expire(pk_server *s, uint64_t max_ms);
 /* Runs every held command again, then what each connection has buffered */
 void pk_conn_release_all(pk_server *s);
 
