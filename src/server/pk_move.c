@@ -14,6 +14,7 @@
 #include "store/pk_store_part.h"
 
 #define TICK_MS 10
+#define IDLE_TICK_MS 100
 #define JANITOR_RECORDS 20000 /* per partition and step */
 #define JANITOR_PARTS 256
 
@@ -133,19 +134,35 @@ static void janitor_step(pk_mover *mv)
         pk_txn_abort(t);
 }
 
+/*
+ * Every TICK_MS while sessions run (throttle, deadlines, the switch's next
+ * step); the scan for new moves and the janitor every IDLE_TICK_MS.  With
+ * no session and no held write the timer itself slows to IDLE_TICK_MS.
+ */
 static void on_tick(uv_timer_t *h)
 {
     pk_mover *mv = h->data;
+    uint64_t now = pk__mv_now();
+    int busy;
 
-    mv->ticks++;
     pk__mv_check(mv);
     pk__mv_pump_all(mv);
     pk_conn_hold_expire(mv->srv, MV_HOLD_MAX_MS);
-    if (mv->ticks % 10 == 0) { /* every 100 ms */
+    if (now - mv->slow_ms >= IDLE_TICK_MS) {
+        mv->slow_ms = now;
         pk__mv_scan(mv);
         if (mv->janitor)
             janitor_step(mv);
     }
+    busy = mv->sessions != NULL || mv->srv->held != NULL;
+    uv_timer_set_repeat(h, busy ? TICK_MS : IDLE_TICK_MS);
+}
+
+/* A session started: tick fast from now on. */
+void pk__mv_wake(pk_mover *mv)
+{
+    if (uv_timer_get_repeat(&mv->tick) != TICK_MS)
+        uv_timer_start(&mv->tick, on_tick, IDLE_TICK_MS, IDLE_TICK_MS);
 }
 
 int pk_move_init(pk_server *s)
@@ -157,7 +174,7 @@ int pk_move_init(pk_server *s)
     mv->srv = s;
     uv_timer_init(&s->loop, &mv->tick);
     mv->tick.data = mv;
-    uv_timer_start(&mv->tick, on_tick, TICK_MS, TICK_MS);
+    uv_timer_start(&mv->tick, on_tick, IDLE_TICK_MS, IDLE_TICK_MS);
     s->mover = mv;
     return PK_OK;
 }

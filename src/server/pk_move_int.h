@@ -80,11 +80,11 @@ struct pk_mover {
     uint32_t moving;  /* partitions the map says are moving */
     uint32_t sources; /* nodes the map says are sending them */
     uv_timer_t tick;
-    uint32_t ticks;
-    int janitor; /* 1: look for partitions to drop */
-    int swept;   /* the janitor walked the store once since the start */
-    int polled;  /* a map from the coordinator was installed */
-    int closing; /* shutting down: no new calls */
+    uint64_t slow_ms; /* last scan and janitor step */
+    int janitor;      /* 1: look for partitions to drop */
+    int swept;        /* the janitor walked the store once since the start */
+    int polled;       /* a map from the coordinator was installed */
+    int closing;      /* shutting down: no new calls */
 };
 
 uint64_t pk__mv_now(void);
@@ -102,6 +102,7 @@ void pk__mv_scan(pk_mover *mv);
 void pk__mv_pump_all(pk_mover *mv);
 void pk__mv_check(pk_mover *mv); /* cancelled moves, deadlines */
 void pk__mv_end_all(pk_mover *mv);
+void pk__mv_wake(pk_mover *mv); /* pk_move.c: a session needs the tick */
 /* Target side (pk_move_dst.c). */
 void pk__mv_imports_free(pk_mover *mv);
 int pk__mv_importing(const pk_mover *mv, uint32_t part);

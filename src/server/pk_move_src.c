@@ -478,6 +478,7 @@ static void start(pk_mover *mv, uint32_t target, uint32_t *parts, uint32_t n)
         mv->busy[parts[i]] = 1;
     ss->next = mv->sessions;
     mv->sessions = ss;
+    pk__mv_wake(mv);
     snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)m->epoch);
     push_map(ss); /* the target's poll may not have seen the move yet */
     pk_obuf_init(&cmd);
