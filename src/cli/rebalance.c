@@ -244,3 +244,31 @@ int pk_cli_rebalance(int argc, char **argv)
             "--cluster HOST:PORT [options] (see 'partkv help')\n");
     return 2;
 }
+
+int pk__rb_target_opt(int ch, const char *arg, rb_target *t)
+{
+    switch (ch) {
+    case 'c':
+        t->cluster = arg;
+        return 1;
+    case 'S':
+        t->secret = arg;
+        return 1;
+    case 'd':
+        t->dir = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int pk__rb_parse_k(const char *s, uint32_t *k)
+{
+    char *end = NULL;
+    unsigned long v = strtoul(s, &end, 10);
+
+    if (*s == '-' || *end != '\0' || v < 1 || v > 100000)
+        return -1;
+    *k = (uint32_t)v;
+    return 0;
+}

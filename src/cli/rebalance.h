@@ -147,6 +147,19 @@ int pk__rb_map_edit_cached(struct pk_sclient *c, rb_mapcache *mc,
                            rb_edit_fn edit, void *ctx, pk_pmap **out);
 void pk__rb_mapcache_free(rb_mapcache *mc);
 
+/* The options plan and apply share: --cluster, --secret, --dir (in a
+ * getopt_long table), and --max-concurrent K. */
+/* clang-format off */
+#define RB_TARGET_OPTIONS                                                      \
+    {"cluster", required_argument, NULL, 'c'},                                 \
+    {"secret", required_argument, NULL, 'S'},                                  \
+    {"dir", required_argument, NULL, 'd'}
+/* clang-format on */
+/* Takes option ch (argument arg) into t if it is one of those: 1, else 0. */
+int pk__rb_target_opt(int ch, const char *arg, rb_target *t);
+/* K of --max-concurrent, 1..100000.  0 or -1. */
+int pk__rb_parse_k(const char *s, uint32_t *k);
+
 /* Run record.  get: 0 or PK_ENOTFOUND / PK_EIO / PK_ECORRUPT. */
 int pk__rb_run_get(struct pk_sclient *c, rb_run *r);
 /* Deletes every stored plan but the one a live run uses.  0 or error. */

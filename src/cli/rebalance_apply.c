@@ -61,9 +61,7 @@ typedef struct cand {
 static int parse_apply(int argc, char **argv, apply_args *a)
 {
     static const struct option opts[] = {
-        {"cluster", required_argument, NULL, 'c'},
-        {"secret", required_argument, NULL, 'S'},
-        {"dir", required_argument, NULL, 'd'},
+        RB_TARGET_OPTIONS,
         {"rate", required_argument, NULL, 'r'},
         {"max-concurrent", required_argument, NULL, 'k'},
         {"yes", no_argument, NULL, 'y'},
@@ -75,35 +73,23 @@ static int parse_apply(int argc, char **argv, apply_args *a)
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, &li)) != -1) {
-        char *end = NULL;
-        unsigned long v;
         switch (ch) {
-        case 'c':
-            a->t.cluster = optarg;
-            break;
-        case 'S':
-            a->t.secret = optarg;
-            break;
-        case 'd':
-            a->t.dir = optarg;
-            break;
         case 'r':
             if (pk__rb_parse_rate(optarg, &a->rate) != 0)
                 goto bad;
             a->rate_set = 1;
             break;
         case 'k':
-            v = strtoul(optarg, &end, 10);
-            if (*optarg == '-' || *end != '\0' || v < 1 || v > 100000)
+            if (pk__rb_parse_k(optarg, &a->k) != 0)
                 goto bad;
-            a->k = (uint32_t)v;
             a->k_set = 1;
             break;
         case 'y':
             a->yes = 1;
             break;
         default:
-            goto bad;
+            if (!pk__rb_target_opt(ch, optarg, &a->t))
+                goto bad;
         }
     }
     if (optind + 1 != argc || a->t.cluster == NULL) {

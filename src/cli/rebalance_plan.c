@@ -48,9 +48,7 @@ typedef struct plan_ctx {
 static int parse_plan(int argc, char **argv, plan_args *a)
 {
     static const struct option opts[] = {
-        {"cluster", required_argument, NULL, 'c'},
-        {"secret", required_argument, NULL, 'S'},
-        {"dir", required_argument, NULL, 'd'},
+        RB_TARGET_OPTIONS,
         {"policy", required_argument, NULL, 'p'},
         {"rate", required_argument, NULL, 'r'},
         {"max-concurrent", required_argument, NULL, 'k'},
@@ -66,17 +64,7 @@ static int parse_plan(int argc, char **argv, plan_args *a)
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, &li)) != -1) {
-        char *end = NULL;
         switch (ch) {
-        case 'c':
-            a->t.cluster = optarg;
-            break;
-        case 'S':
-            a->t.secret = optarg;
-            break;
-        case 'd':
-            a->t.dir = optarg;
-            break;
         case 'p':
             if (strcmp(optarg, "balanced") != 0 &&
                 strcmp(optarg, "cheapest") != 0 &&
@@ -89,18 +77,16 @@ static int parse_plan(int argc, char **argv, plan_args *a)
             if (pk__rb_parse_rate(optarg, &a->rate) != 0)
                 goto bad;
             break;
-        case 'k': {
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (*optarg == '-' || *end != '\0' || v < 1 || v > 100000)
+        case 'k':
+            if (pk__rb_parse_k(optarg, &a->max_concurrent) != 0)
                 goto bad;
-            a->max_concurrent = (uint32_t)v;
             break;
-        }
         case 'j':
             a->json = 1;
             break;
         default:
-            goto bad;
+            if (!pk__rb_target_opt(ch, optarg, &a->t))
+                goto bad;
         }
     }
     if (optind < argc) {
