@@ -124,7 +124,8 @@ static void on_expire(uv_timer_t *t)
     if (own && pk_txn_begin(s->store, 0, &txn) != PK_OK)
         return;
     if (pk_store_expire_cycle_if(txn, pk_srv_wall_ms(), EXPIRE_MAX_KEYS,
-                                 pk_move_may_expire, s, &n) == PK_OK)
+                                 pk_move_may_expire, s, &s->expire_pos,
+                                 &n) == PK_OK)
         s->expired_keys += n;
     if (own) {
         if (n)

@@ -21,6 +21,7 @@
 #include "server/pk_cluster.h"
 #include "server/pk_server.h"
 #include "store/pk_store.h"
+#include "store/pk_store_part.h"
 
 #define PK_CONN_OBUF_HIGH (1u << 20) /* stop reading above 1 MiB pending */
 #define PK_NAME_LEN 64
@@ -81,6 +82,7 @@ struct pk_server {
     pk_conn *resume;     /* unblocked connections with commands buffered */
     uint64_t resume_gen; /* idle rounds run so far */
     uv_timer_t expire_timer, rate_timer, sync_timer;
+    pk_expire_pos expire_pos; /* where active expiry goes on */
     uv_signal_t sigterm, sigint;
     uv_work_t sync_work;
     int syncing;

@@ -3,6 +3,7 @@
  * ordered DBs by prefix -- a partition is the key range [part, part + 1)
  * in data, log and stats -- or the expiry index by time.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,20 +166,25 @@ static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
     return rc;
 }
 
+static_assert(PK_EXPIRE_POS_MAX >= PK_KEYENC_MAX + 1,
+              "an expiry position holds any expiry key and one byte more");
+
 int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
                           size_t *expired)
 {
-    return pk_store_expire_cycle_if(t, now_ms, max_keys, NULL, NULL, expired);
+    return pk_store_expire_cycle_if(t, now_ms, max_keys, NULL, NULL, NULL,
+                                    expired);
 }
 
 int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
-                             pk_expire_filter may, void *ctx, size_t *expired)
+                             pk_expire_filter may, void *ctx,
+                             pk_expire_pos *pos, size_t *expired)
 {
-    uint8_t from[8 + PK_KEYENC_MAX + 1];
+    uint8_t from[PK_EXPIRE_POS_MAX];
     MDB_cursor *c;
-    MDB_val k, v;
+    MDB_val k = {0, from}, v;
     size_t n = 0, skipped = 0;
-    int rc, first = 1;
+    int rc, first = 1, more = 0;
 
     if (t->err != 0 || t->rdonly) {
         return t->err ? t->err : PK_EINVAL;
@@ -186,7 +192,12 @@ int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
     if ((rc = mdb_cursor_open(t->txn, t->s->expiry, &c)) != 0) {
         return pk__fail(t, pk__err(rc));
     }
-    while (n < max_keys && skipped < 4 * max_keys) {
+    if (pos && pos->len > 0 && pos->len <= sizeof(from)) {
+        memcpy(from, pos->key, pos->len); /* go on after the last cycle */
+        k.mv_size = pos->len;
+        first = 0;
+    }
+    while (!(more = n == max_keys || skipped == 4 * max_keys)) {
         /* Entries are deleted under us: look up from where we were. */
         rc = first ? mdb_cursor_get(c, &k, &v, MDB_FIRST)
                    : mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -211,6 +222,11 @@ int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
         n++;
     }
     mdb_cursor_close(c);
+    if (pos) { /* stopped by a bound: resume there; else from the start */
+        pos->len = more ? k.mv_size : 0;
+        if (more)
+            memcpy(pos->key, from, k.mv_size);
+    }
     if (rc == 0 && expired != NULL) {
         *expired = n;
     }

@@ -75,11 +75,21 @@ int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
 
 /*
  * The same, for the keys whose partition may(ctx, part) accepts (a node
- * expires only what it leads: elsewhere a delete would fork the log).
- * Skips at most 4 * max_keys refused entries per call.
+ * expires only what it leads: elsewhere a delete would fork the log).  It
+ * skips at most 4 * max_keys refused entries per call; with pos (may be
+ * NULL; zeroed before the first call) a call stopped by either bound
+ * leaves its place there and the next goes on from it, so refused entries
+ * at the head of the index cannot keep the others waiting.  A call that
+ * found nothing more due resets pos.
  */
+#define PK_EXPIRE_POS_MAX 520 /* 8 + the longest data key + 1 */
+typedef struct pk_expire_pos {
+    uint8_t key[PK_EXPIRE_POS_MAX];
+    size_t len;
+} pk_expire_pos;
 typedef int (*pk_expire_filter)(void *ctx, uint32_t part);
 int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
-                             pk_expire_filter may, void *ctx, size_t *expired);
+                             pk_expire_filter may, void *ctx,
+                             pk_expire_pos *pos, size_t *expired);
 
 #endif

@@ -1052,12 +1052,13 @@ static void test_ttl_active_filtered(void **state)
             pk_str_set(t, (uint32_t)i % 4, S(k), S("v"), &o, NOW, &done, NULL),
             0);
     }
-    assert_int_equal(
-        pk_store_expire_cycle_if(t, NOW + 100, 5, only_1_and_2, &asked, &n), 0);
+    assert_int_equal(pk_store_expire_cycle_if(t, NOW + 100, 5, only_1_and_2,
+                                              &asked, NULL, &n),
+                     0);
     assert_int_equal(n, 5);
-    assert_int_equal(
-        pk_store_expire_cycle_if(t, NOW + 100, 100, only_1_and_2, &asked, &n),
-        0);
+    assert_int_equal(pk_store_expire_cycle_if(t, NOW + 100, 100, only_1_and_2,
+                                              &asked, NULL, &n),
+                     0);
     assert_int_equal(n, 15);
     assert_true(asked >= 40);
     assert_int_equal(pk_store_dbsize(t, &size), 0);
@@ -1065,11 +1066,55 @@ static void test_ttl_active_filtered(void **state)
     expect_get(t, 0, "k0", "v", NOW);
     expect_get(t, 3, "k3", "v", NOW);
     /* Refused entries are skipped a bounded number of times per call. */
-    assert_int_equal(
-        pk_store_expire_cycle_if(t, NOW + 100, 2, only_1_and_2, &asked, &n), 0);
+    assert_int_equal(pk_store_expire_cycle_if(t, NOW + 100, 2, only_1_and_2,
+                                              &asked, NULL, &n),
+                     0);
     assert_int_equal(n, 0);
     assert_int_equal(pk_store_expire_cycle(t, NOW + 100, 100, &n), 0);
     assert_int_equal(n, 20);
+    assert_int_equal(pk_txn_commit(t), 0);
+}
+
+/* With a position, refused entries at the head of the index do not keep
+ * the accepted ones behind them waiting: each call goes on from the last. */
+static void test_ttl_active_resumes(void **state)
+{
+    pk_store *s = st_of(state);
+    pk_txn *t = wtxn(s);
+    pk_set_opts o = {0, 0};
+    pk_expire_pos pos;
+    char k[16];
+    size_t n, total = 0;
+    int done, asked = 0, calls = 0;
+
+    memset(&pos, 0, sizeof(pos));
+    for (int i = 0; i < 60; i++) { /* 50 refused (partition 0), then 10 */
+        snprintf(k, sizeof(k), "k%d", i);
+        o.expire_at = NOW + 10 + (uint64_t)i;
+        assert_int_equal(
+            pk_str_set(t, i < 50 ? 0 : 1, S(k), S("v"), &o, NOW, &done, NULL),
+            0);
+    }
+    /* Without a position every call restarts at the head and gives up
+     * after 4 * max_keys refused entries. */
+    assert_int_equal(pk_store_expire_cycle_if(t, NOW + 100, 2, only_1_and_2,
+                                              &asked, NULL, &n),
+                     0);
+    assert_int_equal(n, 0);
+    while (total < 10 && calls++ < 20) {
+        assert_int_equal(pk_store_expire_cycle_if(t, NOW + 100, 2, only_1_and_2,
+                                                  &asked, &pos, &n),
+                         0);
+        total += n;
+    }
+    assert_int_equal(total, 10);
+    assert_true(calls <= 12);
+    /* Nothing more due: the next call starts from the head again. */
+    assert_int_equal(pk_store_expire_cycle_if(t, NOW + 100, 100, only_1_and_2,
+                                              &asked, &pos, &n),
+                     0);
+    assert_int_equal(n, 0);
+    assert_int_equal(pos.len, 0);
     assert_int_equal(pk_txn_commit(t), 0);
 }
 
@@ -1268,6 +1313,7 @@ int main(void)
         T(test_ttl_lazy),
         T(test_ttl_active),
         T(test_ttl_active_filtered),
+        T(test_ttl_active_resumes),
         T(test_counters),
         T(test_scan),
         T(test_scan_edges),
