@@ -8,6 +8,7 @@
  *                 [--coordinator embedded | --join HOST:PORT]
  *                 [--cluster-secret S] [--announce HOST:PORT]
  *                 [--route redirect|forward]
+ *                 [--acks leader|quorum|all] [--replace-after SECONDS]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -73,6 +74,8 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"cluster-secret", required_argument, NULL, 'S'},
         {"announce", required_argument, NULL, 'A'},
         {"route", required_argument, NULL, 'R'},
+        {"acks", required_argument, NULL, 'k'},
+        {"replace-after", required_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -148,6 +151,20 @@ static int parse(int argc, char **argv, pk_server_config *c)
                 c->forward = strcmp(optarg, "forward") == 0;
             else
                 rc = bad("--route", optarg, "must be redirect or forward");
+            break;
+        case 'k':
+            if (strcmp(optarg, "leader") == 0)
+                c->acks = PK_ACKS_LEADER;
+            else if (strcmp(optarg, "quorum") == 0)
+                c->acks = PK_ACKS_QUORUM;
+            else if (strcmp(optarg, "all") == 0)
+                c->acks = PK_ACKS_ALL;
+            else
+                rc = bad("--acks", optarg, "must be leader, quorum or all");
+            break;
+        case 'r':
+            rc = num("--replace-after", optarg, 0, 86400 * 365, &v);
+            c->replace_after_ms = v * 1000;
             break;
         case 'A':
             c->announce = optarg;

@@ -33,6 +33,8 @@ void pk_server_config_default(pk_server_config *c)
     c->protected_mode = 1;
     c->proto_max_bulk_len = 512u << 20;
     c->maxclients = 10000;
+    c->acks = PK_ACKS_QUORUM;
+    c->replace_after_ms = 60000;
 }
 
 uint64_t pk_srv_wall_ms(void)

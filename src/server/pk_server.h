@@ -24,6 +24,14 @@
 
 #include "store/pk_store.h"
 
+/* When a write is acknowledged (--acks): once the leader has it, once a
+ * majority of the partition's replicas have it, or once all of them do. */
+typedef enum pk_acks {
+    PK_ACKS_QUORUM = 0,
+    PK_ACKS_LEADER = 1,
+    PK_ACKS_ALL = 2,
+} pk_acks;
+
 typedef struct pk_server_config {
     const char *bind;        /* listen address, default "127.0.0.1" */
     int port;                /* 0 picks an ephemeral port */
@@ -42,6 +50,10 @@ typedef struct pk_server_config {
     const char *announce;       /* "host:port" others use; default bind */
     int forward;                /* forward keys we do not own (no MOVED) */
     const char *proxy_of;       /* proxy: "host:port" of any cluster node */
+    pk_acks acks;               /* default quorum */
+    /* A node down this long has its replicas re-created elsewhere (the
+     * controller; 0: never). */
+    uint64_t replace_after_ms;
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */
