@@ -16,6 +16,7 @@
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
+#include "server/pk_repl.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
 #include "store/pk_store_part.h"
@@ -131,6 +132,11 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
         x->part = (uint32_t)slot;
         return 1;
     }
+    /* READONLY: a follower serves reads from its copy, as a Redis replica
+     * does -- possibly behind the leader. */
+    if (x->c->readonly && !(cmd->flags & PK_CMD_WRITE) &&
+        pk_repl_follows(x->srv, (uint32_t)slot))
+        return 1;
     /* Moves switch ownership atomically, so no node ever answers -ASK and
      * ASKING grants nothing: like Redis for a slot that is not being
      * imported, the owner's address comes back as MOVED. */

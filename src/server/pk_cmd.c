@@ -6,6 +6,7 @@
  */
 #include "server/pk_cmd.h"
 #include "server/pk_move.h"
+#include "server/pk_repl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -68,6 +69,7 @@ static const pk_cmd table[] = {
     {"pk.move", -2, N, 0, 0, 0, "slow", pk_cmd_pk_move},
     {"pk.moves", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_moves},
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions},
+    {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit},
     {"readonly", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readonly},
@@ -81,6 +83,7 @@ static const pk_cmd table[] = {
     {"strlen", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_strlen},
     {"ttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_ttl},
     {"type", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_type},
+    {"wait", 3, 0, 0, 0, 0, "slow connection", pk_cmd_wait},
     {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd},
     {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard},
     {"zrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrange},
@@ -247,8 +250,11 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
         pk_reply_error(x->out, "NOAUTH Authentication required.");
         return;
     }
-    if (pk_cluster_route(x, cmd))
-        cmd->fn(x);
+    if (!pk_cluster_route(x, cmd))
+        return;
+    cmd->fn(x);
+    if (x->have_part)
+        pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);
 }
 
 /* One COMMAND entry, in Redis 7's 10-field shape. */

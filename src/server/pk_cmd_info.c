@@ -15,6 +15,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_cmd.h"
+#include "server/pk_repl.h"
 #include "store/pk_store_part.h"
 
 #define PK_VERSION "0.1.0"
@@ -199,7 +200,7 @@ void pk_cmd_info(pk_cmd_ctx *x)
     if (wants(x, "stats", 1))
         sec_stats(x, &b);
     if (wants(x, "replication", 1))
-        add(&b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
+        pk_repl_info(x->srv, &b);
     if (wants(x, "cpu", 1))
         sec_cpu(x, &b);
     if (wants(x, "cluster", 1))

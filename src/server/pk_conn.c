@@ -25,6 +25,7 @@
 #include "core/pk_err.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
+#include "server/pk_repl.h"
 #include "server/pk_srv.h"
 
 static void process(pk_conn *c);
@@ -97,7 +98,7 @@ static void process(pk_conn *c)
     pk_cmd_ctx x = {.srv = c->srv, .c = c, .out = &c->out};
     int rc;
 
-    while (!c->closing && !c->freed && !c->waiting_fwd) {
+    while (!c->closing && !c->freed && !c->waiting_fwd && !c->waiting_ack) {
         if (pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) >
             PK_CONN_OBUF_HIGH) {
             read_stop(c);
@@ -128,7 +129,7 @@ static void process(pk_conn *c)
     }
     /* While a forwarded reply is outstanding, nothing more is read: the
      * client's pipeline waits in the socket, not in our memory. */
-    if (c->waiting_fwd)
+    if (c->waiting_fwd || c->waiting_ack)
         read_stop(c);
     else
         read_start(c);
@@ -199,7 +200,7 @@ void pk_conn_flush(pk_conn *c)
     size_t n;
     int w;
 
-    if (c->freed || c->writing)
+    if (c->freed || c->writing || c->waiting_ack)
         return;
     n = pk_obuf_pending(&c->out);
     if (n) {
@@ -350,6 +351,7 @@ void pk_conn_close(pk_conn *c)
         c->held = NULL;
     }
     pk_move_conn_closed(s, c);
+    pk_repl_conn_closed(s, c);
     if (c->in_resume) {
         pk_conn **pp = &s->resume;
         while (*pp != c)

@@ -17,6 +17,7 @@
 #include "server/pk_agent.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
+#include "server/pk_repl.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_part.h"
 
@@ -78,6 +79,7 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x)
 static void fail_iteration(pk_server *s, int rc)
 {
     for (pk_conn *c = s->iter; c; c = c->iter_next) {
+        pk_repl_forget_needs(c);
         c->out.len = c->out.head + c->iter_mark;
         for (uint32_t i = 0; i < c->iter_cmds; i++)
             pk_reply_errorf(&c->out,
@@ -100,13 +102,16 @@ static void on_check(uv_check_t *h)
         s->commits++;
         if (rc != PK_OK)
             fail_iteration(s, rc);
+        else
+            pk_repl_committed(s);
     }
     for (c = s->iter; c; c = next) {
         next = c->iter_next;
         c->iter_next = NULL;
         c->in_iter = 0;
+        if (!pk_repl_gate(c))
+            pk_conn_flush(c);
         c->iter_cmds = 0;
-        pk_conn_flush(c);
     }
     s->iter = NULL;
     if (s->shutting_down)
@@ -229,6 +234,7 @@ int pk_srv_set_map(pk_server *s, pk_pmap *m, int polled)
         return 0;
     }
     pk_cluster_set_map(&s->cluster, m);
+    pk_repl_map_changed(s);
     pk_move_map_changed(s, polled);
     return 1;
 }
@@ -314,7 +320,8 @@ static int start_cluster(pk_server *s)
         snprintf(host, sizeof(host), "%.*s", (int)(colon - c->join), c->join);
         port = atoi(colon + 1);
     }
-    if (!c->proxy_of && s->store && pk_move_init(s) != PK_OK)
+    if (!c->proxy_of && s->store &&
+        (pk_move_init(s) != PK_OK || pk_repl_init(s) != PK_OK))
         return -1;
     pthread_mutex_init(&s->map_lock, NULL);
     uv_async_init(&s->loop, &s->map_async, on_map);
@@ -405,6 +412,7 @@ static void teardown(pk_server *s)
     pk_agent_stop(s->agent); /* before the async handle closes */
     s->agent = NULL;
     pk_move_free(s);      /* fences lifted, nothing committed */
+    pk_repl_stop(s);      /* freed once the loop has closed its handles */
     s->shutting_down = 0; /* on_check must not stop the closing run */
     on_check(&s->check);
     while (s->conns)
@@ -457,6 +465,7 @@ int pk_server_run(const pk_server_config *cfg)
 out:
     teardown(s);
     uv_loop_close(&s->loop);
+    pk_repl_free(s);
     pk_store_close(s->store);
     pk_cluster_free(&s->cluster);
     pk_pmap_free(s->map_pending);

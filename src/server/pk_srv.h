@@ -65,6 +65,21 @@ struct pk_conn {
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     uint64_t resume_gen;  /* the idle round it was queued in */
     int in_resume;
+    /* Replication (pk_repl.c): replies wait for replicas' acks. */
+    struct rp_need *needs; /* partitions and log positions touched */
+    uint32_t nneeds, cap_needs;
+    int waiting_ack;        /* replies kept until the needs are met */
+    uint64_t ack_ms;        /* since when */
+    size_t gate_mark;       /* the kept replies: [gate_mark, gate_end) */
+    size_t gate_end;        /* bytes after out.head */
+    uint32_t gate_cmds;     /* commands they answer */
+    pk_conn *ack_next;      /* on the repl's waiters */
+    struct rp_need *writes; /* WAIT: the last writes, part and seq */
+    uint32_t nwrites;
+    int64_t wait_n;         /* WAIT: replicas asked for */
+    uint64_t wait_deadline; /* WAIT: 0 for none */
+    int in_wait;
+    pk_conn *wait_next;
     pk_conn *prev, *next; /* all connections */
     const char *last_cmd; /* name of the last command, static */
 };
@@ -99,6 +114,8 @@ struct pk_server {
     struct pk_pmap *map_pending;    /* owned; taken by the loop */
     struct pk_agent_job *jobs_done; /* finished commits, guarded too */
     struct pk_mover *mover;         /* partition moves (pk_move.h) */
+    struct pk_repl *repl;           /* replication (pk_repl.h) */
+    struct pk_ctrl *ctrl;           /* failover controller (pk_ctrl.h) */
     pk_txn *txn;    /* this iteration's write transaction, or NULL */
     pk_conn *iter;  /* connections touched this iteration */
     pk_conn *conns; /* all connections */

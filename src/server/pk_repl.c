@@ -1,0 +1,1345 @@
+/* pk_repl: log streaming, acknowledgements and fencing (see pk_repl.h). */
+#include "server/pk_repl.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/pk_err.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_cmd.h"
+#include "server/pk_link.h"
+#include "server/pk_srv.h"
+#include "store/pk_store_log.h"
+#include "store/pk_store_part.h"
+#include "store/pk_store_snap.h"
+
+#define HEARTBEAT_MS 100
+#define LEASE_MARGIN_MS 200 /* clock-rate slack on the promise */
+#define ACK_TIMEOUT_MS 2000
+#define WINDOW 4                /* messages in flight per stream */
+#define MSG_BYTES (256u << 10)  /* payload bytes per message, about */
+#define SWEEP_MS 500            /* look for records nobody queued */
+#define WRITES_KEPT 32          /* per connection, for WAIT */
+#define STATE_MAGIC 0x504b5253u /* "PKRS" */
+
+uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
+
+/* Appends v as a bulk string (a decimal argument of a request). */
+static void put_u64(pk_obuf *ob, uint64_t v)
+{
+    char b[24];
+
+    pk_reply_bulk(ob, b, pk_reply_format_i64(b, (int64_t)v));
+}
+
+enum ps { PS_NEW, PS_HELLO, PS_ACCEPT, PS_STREAM, PS_NEEDSNAP, PS_SNAP };
+
+typedef struct rp_stream {
+    pk_repl *rp;
+    uint32_t node; /* follower id in the map */
+    char addr[PK_ADDR_MAX + 1];
+    uint8_t *state;  /* per partition, enum ps */
+    uint8_t *queued; /* per partition: in queue */
+    uint64_t *epoch; /* per partition: leader epoch of the state */
+    uint64_t *sent;  /* last seq sent */
+    uint64_t *match; /* last seq the follower has */
+    uint32_t *queue; /* partitions with something to send */
+    uint32_t nqueue;
+    uint32_t inflight;
+    uint64_t last_send_ms;
+    uint64_t lease_until; /* its promise, on our clock */
+    int active;           /* follows something we lead */
+    struct rp_stream *next;
+} rp_stream;
+
+typedef struct rp_ent {
+    uint32_t part;
+    char kind;
+} rp_ent;
+
+typedef struct rp_call {
+    rp_stream *st;
+    uint64_t sent_ms;
+    uint32_t n;
+    rp_ent *ents;
+} rp_call;
+
+struct rp_need {
+    uint32_t part;
+    uint64_t seq;
+};
+typedef struct rp_need rp_need;
+
+struct pk_repl {
+    pk_server *srv;
+    uint32_t np;
+    uint64_t *follow_epoch; /* persisted: the leader epoch we follow */
+    uint64_t *fence_epoch;  /* persisted: nothing older is accepted */
+    uint32_t *fenced_from;  /* leader id + 1 we were fenced from, or 0 */
+    uint64_t *lead_epoch;   /* leader: epoch we lead at, 0 if not */
+    uint64_t *prev_epoch;   /* leader: epoch we were promoted from */
+    uint64_t *promo_pos;    /* ... and our position then */
+    uint8_t *stepped;       /* leader: a follower saw a newer epoch */
+    uint64_t *promise;      /* per node id: last message we accepted */
+    uint32_t npromise;
+    rp_stream **by_node; /* per node id */
+    uint32_t nby_node;
+    rp_stream *streams;
+    pk_conn *waiters; /* gated connections */
+    pk_conn *waits;   /* WAIT commands */
+    uv_timer_t tick;
+    uint64_t start_ms, sweep_ms;
+    int state_dirty;
+    int in_pump; /* inside pump: connections resume from the tick */
+    int closing;
+    int release_due;
+};
+
+static uint64_t now_ms(void)
+{
+    return pk_srv_wall_ms();
+}
+
+/* ---- persisted state ------------------------------------------------ */
+
+static void state_path(pk_repl *rp, char *p, size_t n)
+{
+    snprintf(p, n, "%s/repl.state", rp->srv->cfg.dir);
+}
+
+/* Writes follow and fence epochs: tmp, fsync, rename.  0 or -1. */
+static int state_save(pk_repl *rp)
+{
+    char path[4096], tmp[4200];
+    size_t n = 8 + (size_t)rp->np * 16 + 4;
+    uint8_t *b = malloc(n), *p = b;
+    uint32_t crc;
+    int fd, ok;
+
+    if (b == NULL)
+        return -1;
+    memcpy(p, &(uint32_t){STATE_MAGIC}, 4);
+    memcpy(p + 4, &rp->np, 4);
+    p += 8;
+    for (uint32_t i = 0; i < rp->np; i++, p += 16) {
+        memcpy(p, &rp->follow_epoch[i], 8);
+        memcpy(p + 8, &rp->fence_epoch[i], 8);
+    }
+    crc = pk__crc32c(b, n - 4);
+    memcpy(p, &crc, 4);
+    state_path(rp, path, sizeof(path));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ok = fd >= 0 && write(fd, b, n) == (ssize_t)n && fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    ok = ok && rename(tmp, path) == 0;
+    free(b);
+    if (!ok) {
+        fprintf(stderr, "partkv: cannot write %s\n", path);
+        return -1;
+    }
+    rp->state_dirty = 0;
+    return 0;
+}
+
+/* Reads the state file if it is whole and of this size; else zeroes. */
+static void state_load(pk_repl *rp)
+{
+    char path[4096];
+    size_t n = 8 + (size_t)rp->np * 16 + 4;
+    uint8_t *b = malloc(n);
+    uint32_t magic, np, crc;
+    int fd;
+
+    state_path(rp, path, sizeof(path));
+    fd = open(path, O_RDONLY);
+    if (b && fd >= 0 && read(fd, b, n) == (ssize_t)n) {
+        memcpy(&magic, b, 4);
+        memcpy(&np, b + 4, 4);
+        memcpy(&crc, b + n - 4, 4);
+        if (magic == STATE_MAGIC && np == rp->np && crc == pk__crc32c(b, n - 4))
+            for (uint32_t i = 0; i < np; i++) {
+                memcpy(&rp->follow_epoch[i], b + 8 + (size_t)i * 16, 8);
+                memcpy(&rp->fence_epoch[i], b + 16 + (size_t)i * 16, 8);
+            }
+    }
+    if (fd >= 0)
+        close(fd);
+    free(b);
+}
+
+/* ---- map helpers ------------------------------------------------------ */
+
+static const pk_partition *part_of(const pk_server *s, uint32_t p)
+{
+    const pk_pmap *m = s->cluster.map;
+
+    return m && p < m->npartitions ? &m->parts[p] : NULL;
+}
+
+static int is_follower(const pk_partition *pt, uint32_t node)
+{
+    for (int i = 1; i < pt->nreplicas; i++)
+        if (pt->replicas[i] == node)
+            return 1;
+    return 0;
+}
+
+/* Copies (the leader included) a write needs under --acks. */
+static int copies_needed(const pk_server *s, int r)
+{
+    switch (s->cfg.acks) {
+    case PK_ACKS_LEADER:
+        return 1;
+    case PK_ACKS_ALL:
+        return r;
+    default:
+        return r / 2 + 1;
+    }
+}
+
+static rp_stream *stream_of(pk_repl *rp, uint32_t node)
+{
+    return node < rp->nby_node ? rp->by_node[node] : NULL;
+}
+
+/* 1 while we may serve partition p as its leader: a majority of the
+ * followers' promises run and none reported a newer epoch. */
+static int lease_ok(pk_repl *rp, const pk_partition *pt, uint32_t p,
+                    uint64_t now)
+{
+    int need, have = 0;
+
+    if (pt->nreplicas <= 1)
+        return 1;
+    if (rp->stepped[p])
+        return 0;
+    need = pt->nreplicas / 2;
+    for (int i = 1; i < pt->nreplicas && have < need; i++) {
+        rp_stream *st = stream_of(rp, pt->replicas[i]);
+        have += st && st->lease_until > now;
+    }
+    return have >= need;
+}
+
+/* Followers of p whose copy reaches seq. */
+static int acked(pk_repl *rp, const pk_partition *pt, uint32_t p, uint64_t seq)
+{
+    int n = 0;
+
+    for (int i = 1; i < pt->nreplicas; i++) {
+        rp_stream *st = stream_of(rp, pt->replicas[i]);
+        n += st && st->state[p] == PS_STREAM && st->match[p] >= seq;
+    }
+    return n;
+}
+
+/* 1: done, 0: wait, -1: cannot be (not the leader any more). */
+static int need_state(pk_repl *rp, const rp_need *n, uint64_t now)
+{
+    pk_server *s = rp->srv;
+    const pk_partition *pt = part_of(s, n->part);
+
+    if (pt == NULL || pt->nreplicas == 0 || pt->replicas[0] != s->cluster.self)
+        return -1;
+    if (pt->nreplicas <= 1)
+        return 1;
+    if (rp->stepped[n->part])
+        return -1;
+    if (!lease_ok(rp, pt, n->part, now))
+        return 0;
+    return 1 + acked(rp, pt, n->part, n->seq) >=
+           copies_needed(s, pt->nreplicas);
+}
+
+/* ---- streams ---------------------------------------------------------- */
+
+static void enqueue(rp_stream *st, uint32_t p)
+{
+    if (!st->queued[p]) {
+        st->queued[p] = 1;
+        st->queue[st->nqueue++] = p;
+    }
+}
+
+static int stream_new(pk_repl *rp, uint32_t node, rp_stream **out)
+{
+    rp_stream *st = calloc(1, sizeof(*st));
+    uint32_t np = rp->np;
+
+    if (st == NULL)
+        return PK_ENOMEM;
+    st->rp = rp;
+    st->node = node;
+    st->state = calloc(np, 1);
+    st->queued = calloc(np, 1);
+    st->epoch = calloc(np, sizeof(uint64_t));
+    st->sent = calloc(np, sizeof(uint64_t));
+    st->match = calloc(np, sizeof(uint64_t));
+    st->queue = calloc(np, sizeof(uint32_t));
+    if (!st->state || !st->queued || !st->epoch || !st->sent || !st->match ||
+        !st->queue) {
+        free(st->state);
+        free(st->queued);
+        free(st->epoch);
+        free(st->sent);
+        free(st->match);
+        free(st->queue);
+        free(st);
+        return PK_ENOMEM;
+    }
+    if (node >= rp->nby_node) {
+        uint32_t n = node + 16;
+        rp_stream **b = realloc(rp->by_node, n * sizeof(*b));
+        if (b == NULL) {
+            free(st);
+            return PK_ENOMEM;
+        }
+        memset(b + rp->nby_node, 0, (n - rp->nby_node) * sizeof(*b));
+        rp->by_node = b;
+        rp->nby_node = n;
+    }
+    rp->by_node[node] = st;
+    st->next = rp->streams;
+    rp->streams = st;
+    *out = st;
+    return PK_OK;
+}
+
+static void stream_free(rp_stream *st)
+{
+    free(st->state);
+    free(st->queued);
+    free(st->epoch);
+    free(st->sent);
+    free(st->match);
+    free(st->queue);
+    free(st);
+}
+
+static void release(pk_repl *rp);
+static void pump(rp_stream *st, pk_txn **rt);
+
+/* Ends a pump's read transaction. */
+static void rt_end(pk_txn **rt)
+{
+    if (*rt)
+        pk_txn_abort(*rt);
+    *rt = NULL;
+}
+
+static pk_txn *rt_get(pk_repl *rp, pk_txn **rt)
+{
+    if (*rt == NULL && pk_txn_begin(rp->srv->store, 1, rt) != PK_OK)
+        *rt = NULL;
+    return *rt;
+}
+
+/* The follower's answer to a hello: go on from its log, or snapshot. */
+static void on_hello(rp_stream *st, uint32_t p, uint64_t fe, uint64_t last,
+                     pk_txn **rt)
+{
+    pk_repl *rp = st->rp;
+    pk_part_stats ps;
+    pk_txn *t = rt_get(rp, rt);
+    uint64_t le = rp->lead_epoch[p];
+    int prefix;
+
+    if (t == NULL || pk_store_part_stats(t, p, &ps) != PK_OK) {
+        st->state[p] = PS_NEW;
+        return;
+    }
+    prefix = (fe == le) || (fe == 0 && last == 0) ||
+             (fe != 0 && fe == rp->prev_epoch[p] && last <= rp->promo_pos[p]);
+    if (prefix && last <= ps.log_last && last + 1 >= ps.log_first) {
+        st->state[p] = PS_ACCEPT;
+        st->sent[p] = last;
+    } else {
+        st->state[p] = PS_NEEDSNAP;
+    }
+}
+
+static void apply_result(rp_stream *st, const rp_ent *e, const pk_rr *r,
+                         pk_txn **rt)
+{
+    pk_repl *rp = st->rp;
+    uint32_t p = e->part;
+
+    if (st->epoch[p] != rp->lead_epoch[p])
+        return; /* an answer from before a change of leader epoch */
+    if (r->type == PK_RR_ERROR) {
+        if (strncmp(r->str, "FENCED", 6) == 0) {
+            uint64_t ep = strtoull(r->str + 7, NULL, 10);
+            if (ep > rp->lead_epoch[p])
+                rp->stepped[p] = 1;
+        } else {
+            st->state[p] = PS_NEW;
+        }
+        enqueue(st, p);
+        return;
+    }
+    switch (e->kind) {
+    case 'H':
+        if (r->type == PK_RR_ARRAY && r->n == 2 &&
+            r->elems[0].type == PK_RR_INT && r->elems[1].type == PK_RR_INT &&
+            st->state[p] == PS_HELLO)
+            on_hello(st, p, (uint64_t)r->elems[0].integer,
+                     (uint64_t)r->elems[1].integer, rt);
+        else
+            st->state[p] = PS_NEW;
+        enqueue(st, p);
+        break;
+    case 'S':
+        if (r->type == PK_RR_INT && st->state[p] == PS_SNAP) {
+            st->state[p] = PS_STREAM;
+            st->match[p] = (uint64_t)r->integer;
+            enqueue(st, p); /* records written since */
+        }
+        break;
+    default: /* A, L */
+        if (r->type == PK_RR_INT && (uint64_t)r->integer > st->match[p] &&
+            st->state[p] == PS_STREAM)
+            st->match[p] = (uint64_t)r->integer;
+    }
+}
+
+static void on_reply(void *ctx, const pk_rr *r, const char *err)
+{
+    rp_call *call = ctx;
+    rp_stream *st = call->st;
+    pk_repl *rp = st->rp;
+    pk_txn *rt = NULL;
+
+    st->inflight--;
+    if (rp->closing) {
+        free(call->ents);
+        free(call);
+        return;
+    }
+    if (err || r->type != PK_RR_ARRAY || r->n != (size_t)call->n + 1) {
+        /* The link failed or the follower could not take it: every
+         * partition of the message starts over with a hello. */
+        for (uint32_t i = 0; i < call->n; i++) {
+            uint32_t p = call->ents[i].part;
+            if (st->state[p] != PS_NEW) {
+                st->state[p] = PS_NEW;
+                enqueue(st, p);
+            }
+        }
+    } else {
+        const pk_rr *fenced = &r->elems[call->n];
+        uint64_t until =
+            call->sent_ms + PK_REPL_FOLLOW_LEASE_MS - LEASE_MARGIN_MS;
+        for (uint32_t i = 0; i < call->n; i++)
+            apply_result(st, &call->ents[i], &r->elems[i], &rt);
+        for (size_t i = 0; fenced->type == PK_RR_ARRAY && i + 1 < fenced->n;
+             i += 2) {
+            uint64_t p = (uint64_t)fenced->elems[i].integer;
+            uint64_t ep = (uint64_t)fenced->elems[i + 1].integer;
+            if (p < rp->np && ep > rp->lead_epoch[p] && rp->lead_epoch[p])
+                rp->stepped[p] = 1;
+        }
+        if (until > st->lease_until)
+            st->lease_until = until;
+    }
+    free(call->ents);
+    free(call);
+    if (!rp->in_pump) {
+        rp->in_pump = 1;
+        pump(st, &rt);
+        rp->in_pump = 0;
+        rt_end(&rt);
+        release(rp);
+    } else {
+        rt_end(&rt);
+        rp->release_due = 1;
+    }
+}
+
+typedef struct msg {
+    pk_obuf args;
+    uint32_t n, cap;
+    rp_ent *ents;
+    size_t bytes;
+} msg;
+
+static int msg_add(msg *m, char kind, uint32_t p, uint64_t epoch, uint64_t seq,
+                   const void *payload, size_t len)
+{
+    char k[1] = {kind};
+
+    if (m->n == m->cap) {
+        uint32_t cap = m->cap ? 2 * m->cap : 64;
+        rp_ent *e = realloc(m->ents, cap * sizeof(*e));
+        if (e == NULL)
+            return PK_ENOMEM;
+        m->ents = e;
+        m->cap = cap;
+    }
+    m->ents[m->n].part = p;
+    m->ents[m->n].kind = kind;
+    m->n++;
+    pk_reply_bulk(&m->args, k, 1);
+    put_u64(&m->args, p);
+    put_u64(&m->args, epoch);
+    put_u64(&m->args, seq);
+    pk_reply_bulk(&m->args, payload, len);
+    m->bytes += len + 40;
+    return PK_OK;
+}
+
+typedef struct log_ctx {
+    msg *m;
+    rp_stream *st;
+    uint32_t p;
+} log_ctx;
+
+#define LOG_FULL 1
+
+static int on_record(void *ctx, uint64_t seq, const void *rec, size_t len)
+{
+    log_ctx *lc = ctx;
+    pk_repl *rp = lc->st->rp;
+
+    if (msg_add(lc->m, 'L', lc->p, rp->lead_epoch[lc->p], seq, rec, len))
+        return LOG_FULL;
+    lc->st->sent[lc->p] = seq;
+    return lc->m->bytes >= MSG_BYTES ? LOG_FULL : 0;
+}
+
+static int on_chunk(void *ctx, const void *chunk, size_t len)
+{
+    return pk_obuf_append(ctx, chunk, len);
+}
+
+/* Adds partition p's pending entries; 1 when the message is full. */
+static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
+{
+    pk_repl *rp = st->rp;
+    uint64_t le = rp->lead_epoch[p];
+    pk_txn *t;
+    int rc;
+
+    switch (st->state[p]) {
+    case PS_NEW:
+        st->state[p] = PS_HELLO;
+        msg_add(m, 'H', p, le, 0, "", 0);
+        return 0;
+    case PS_ACCEPT:
+        st->state[p] = PS_STREAM;
+        st->match[p] = 0;
+        msg_add(m, 'A', p, le, st->sent[p], "", 0);
+        break; /* and the records after it */
+    case PS_STREAM:
+        break;
+    case PS_NEEDSNAP: {
+        pk_obuf snap;
+        uint64_t last = 0;
+        if ((t = rt_get(rp, rt)) == NULL)
+            return 1;
+        pk_obuf_init(&snap);
+        rc = pk_store_log_last(t, p, &last);
+        if (rc == PK_OK)
+            rc = pk_store_part_export(t, p, on_chunk, &snap);
+        if (rc == PK_OK) {
+            st->state[p] = PS_SNAP;
+            st->sent[p] = last;
+            msg_add(m, 'S', p, le, last, snap.data + snap.head,
+                    pk_obuf_pending(&snap));
+        }
+        pk_obuf_free(&snap);
+        return m->bytes >= MSG_BYTES;
+    }
+    default: /* HELLO, SNAP: an answer is on its way */
+        return 0;
+    }
+    if ((t = rt_get(rp, rt)) == NULL)
+        return 1;
+    log_ctx lc = {m, st, p};
+    rc = pk_store_log_read(t, p, st->sent[p] + 1, on_record, &lc);
+    if (rc == PK_ERANGE) {
+        st->state[p] = PS_NEEDSNAP; /* trimmed: the next message */
+        enqueue(st, p);
+        return 0;
+    }
+    if (rc == LOG_FULL) {
+        enqueue(st, p); /* more after this message */
+        return 1;
+    }
+    return 0;
+}
+
+/* Sends messages while the window allows: queued partitions first, a
+ * heartbeat when nothing was sent for HEARTBEAT_MS. */
+static void pump(rp_stream *st, pk_txn **rt)
+{
+    pk_repl *rp = st->rp;
+    pk_server *s = rp->srv;
+    uint64_t now = now_ms();
+
+    while (st->active && st->inflight < WINDOW &&
+           (st->nqueue || now - st->last_send_ms >= HEARTBEAT_MS)) {
+        msg m = {{0}, 0, 0, NULL, 0};
+        pk_obuf cmd;
+        rp_call *call;
+        char id[24];
+        uint32_t taken = 0;
+        int full = 0;
+
+        pk_obuf_init(&m.args);
+        /* Oldest first; partitions re-queued by fill go to the tail. */
+        while (!full && taken < st->nqueue) {
+            uint32_t p = st->queue[taken++];
+            const pk_partition *pt = part_of(s, p);
+            st->queued[p] = 0;
+            if (pt == NULL || pt->nreplicas == 0 ||
+                pt->replicas[0] != s->cluster.self ||
+                !is_follower(pt, st->node) || st->epoch[p] != rp->lead_epoch[p])
+                continue;
+            full = fill(st, &m, p, rt);
+        }
+        memmove(st->queue, st->queue + taken,
+                (st->nqueue - taken) * sizeof(uint32_t));
+        st->nqueue -= taken;
+        call = calloc(1, sizeof(*call));
+        if (call == NULL) {
+            pk_obuf_free(&m.args);
+            free(m.ents);
+            return;
+        }
+        call->st = st;
+        call->n = m.n;
+        call->ents = m.ents;
+        call->sent_ms = now;
+        pk_obuf_init(&cmd);
+        pk_reply_array(&cmd, 4 + 5 * (size_t)m.n);
+        pk_reply_bulk_str(&cmd, "PK.REPL");
+        pk_reply_bulk_str(&cmd, "PUSH");
+        snprintf(id, sizeof(id), "%u", s->cluster.self);
+        pk_reply_bulk_str(&cmd, id);
+        put_u64(&cmd, m.n);
+        pk_obuf_append(&cmd, m.args.data + m.args.head,
+                       pk_obuf_pending(&m.args));
+        pk_obuf_free(&m.args);
+        st->inflight++;
+        st->last_send_ms = now;
+        if (pk_link_call(s, st->addr, &cmd, on_reply, call) != PK_OK) {
+            st->inflight--;
+            for (uint32_t i = 0; i < call->n; i++)
+                st->state[call->ents[i].part] = PS_NEW;
+            free(call->ents);
+            free(call);
+            pk_obuf_free(&cmd);
+            return;
+        }
+        pk_obuf_free(&cmd);
+        if (taken == 0 && m.n == 0)
+            break; /* one heartbeat */
+    }
+}
+
+static void pump_all(pk_repl *rp)
+{
+    pk_txn *rt = NULL;
+
+    if (rp->closing)
+        return;
+    rp->in_pump = 1;
+    for (rp_stream *st = rp->streams; st; st = st->next)
+        pump(st, &rt);
+    rp->in_pump = 0;
+    rt_end(&rt);
+}
+
+/* Queues every led partition whose log is ahead of what a stream sent
+ * (records written by expiry, or anything not queued on the way). */
+static void sweep(pk_repl *rp)
+{
+    pk_server *s = rp->srv;
+    const pk_pmap *m = s->cluster.map;
+    pk_txn *t = NULL;
+
+    if (m == NULL || pk_txn_begin(s->store, 1, &t) != PK_OK)
+        return;
+    for (uint32_t p = 0; p < rp->np && p < m->npartitions; p++) {
+        const pk_partition *pt = &m->parts[p];
+        uint64_t last = 0;
+        if (pt->nreplicas < 2 || pt->replicas[0] != s->cluster.self ||
+            pk_store_log_last(t, p, &last) != PK_OK)
+            continue;
+        for (int i = 1; i < pt->nreplicas; i++) {
+            rp_stream *st = stream_of(rp, pt->replicas[i]);
+            if (st && st->state[p] == PS_STREAM && st->sent[p] < last)
+                enqueue(st, p);
+        }
+    }
+    pk_txn_abort(t);
+}
+
+/* ---- gates -------------------------------------------------------------- */
+
+static void unlink_conn(pk_conn **head, pk_conn *c, int wait)
+{
+    for (pk_conn **pp = head; *pp;
+         pp = wait ? &(*pp)->wait_next : &(*pp)->ack_next)
+        if (*pp == c) {
+            *pp = wait ? c->wait_next : c->ack_next;
+            return;
+        }
+}
+
+/* Replaces the gated replies of c by errors, keeping what follows them. */
+static void fail_gate(pk_conn *c)
+{
+    pk_obuf *o = &c->out;
+    size_t start = o->head + c->gate_mark, end = o->head + c->gate_end;
+    size_t tail = o->len > end ? o->len - end : 0;
+    char *keep = tail ? malloc(tail) : NULL;
+
+    if (tail && keep == NULL)
+        tail = 0;
+    if (tail)
+        memcpy(keep, o->data + end, tail);
+    o->len = start;
+    for (uint32_t i = 0; i < c->gate_cmds; i++)
+        pk_reply_error(o, "TRYAGAIN not acknowledged by enough replicas in "
+                          "time (the write may or may not have been "
+                          "applied); retry");
+    if (tail)
+        pk_obuf_append(o, keep, tail);
+    free(keep);
+}
+
+/* 1: every need met, 0: wait, -1: give up. */
+static int gate_state(pk_repl *rp, pk_conn *c, uint64_t now)
+{
+    int done = 1;
+
+    for (uint32_t i = 0; i < c->nneeds; i++) {
+        int st = need_state(rp, &c->needs[i], now);
+        if (st < 0)
+            return -1;
+        done &= st;
+    }
+    return done;
+}
+
+static int64_t wait_count(pk_repl *rp, pk_conn *c);
+
+static void release(pk_repl *rp)
+{
+    uint64_t now = now_ms();
+    pk_conn **pp = &rp->waiters, *c;
+
+    rp->release_due = 0;
+    while ((c = *pp) != NULL) {
+        int st = gate_state(rp, c, now);
+        if (st == 0 && now - c->ack_ms < ACK_TIMEOUT_MS) {
+            pp = &c->ack_next;
+            continue;
+        }
+        *pp = c->ack_next;
+        c->ack_next = NULL;
+        if (st != 1)
+            fail_gate(c);
+        c->waiting_ack = 0;
+        c->nneeds = 0;
+        pk_conn_resume(c);
+        pp = &rp->waiters; /* resume may have changed the list */
+    }
+    pp = &rp->waits;
+    while ((c = *pp) != NULL) {
+        int64_t n = wait_count(rp, c);
+        if (n < c->wait_n &&
+            (c->wait_deadline == 0 || now < c->wait_deadline)) {
+            pp = &c->wait_next;
+            continue;
+        }
+        *pp = c->wait_next;
+        c->wait_next = NULL;
+        c->in_wait = 0;
+        c->waiting_fwd = 0;
+        pk_reply_int(&c->out, n);
+        pk_conn_resume(c);
+        pp = &rp->waits;
+    }
+}
+
+void pk_repl_note(pk_cmd_ctx *x, int write)
+{
+    pk_server *s = x->srv;
+    pk_repl *rp = s->repl;
+    pk_conn *c = x->c;
+    const pk_partition *pt;
+    uint64_t seq = 0;
+    uint32_t p = x->part;
+
+    if (rp == NULL || !x->have_part || p >= rp->np ||
+        (pt = part_of(s, p)) == NULL || pt->nreplicas < 2)
+        return;
+    if (s->txn)
+        pk_store_log_last(s->txn, p, &seq);
+    for (uint32_t i = 0; i < c->nneeds; i++)
+        if (c->needs[i].part == p) {
+            if (seq > c->needs[i].seq)
+                c->needs[i].seq = seq;
+            goto queued;
+        }
+    if (c->nneeds == c->cap_needs) {
+        uint32_t cap = c->cap_needs ? 2 * c->cap_needs : 8;
+        rp_need *n = realloc(c->needs, cap * sizeof(*n));
+        if (n == NULL)
+            return;
+        c->needs = n;
+        c->cap_needs = cap;
+    }
+    c->needs[c->nneeds].part = p;
+    c->needs[c->nneeds].seq = seq;
+    c->nneeds++;
+queued:
+    if (!write)
+        return;
+    for (int i = 1; i < pt->nreplicas; i++) {
+        rp_stream *st = stream_of(rp, pt->replicas[i]);
+        if (st && st->state[p] == PS_STREAM)
+            enqueue(st, p);
+    }
+    /* WAIT counts the replicas that have this connection's writes. */
+    for (uint32_t i = 0; i < c->nwrites; i++)
+        if (c->writes[i].part == p) {
+            c->writes[i].seq = seq;
+            return;
+        }
+    if (c->writes == NULL &&
+        (c->writes = calloc(WRITES_KEPT, sizeof(rp_need))) == NULL)
+        return;
+    if (c->nwrites < WRITES_KEPT)
+        c->nwrites++;
+    else /* the oldest goes */
+        memmove(c->writes, c->writes + 1, (WRITES_KEPT - 1) * sizeof(rp_need));
+    c->writes[c->nwrites - 1].part = p;
+    c->writes[c->nwrites - 1].seq = seq;
+}
+
+int pk_repl_gate(pk_conn *c)
+{
+    pk_repl *rp = c->srv->repl;
+    int st;
+
+    if (rp == NULL || c->nneeds == 0)
+        return 0;
+    st = gate_state(rp, c, now_ms());
+    if (st == 1) {
+        c->nneeds = 0;
+        return 0;
+    }
+    c->gate_mark = c->iter_mark;
+    c->gate_end = pk_obuf_pending(&c->out);
+    c->gate_cmds = c->iter_cmds;
+    if (st < 0) {
+        fail_gate(c);
+        c->nneeds = 0;
+        return 0;
+    }
+    c->waiting_ack = 1;
+    c->ack_ms = now_ms();
+    c->ack_next = rp->waiters;
+    rp->waiters = c;
+    return 1;
+}
+
+void pk_repl_forget_needs(pk_conn *c)
+{
+    c->nneeds = 0;
+}
+
+void pk_repl_conn_closed(pk_server *s, pk_conn *c)
+{
+    pk_repl *rp = s->repl;
+
+    if (rp) {
+        if (c->waiting_ack)
+            unlink_conn(&rp->waiters, c, 0);
+        if (c->in_wait)
+            unlink_conn(&rp->waits, c, 1);
+    }
+    free(c->needs);
+    free(c->writes);
+    c->needs = c->writes = NULL;
+    c->nneeds = c->nwrites = 0;
+}
+
+void pk_repl_committed(pk_server *s)
+{
+    pk_repl *rp = s->repl;
+
+    if (rp == NULL || rp->np == 0)
+        return;
+    if (rp->state_dirty)
+        state_save(rp);
+    pump_all(rp);
+}
+
+/* ---- WAIT ----------------------------------------------------------- */
+
+/* Replicas (followers) that hold every write this connection made. */
+static int64_t wait_count(pk_repl *rp, pk_conn *c)
+{
+    int64_t n = -1;
+
+    for (uint32_t i = 0; i < c->nwrites; i++) {
+        const pk_partition *pt = part_of(rp->srv, c->writes[i].part);
+        int64_t k = 0;
+        if (pt && pt->nreplicas && pt->replicas[0] == rp->srv->cluster.self)
+            k = acked(rp, pt, c->writes[i].part, c->writes[i].seq);
+        if (n < 0 || k < n)
+            n = k;
+    }
+    if (n >= 0)
+        return n;
+    /* No writes yet: the followers we stream to. */
+    n = 0;
+    for (rp_stream *st = rp->streams; st; st = st->next)
+        n += st->active && st->lease_until > now_ms();
+    return n;
+}
+
+void pk_cmd_wait(pk_cmd_ctx *x)
+{
+    pk_repl *rp = x->srv->repl;
+    pk_conn *c = x->c;
+    int64_t n, ms;
+
+    if (!pk_arg_i64(&x->argv[1], &n) || !pk_arg_i64(&x->argv[2], &ms)) {
+        pk_reply_notint(x);
+        return;
+    }
+    if (ms < 0) {
+        pk_reply_error(x->out, "ERR timeout is negative");
+        return;
+    }
+    if (rp == NULL) {
+        pk_reply_int(x->out, 0);
+        return;
+    }
+    if (wait_count(rp, c) >= n) {
+        pk_reply_int(x->out, wait_count(rp, c));
+        return;
+    }
+    c->wait_n = n;
+    c->wait_deadline = ms ? now_ms() + (uint64_t)ms : 0;
+    c->in_wait = 1;
+    c->waiting_fwd = 1; /* runs nothing more until answered */
+    c->iter_cmds--;     /* its reply comes later */
+    c->wait_next = rp->waits;
+    rp->waits = c;
+}
+
+/* ---- follower side ------------------------------------------------------ */
+
+static void promise(pk_repl *rp, uint32_t leader)
+{
+    if (leader >= rp->npromise) {
+        uint32_t n = leader + 16;
+        uint64_t *b = realloc(rp->promise, n * sizeof(*b));
+        if (b == NULL)
+            return;
+        memset(b + rp->npromise, 0, (n - rp->npromise) * sizeof(*b));
+        rp->promise = b;
+        rp->npromise = n;
+    }
+    rp->promise[leader] = now_ms();
+}
+
+static int u64_arg(const pk_arg *a, uint64_t *v)
+{
+    int64_t i;
+
+    if (!pk_arg_i64(a, &i) || i < 0)
+        return 0;
+    *v = (uint64_t)i;
+    return 1;
+}
+
+/* One entry of a PUSH; appends its result. */
+static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
+                       const pk_arg *a)
+{
+    uint64_t p, ep, seq, last = 0;
+    char kind = a[0].len == 1 ? a[0].ptr[0] : '?';
+    int rc, done;
+
+    if (!u64_arg(&a[1], &p) || !u64_arg(&a[2], &ep) || !u64_arg(&a[3], &seq) ||
+        p >= rp->np) {
+        pk_reply_error(x->out, "ERR bad replication entry");
+        return;
+    }
+    if (ep < rp->fence_epoch[p]) {
+        pk_reply_errorf(x->out, "FENCED %llu",
+                        (unsigned long long)rp->fence_epoch[p]);
+        return;
+    }
+    if (ep > rp->fence_epoch[p]) {
+        rp->fence_epoch[p] = ep;
+        rp->state_dirty = 1;
+    }
+    rp->fenced_from[p] = 0; /* a leader at or past the fence speaks */
+    (void)leader;
+    switch (kind) {
+    case 'H':
+        pk_store_log_last(t, (uint32_t)p, &last);
+        pk_reply_array(x->out, 2);
+        pk_reply_int(x->out, (int64_t)rp->follow_epoch[p]);
+        pk_reply_int(x->out, (int64_t)last);
+        return;
+    case 'A':
+        pk_store_log_last(t, (uint32_t)p, &last);
+        if (last != seq) {
+            pk_reply_error(x->out, "RESYNC");
+            return;
+        }
+        if (rp->follow_epoch[p] != ep) {
+            rp->follow_epoch[p] = ep;
+            rp->state_dirty = 1;
+        }
+        pk_reply_int(x->out, (int64_t)seq);
+        return;
+    case 'L':
+        if (rp->follow_epoch[p] != ep) {
+            pk_reply_error(x->out, "RESYNC");
+            return;
+        }
+        rc = pk_store_log_apply(t, (uint32_t)p, seq, a[4].ptr, a[4].len);
+        if (rc == PK_OK || rc == PK_EEXIST)
+            pk_reply_int(x->out, (int64_t)seq);
+        else if (rc == PK_ERANGE)
+            pk_reply_error(x->out, "RESYNC");
+        else
+            pk_reply_errorf(x->out, "ERR log apply: %s", pk_strerror(rc));
+        return;
+    case 'S':
+        /* The import commits whole or not at all: until the new epoch is
+         * saved after the commit, the file names the old one, which is
+         * ours only if the old data still is (see pk_repl_committed). */
+        rc = pk_store_part_drop(t, (uint32_t)p, 0, &done);
+        if (rc == PK_OK)
+            rc = pk_store_part_import(t, (uint32_t)p, a[4].ptr, a[4].len);
+        if (rc != PK_OK) {
+            pk_reply_errorf(x->out, "ERR snapshot: %s", pk_strerror(rc));
+            return;
+        }
+        rp->follow_epoch[p] = ep; /* saved after the commit */
+        rp->state_dirty = 1;
+        pk_reply_int(x->out, (int64_t)seq);
+        return;
+    default:
+        pk_reply_error(x->out, "ERR bad replication entry kind");
+    }
+}
+
+/* The partitions we were fenced from `leader`, as [part, epoch]... */
+static void reply_fenced(pk_cmd_ctx *x, pk_repl *rp, uint32_t leader)
+{
+    uint32_t n = 0;
+
+    for (uint32_t p = 0; p < rp->np; p++)
+        n += rp->fenced_from[p] == leader + 1;
+    pk_reply_array(x->out, 2 * (size_t)n);
+    for (uint32_t p = 0; p < rp->np && n; p++)
+        if (rp->fenced_from[p] == leader + 1) {
+            pk_reply_int(x->out, p);
+            pk_reply_int(x->out, (int64_t)rp->fence_epoch[p]);
+        }
+}
+
+static void repl_push(pk_cmd_ctx *x, pk_repl *rp)
+{
+    uint64_t leader, n;
+
+    if (x->argc < 4 || !u64_arg(&x->argv[2], &leader) ||
+        !u64_arg(&x->argv[3], &n) || leader >= PK_NODES_MAX ||
+        (uint64_t)x->argc != 4 + 5 * n) {
+        pk_reply_syntax(x);
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    pk_reply_array(x->out, n + 1);
+    for (uint64_t i = 0; i < n; i++)
+        push_entry(x, rp, t, (uint32_t)leader, &x->argv[4 + 5 * i]);
+    reply_fenced(x, rp, (uint32_t)leader);
+    promise(rp, (uint32_t)leader);
+    if (n)
+        x->c->yield = 1; /* one batch per iteration: clients go first */
+}
+
+/*
+ * PK.REPL FENCE old_leader {part epoch}...: the controller is about to
+ * promote a follower of each part at epoch.  Refused while our promise to
+ * old_leader runs; else nothing below epoch is accepted any more, and the
+ * answer is our [follow_epoch, last_seq] per part.
+ */
+static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
+{
+    uint64_t leader, now = now_ms();
+
+    if (x->argc < 3 || x->argc % 2 == 0 || !u64_arg(&x->argv[2], &leader) ||
+        leader >= PK_NODES_MAX) {
+        pk_reply_syntax(x);
+        return;
+    }
+    if (now < rp->start_ms + PK_REPL_FOLLOW_LEASE_MS ||
+        (leader < rp->npromise &&
+         now < rp->promise[leader] + PK_REPL_FOLLOW_LEASE_MS)) {
+        pk_reply_error(x->out, "BUSY this node still follows that leader");
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    for (int i = 3; i + 1 < x->argc; i += 2) {
+        uint64_t p, ep;
+        if (!u64_arg(&x->argv[i], &p) || !u64_arg(&x->argv[i + 1], &ep) ||
+            p >= rp->np) {
+            pk_reply_syntax(x);
+            return;
+        }
+        if (ep > rp->fence_epoch[p]) {
+            rp->fence_epoch[p] = ep;
+            rp->fenced_from[p] = (uint32_t)leader + 1;
+        }
+    }
+    if (state_save(rp) != 0) {
+        pk_reply_error(x->out, "ERR cannot persist the fence");
+        return;
+    }
+    pk_reply_array(x->out, (size_t)(x->argc - 3) / 2);
+    for (int i = 3; i + 1 < x->argc; i += 2) {
+        uint64_t p = 0, last = 0;
+        u64_arg(&x->argv[i], &p);
+        pk_store_log_last(t, (uint32_t)p, &last);
+        pk_reply_array(x->out, 2);
+        pk_reply_int(x->out, (int64_t)rp->follow_epoch[p]);
+        pk_reply_int(x->out, (int64_t)last);
+    }
+}
+
+void pk_cmd_pk_repl(pk_cmd_ctx *x)
+{
+    pk_repl *rp = x->srv->repl;
+
+    if (!x->c->internal) {
+        pk_reply_error(x->out, "NOAUTH PK.REPL needs PK.AUTH with the "
+                               "cluster secret");
+        return;
+    }
+    if (rp == NULL || rp->np == 0) {
+        pk_reply_error(x->out, "TRYAGAIN this node has no map yet");
+        return;
+    }
+    if (pk_arg_eq(&x->argv[1], "push"))
+        repl_push(x, rp);
+    else if (pk_arg_eq(&x->argv[1], "fence"))
+        repl_fence(x, rp);
+    else
+        pk_reply_syntax(x);
+}
+
+int pk_repl_follows(const pk_server *s, uint32_t part)
+{
+    const pk_partition *pt = part_of(s, part);
+
+    return pt && is_follower(pt, s->cluster.self);
+}
+
+/* ---- map changes, tick, lifetime -------------------------------------- */
+
+static int alloc_arrays(pk_repl *rp, uint32_t np)
+{
+    rp->np = np;
+    rp->follow_epoch = calloc(np, sizeof(uint64_t));
+    rp->fence_epoch = calloc(np, sizeof(uint64_t));
+    rp->fenced_from = calloc(np, sizeof(uint32_t));
+    rp->lead_epoch = calloc(np, sizeof(uint64_t));
+    rp->prev_epoch = calloc(np, sizeof(uint64_t));
+    rp->promo_pos = calloc(np, sizeof(uint64_t));
+    rp->stepped = calloc(np, 1);
+    if (!rp->follow_epoch || !rp->fence_epoch || !rp->fenced_from ||
+        !rp->lead_epoch || !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
+        rp->np = 0;
+        return PK_ENOMEM;
+    }
+    state_load(rp);
+    return PK_OK;
+}
+
+void pk_repl_map_changed(pk_server *s)
+{
+    pk_repl *rp = s->repl;
+    const pk_pmap *m = s->cluster.map;
+    uint32_t self = s->cluster.self;
+    pk_txn *t = NULL;
+
+    if (rp == NULL || m == NULL)
+        return;
+    if (rp->np == 0 && alloc_arrays(rp, m->npartitions) != PK_OK)
+        return;
+    if (pk_txn_begin(s->store, 1, &t) != PK_OK)
+        t = NULL;
+    for (rp_stream *st = rp->streams; st; st = st->next)
+        st->active = 0;
+    for (uint32_t p = 0; p < rp->np && p < m->npartitions; p++) {
+        const pk_partition *pt = &m->parts[p];
+        int lead = pt->nreplicas && pt->replicas[0] == self;
+        uint64_t le = pt->leader_epoch;
+        if (!lead) {
+            rp->lead_epoch[p] = 0;
+            rp->stepped[p] = 0;
+            continue;
+        }
+        if (rp->lead_epoch[p] != le) {
+            /* We lead p at a new epoch.  A log we followed at an older
+             * epoch is a prefix of ours: followers that are not past our
+             * position then may go on from theirs. */
+            uint64_t last = 0;
+            if (t)
+                pk_store_log_last(t, p, &last);
+            rp->prev_epoch[p] = rp->follow_epoch[p] != le ? rp->follow_epoch[p]
+                                                          : rp->prev_epoch[p];
+            rp->promo_pos[p] = last;
+            rp->lead_epoch[p] = le;
+            rp->stepped[p] = 0;
+            if (rp->follow_epoch[p] != le || rp->fence_epoch[p] < le) {
+                rp->follow_epoch[p] = le;
+                if (rp->fence_epoch[p] < le)
+                    rp->fence_epoch[p] = le;
+                rp->state_dirty = 1;
+            }
+            rp->fenced_from[p] = 0;
+        }
+        for (int i = 1; i < pt->nreplicas; i++) {
+            uint32_t f = pt->replicas[i];
+            rp_stream *st = stream_of(rp, f);
+            if (st == NULL && stream_new(rp, f, &st) != PK_OK)
+                continue;
+            st->active = 1;
+            if (f < m->nnodes)
+                snprintf(st->addr, sizeof(st->addr), "%s", m->nodes[f].addr);
+            if (st->epoch[p] != le) {
+                st->epoch[p] = le;
+                st->state[p] = PS_NEW;
+                st->match[p] = 0;
+                enqueue(st, p);
+            }
+        }
+    }
+    /* A partition we stopped following to a stream starts over if it
+     * comes back. */
+    for (rp_stream *st = rp->streams; st; st = st->next)
+        for (uint32_t p = 0; p < rp->np && p < m->npartitions; p++)
+            if (st->epoch[p] && (m->parts[p].nreplicas == 0 ||
+                                 m->parts[p].replicas[0] != self ||
+                                 !is_follower(&m->parts[p], st->node)))
+                st->epoch[p] = 0;
+    if (t)
+        pk_txn_abort(t);
+    if (rp->state_dirty)
+        state_save(rp);
+    pump_all(rp);
+    rp->release_due = 1; /* from the tick: we may be inside a command */
+}
+
+static void on_tick(uv_timer_t *h)
+{
+    pk_repl *rp = h->data;
+    uint64_t now = now_ms();
+
+    if (rp->np == 0)
+        return;
+    if (now - rp->sweep_ms >= SWEEP_MS) {
+        rp->sweep_ms = now;
+        sweep(rp);
+    }
+    pump_all(rp);
+    release(rp);
+}
+
+int pk_repl_init(pk_server *s)
+{
+    pk_repl *rp = calloc(1, sizeof(*rp));
+
+    if (rp == NULL)
+        return PK_ENOMEM;
+    rp->srv = s;
+    rp->start_ms = now_ms();
+    uv_timer_init(&s->loop, &rp->tick);
+    rp->tick.data = rp;
+    uv_timer_start(&rp->tick, on_tick, 20, 20);
+    s->repl = rp;
+    return PK_OK;
+}
+
+void pk_repl_free(pk_server *s)
+{
+    pk_repl *rp = s->repl;
+
+    if (rp == NULL)
+        return;
+    while (rp->streams) {
+        rp_stream *st = rp->streams;
+        rp->streams = st->next;
+        stream_free(st);
+    }
+    free(rp->by_node);
+    free(rp->follow_epoch);
+    free(rp->fence_epoch);
+    free(rp->fenced_from);
+    free(rp->lead_epoch);
+    free(rp->prev_epoch);
+    free(rp->promo_pos);
+    free(rp->stepped);
+    free(rp->promise);
+    free(rp);
+    s->repl = NULL;
+}
+
+void pk_repl_stop(pk_server *s)
+{
+    if (s->repl) {
+        s->repl->closing = 1;
+        uv_timer_stop(&s->repl->tick);
+    }
+}
+
+void pk_repl_info(pk_server *s, pk_obuf *b)
+{
+    pk_repl *rp = s->repl;
+    char line[256];
+    int n = 0, k = 0;
+    uint64_t now = now_ms();
+
+    for (rp_stream *st = rp ? rp->streams : NULL; st; st = st->next)
+        n += st->active;
+    k = snprintf(line, sizeof(line),
+                 "# Replication\r\nrole:master\r\nconnected_slaves:%d\r\n", n);
+    pk_obuf_append(b, line, (size_t)k);
+    n = 0;
+    for (rp_stream *st = rp ? rp->streams : NULL; st; st = st->next) {
+        const char *colon = strrchr(st->addr, ':');
+        if (!st->active)
+            continue;
+        k = snprintf(line, sizeof(line),
+                     "slave%d:ip=%.*s,port=%s,state=%s,offset=0,lag=%llu\r\n",
+                     n++, colon ? (int)(colon - st->addr) : 0, st->addr,
+                     colon ? colon + 1 : "0",
+                     st->lease_until > now ? "online" : "wait_bgsave",
+                     (unsigned long long)(now - st->last_send_ms) / 1000);
+        pk_obuf_append(b, line, (size_t)k);
+    }
+    k = snprintf(line, sizeof(line), "partkv_acks:%s\r\n\r\n",
+                 s->cfg.acks == PK_ACKS_LEADER ? "leader"
+                 : s->cfg.acks == PK_ACKS_ALL  ? "all"
+                                               : "quorum");
+    pk_obuf_append(b, line, (size_t)k);
+}
