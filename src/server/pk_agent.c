@@ -15,7 +15,7 @@
 #include "server/pk_sclient.h"
 #include "server/pk_srv.h"
 
-#define KEEPALIVE_MS 1000
+#define KEEPALIVE_MS 300
 #define CALL_TIMEOUT_MS 2000
 #define RECORD_POLL_MS 200
 

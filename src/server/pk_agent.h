@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define PK_AGENT_POLL_MS 30
-#define PK_AGENT_LEASE_MS 3000
+#define PK_AGENT_LEASE_MS 1500 /* a dead node is failed over after this */
 #define PK_CLUSTER_PREFIX "/partkv/default/"
 
 typedef struct pk_server pk_server;

@@ -15,6 +15,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_agent.h"
+#include "server/pk_ctrl.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
 #include "server/pk_repl.h"
@@ -327,6 +328,8 @@ static int start_cluster(pk_server *s)
     uv_async_init(&s->loop, &s->map_async, on_map);
     s->map_async.data = s;
     rc = pk_agent_start(s, host, port, c->cluster_secret, &s->agent);
+    if (rc == PK_OK && !c->proxy_of && s->store)
+        rc = pk_ctrl_start(s, host, port, c->cluster_secret, &s->ctrl);
     if (rc != PK_OK) {
         fprintf(stderr, "partkv: cannot start the coordinator agent\n");
         return -1;
@@ -409,6 +412,8 @@ static void close_handle(uv_handle_t *h, void *arg)
  */
 static void teardown(pk_server *s)
 {
+    pk_ctrl_stop(s->ctrl);
+    s->ctrl = NULL;
     pk_agent_stop(s->agent); /* before the async handle closes */
     s->agent = NULL;
     pk_move_free(s);      /* fences lifted, nothing committed */

@@ -1,0 +1,607 @@
+/* pk_ctrl: the failover controller (see pk_ctrl.h). */
+#include "server/pk_ctrl.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/pk_err.h"
+#include "core/pk_pmap.h"
+#include "core/pk_pmap_move.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_agent.h"
+#include "server/pk_sclient.h"
+#include "server/pk_srv.h"
+
+#define KEEPALIVE_MS 500
+#define CALL_MS 1000
+#define CTRL_KEY PK_CLUSTER_PREFIX "controller"
+#define NODES_PREFIX PK_CLUSTER_PREFIX "nodes/"
+
+typedef struct peer {
+    char addr[PK_ADDR_MAX + 1];
+    pk_sclient *cli;
+} peer;
+
+typedef struct down {
+    char name[PK_NAME_MAX + 1];
+    int64_t since;
+} down;
+
+struct pk_ctrl {
+    pk_server *srv;
+    pthread_t thread;
+    atomic_int stop;
+    char host[256];
+    int port;
+    char secret[256];
+    pk_sclient *co; /* the coordinator, NULL while disconnected */
+    uint64_t lease; /* the controller lease while we act */
+    int64_t last_keepalive;
+    down *downs; /* nodes seen DOWN, and since when (our clock) */
+    uint32_t ndowns;
+    peer *peers;
+    uint32_t npeers;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+/* Connects to host:port and presents the secret; NULL on failure. */
+static pk_sclient *dial(pk_ctrl *c, const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+    const char *auth[] = {"PK.AUTH", c->secret};
+    char host[256];
+    pk_sclient *cli = NULL;
+    pk_rr *r = NULL;
+    int ok;
+
+    if (colon == NULL)
+        return NULL;
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+    if (pk_sclient_connect(host, atoi(colon + 1), CALL_MS, &cli) != PK_OK)
+        return NULL;
+    ok = pk_sclient_call(cli, 2, auth, NULL, &r) == PK_OK &&
+         r->type == PK_RR_STATUS;
+    pk_rr_free(r);
+    if (!ok) {
+        pk_sclient_free(cli);
+        return NULL;
+    }
+    return cli;
+}
+
+/* One call on *cli; a transport failure closes it. */
+static int call(pk_sclient **cli, pk_rr **r, int argc, const char *const *argv,
+                const size_t *lens)
+{
+    int rc;
+
+    if (*cli == NULL)
+        return PK_EIO;
+    rc = pk_sclient_call(*cli, argc, argv, lens, r);
+    if (rc != PK_OK) {
+        pk_sclient_free(*cli);
+        *cli = NULL;
+    }
+    return rc;
+}
+
+static pk_sclient **peer_of(pk_ctrl *c, const char *addr)
+{
+    peer *p = NULL;
+
+    for (uint32_t i = 0; i < c->npeers; i++)
+        if (strcmp(c->peers[i].addr, addr) == 0)
+            p = &c->peers[i];
+    if (p == NULL) {
+        peer *n = realloc(c->peers, (c->npeers + 1) * sizeof(*n));
+        if (n == NULL)
+            return NULL;
+        c->peers = n;
+        p = &c->peers[c->npeers++];
+        snprintf(p->addr, sizeof(p->addr), "%s", addr);
+        p->cli = NULL;
+    }
+    if (p->cli == NULL)
+        p->cli = dial(c, addr);
+    return p->cli ? &p->cli : NULL;
+}
+
+/* ---- the controller lease ------------------------------------------------ */
+
+/* 1 while we hold the lease: acquires it when nobody does. */
+static int hold_lease(pk_ctrl *c)
+{
+    pk_cluster *cl = &c->srv->cluster;
+    char ttl[24], lease[24];
+    pk_rr *r = NULL;
+    int64_t now = mono_ms();
+
+    if (c->lease) {
+        const char *ka[] = {"PK.COORD", "KEEPALIVE", lease};
+        if (now - c->last_keepalive < KEEPALIVE_MS)
+            return 1;
+        snprintf(lease, sizeof(lease), "%llu", (unsigned long long)c->lease);
+        if (call(&c->co, &r, 3, ka, NULL) != PK_OK)
+            return c->lease = 0, 0;
+        if (r->type == PK_RR_ERROR)
+            c->lease = 0;
+        else
+            c->last_keepalive = now;
+        pk_rr_free(r);
+        return c->lease != 0;
+    }
+    /* Somebody acts: wait for its key to go. */
+    const char *get[] = {"PK.COORD", "GET", CTRL_KEY};
+    if (call(&c->co, &r, 3, get, NULL) != PK_OK)
+        return 0;
+    int held =
+        r->type == PK_RR_ARRAY && r->n == 2 && r->elems[1].type == PK_RR_ARRAY;
+    pk_rr_free(r);
+    if (held)
+        return 0;
+    snprintf(ttl, sizeof(ttl), "%d", PK_CTRL_LEASE_MS);
+    const char *grant[] = {"PK.COORD", "GRANT", ttl};
+    if (call(&c->co, &r, 3, grant, NULL) != PK_OK)
+        return 0;
+    int64_t id =
+        r->type == PK_RR_ARRAY && r->n == 2 && r->elems[1].type == PK_RR_INT
+            ? r->elems[1].integer
+            : 0;
+    pk_rr_free(r);
+    if (id <= 0)
+        return 0;
+    snprintf(lease, sizeof(lease), "%lld", (long long)id);
+    const char *cas[] = {"PK.COORD", "CAS", CTRL_KEY, "0", cl->name, lease};
+    if (call(&c->co, &r, 6, cas, NULL) != PK_OK)
+        return 0;
+    if (r->type == PK_RR_ARRAY) {
+        c->lease = (uint64_t)id;
+        c->last_keepalive = now;
+        fprintf(stderr, "partkv: %s is the controller\n", cl->addr);
+    } else {
+        const char *rv[] = {"PK.COORD", "REVOKE", lease};
+        pk_rr *r2 = NULL;
+        if (call(&c->co, &r2, 3, rv, NULL) == PK_OK)
+            pk_rr_free(r2);
+    }
+    pk_rr_free(r);
+    return c->lease != 0;
+}
+
+/* ---- reading the coordinator --------------------------------------------- */
+
+/* The registered node names, as one string of "name\n" lines. */
+static int live_nodes(pk_ctrl *c, char **names)
+{
+    const char *argv[] = {"PK.COORD", "RANGE", NODES_PREFIX};
+    pk_rr *r = NULL;
+    size_t cap = 1, len = 0, plen = strlen(NODES_PREFIX);
+    char *s;
+    int rc = call(&c->co, &r, 3, argv, NULL);
+
+    if (rc != PK_OK)
+        return rc;
+    if (r->type != PK_RR_ARRAY || r->n != 2 ||
+        r->elems[1].type != PK_RR_ARRAY) {
+        pk_rr_free(r);
+        return PK_EPROTO;
+    }
+    for (size_t i = 0; i < r->elems[1].n; i++)
+        cap += r->elems[1].elems[i].elems[0].len + 1;
+    if ((s = malloc(cap)) == NULL) {
+        pk_rr_free(r);
+        return PK_ENOMEM;
+    }
+    for (size_t i = 0; i < r->elems[1].n; i++) {
+        const pk_rr *k = &r->elems[1].elems[i].elems[0];
+        if (k->len > plen) {
+            memcpy(s + len, k->str + plen, k->len - plen);
+            len += k->len - plen;
+            s[len++] = '\n';
+        }
+    }
+    s[len] = '\0';
+    pk_rr_free(r);
+    *names = s;
+    return PK_OK;
+}
+
+static int is_live(const char *names, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = names; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == names || p[-1] == '\n') && p[n] == '\n')
+            return 1;
+    return 0;
+}
+
+static int get_map(pk_ctrl *c, pk_pmap **m, uint64_t *rev)
+{
+    const char *argv[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "map"};
+    pk_rr *r = NULL;
+    int rc = call(&c->co, &r, 3, argv, NULL);
+
+    if (rc != PK_OK)
+        return rc;
+    rc = PK_ENOTFOUND;
+    if (r->type == PK_RR_ARRAY && r->n == 2 &&
+        r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
+        const pk_rr *kv = &r->elems[1];
+        *rev = (uint64_t)kv->elems[3].integer;
+        rc = pk_pmap_decode((const uint8_t *)kv->elems[1].str, kv->elems[1].len,
+                            m);
+    }
+    pk_rr_free(r);
+    return rc;
+}
+
+static int cas_map(pk_ctrl *c, const pk_pmap *m, uint64_t rev)
+{
+    char srev[24];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pk_rr *r = NULL;
+    int rc = pk_pmap_encode(m, &buf, &len);
+
+    if (rc != PK_OK)
+        return rc;
+    snprintf(srev, sizeof(srev), "%llu", (unsigned long long)rev);
+    const char *argv[] = {
+        "PK.COORD",        "CAS", PK_CLUSTER_PREFIX "map", srev,
+        (const char *)buf, "0"};
+    size_t lens[] = {8, 3, strlen(argv[2]), strlen(srev), len, 1};
+    rc = call(&c->co, &r, 6, argv, lens);
+    free(buf);
+    if (rc != PK_OK)
+        return rc;
+    rc = r->type == PK_RR_ARRAY ? PK_OK : PK_ESTALE;
+    pk_rr_free(r);
+    return rc;
+}
+
+/* ---- decisions ------------------------------------------------------------
+ */
+
+static down *down_of(pk_ctrl *c, const char *name, int add)
+{
+    for (uint32_t i = 0; i < c->ndowns; i++)
+        if (strcmp(c->downs[i].name, name) == 0)
+            return &c->downs[i];
+    if (!add)
+        return NULL;
+    down *n = realloc(c->downs, (c->ndowns + 1) * sizeof(*n));
+    if (n == NULL)
+        return NULL;
+    c->downs = n;
+    snprintf(n[c->ndowns].name, sizeof(n->name), "%s", name);
+    n[c->ndowns].since = mono_ms();
+    return &c->downs[c->ndowns++];
+}
+
+/* Marks nodes DOWN or UP by their registrations.  Returns changes. */
+static int node_states(pk_ctrl *c, pk_pmap *m, const char *names)
+{
+    int changed = 0;
+
+    for (uint32_t i = 0; i < m->nnodes; i++) {
+        pk_node *n = &m->nodes[i];
+        int live = is_live(names, n->name);
+        if (n->state == PK_NODE_REMOVED)
+            continue;
+        if (!live && n->state != PK_NODE_DOWN) {
+            n->state = PK_NODE_DOWN;
+            down_of(c, n->name, 1);
+            changed++;
+            fprintf(stderr, "partkv: controller: node %s is down\n", n->addr);
+        } else if (live && n->state == PK_NODE_DOWN) {
+            down *d = down_of(c, n->name, 0);
+            n->state = PK_NODE_UP;
+            if (d)
+                *d = c->downs[--c->ndowns];
+            changed++;
+            fprintf(stderr, "partkv: controller: node %s is up\n", n->addr);
+        } else if (!live) {
+            down_of(c, n->name, 1); /* seen down before we acted */
+        }
+    }
+    return changed;
+}
+
+typedef struct cand {
+    int answers;   /* followers that accepted the fence */
+    uint32_t best; /* in-sync follower with the highest position */
+    uint64_t best_pos;
+} cand;
+
+/*
+ * Fences, at follower f, every partition in `todo` led by `leader` that f
+ * follows; records f's answers in cands.
+ */
+static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
+                     const uint8_t *todo, cand *cands)
+{
+    uint32_t n = 0, k = 0;
+    const char **argv;
+    char *nums;
+    pk_sclient **cli;
+    pk_rr *r = NULL;
+
+    for (uint32_t p = 0; p < m->npartitions; p++) {
+        const pk_partition *pt = &m->parts[p];
+        if (!todo[p] || pt->replicas[0] != leader)
+            continue;
+        for (int i = 1; i < pt->nreplicas; i++)
+            n += pt->replicas[i] == f;
+    }
+    if (n == 0 || (cli = peer_of(c, m->nodes[f].addr)) == NULL)
+        return;
+    argv = malloc((3 + 2 * (size_t)n) * sizeof(*argv));
+    nums = malloc((2 + 2 * (size_t)n) * 24);
+    if (argv == NULL || nums == NULL)
+        goto out;
+    argv[0] = "PK.REPL";
+    argv[1] = "FENCE";
+    snprintf(nums, 24, "%u", leader);
+    argv[2] = nums;
+    for (uint32_t p = 0, a = 3; p < m->npartitions; p++) {
+        const pk_partition *pt = &m->parts[p];
+        int follows = 0;
+        if (!todo[p] || pt->replicas[0] != leader)
+            continue;
+        for (int i = 1; i < pt->nreplicas; i++)
+            follows |= pt->replicas[i] == f;
+        if (!follows)
+            continue;
+        char *s = nums + 24 * (size_t)(a - 2);
+        snprintf(s, 24, "%u", p);
+        snprintf(s + 24, 24, "%llu",
+                 (unsigned long long)(pt->leader_epoch + 1));
+        argv[a++] = s;
+        argv[a++] = s + 24;
+    }
+    if (call(cli, &r, 3 + 2 * (int)n, argv, NULL) != PK_OK)
+        goto out;
+    if (r->type != PK_RR_ARRAY || r->n != n) {
+        if (r->type == PK_RR_ERROR)
+            fprintf(stderr, "partkv: controller: %s: %s\n", m->nodes[f].addr,
+                    r->str);
+        goto out;
+    }
+    for (uint32_t p = 0; p < m->npartitions && k < n; p++) {
+        const pk_partition *pt = &m->parts[p];
+        int follows = 0;
+        if (!todo[p] || pt->replicas[0] != leader)
+            continue;
+        for (int i = 1; i < pt->nreplicas; i++)
+            follows |= pt->replicas[i] == f;
+        if (!follows)
+            continue;
+        const pk_rr *e = &r->elems[k++];
+        if (e->type != PK_RR_ARRAY || e->n != 2)
+            continue;
+        cands[p].answers++;
+        if ((uint64_t)e->elems[0].integer == pt->leader_epoch &&
+            (cands[p].best == PK_NODE_NONE ||
+             (uint64_t)e->elems[1].integer > cands[p].best_pos)) {
+            cands[p].best = f;
+            cands[p].best_pos = (uint64_t)e->elems[1].integer;
+        }
+    }
+out:
+    pk_rr_free(r);
+    free(argv);
+    free(nums);
+}
+
+/* Promotes a follower of every partition whose leader is not registered.
+ * Returns the partitions changed. */
+static int failover(pk_ctrl *c, pk_pmap *m, const char *names)
+{
+    uint32_t np = m->npartitions, changed = 0;
+    uint8_t *todo = calloc(np, 1);
+    uint8_t *dead = calloc(m->nnodes ? m->nnodes : 1, 1);
+    cand *cands = calloc(np, sizeof(*cands));
+    int any = 0;
+
+    if (todo == NULL || dead == NULL || cands == NULL)
+        goto out;
+    for (uint32_t i = 0; i < m->nnodes; i++)
+        dead[i] = m->nodes[i].state != PK_NODE_REMOVED &&
+                  !is_live(names, m->nodes[i].name);
+    for (uint32_t p = 0; p < np; p++) {
+        const pk_partition *pt = &m->parts[p];
+        cands[p].best = PK_NODE_NONE;
+        if (pt->nreplicas >= 2 && dead[pt->replicas[0]])
+            todo[p] = any = 1;
+    }
+    if (!any)
+        goto out;
+    for (uint32_t l = 0; l < m->nnodes; l++)
+        for (uint32_t f = 0; dead[l] && f < m->nnodes; f++)
+            if (!dead[f] && f != l && m->nodes[f].state != PK_NODE_REMOVED)
+                fence_at(c, m, f, l, todo, cands);
+    for (uint32_t p = 0; p < np; p++) {
+        pk_partition *pt = &m->parts[p];
+        uint32_t old, to;
+        int j = 1;
+        if (!todo[p])
+            continue;
+        if (cands[p].best == PK_NODE_NONE ||
+            cands[p].answers < (pt->nreplicas + 1) / 2)
+            continue; /* not enough answers yet: next tick */
+        if (pk_pmap_moving(m, p, &to))
+            pk_pmap_move_cancel(m, p);
+        old = pt->replicas[0];
+        pt->replicas[0] = cands[p].best;
+        for (int i = 1; i < pt->nreplicas; i++)
+            if (pt->replicas[i] != cands[p].best)
+                pt->replicas[j++] = pt->replicas[i];
+        pt->replicas[j] = old;
+        pt->leader_epoch++;
+        changed++;
+    }
+    if (changed)
+        fprintf(stderr, "partkv: controller: %u partitions have a new leader\n",
+                changed);
+out:
+    free(todo);
+    free(dead);
+    free(cands);
+    return (int)changed;
+}
+
+/* Gives the follower places of nodes DOWN past --replace-after to live
+ * nodes that hold the partition not yet.  Returns the places moved. */
+static int replace(pk_ctrl *c, pk_pmap *m)
+{
+    uint64_t after = c->srv->cfg.replace_after_ms;
+    uint32_t *load, moved = 0;
+    int64_t now = mono_ms();
+
+    if (after == 0 || c->ndowns == 0)
+        return 0;
+    load = calloc(m->nnodes ? m->nnodes : 1, sizeof(*load));
+    if (load == NULL)
+        return 0;
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        for (int i = 0; i < m->parts[p].nreplicas; i++)
+            load[m->parts[p].replicas[i]]++;
+    for (uint32_t d = 0; d < m->nnodes; d++) {
+        down *dn;
+        if (m->nodes[d].state != PK_NODE_DOWN ||
+            (dn = down_of(c, m->nodes[d].name, 0)) == NULL ||
+            now - dn->since < (int64_t)after)
+            continue;
+        for (uint32_t p = 0; p < m->npartitions; p++) {
+            pk_partition *pt = &m->parts[p];
+            uint32_t best = PK_NODE_NONE;
+            for (int i = 1; i < pt->nreplicas; i++) {
+                if (pt->replicas[i] != d)
+                    continue;
+                for (uint32_t n = 0; n < m->nnodes; n++) {
+                    int holds = 0;
+                    if (m->nodes[n].state != PK_NODE_UP)
+                        continue;
+                    for (int k = 0; k < pt->nreplicas; k++)
+                        holds |= pt->replicas[k] == n;
+                    for (int k = 0; k < pt->nlearners; k++)
+                        holds |= pt->learners[k] == n;
+                    if (!holds &&
+                        (best == PK_NODE_NONE || load[n] < load[best]))
+                        best = n;
+                }
+                if (best != PK_NODE_NONE) {
+                    pt->replicas[i] = best;
+                    load[best]++;
+                    load[d]--;
+                    moved++;
+                }
+                break;
+            }
+        }
+    }
+    free(load);
+    if (moved)
+        fprintf(stderr,
+                "partkv: controller: %u replicas re-created on other "
+                "nodes\n",
+                moved);
+    return (int)moved;
+}
+
+static void step(pk_ctrl *c)
+{
+    char *names = NULL;
+    pk_pmap *m = NULL;
+    uint64_t rev = 0;
+    int changed;
+
+    if (live_nodes(c, &names) != PK_OK)
+        return;
+    if (get_map(c, &m, &rev) == PK_OK) {
+        changed = node_states(c, m, names);
+        changed += failover(c, m, names);
+        changed += replace(c, m);
+        if (changed) {
+            m->epoch++;
+            if (cas_map(c, m, rev) != PK_OK)
+                fprintf(stderr, "partkv: controller: map changed "
+                                "meanwhile; again\n");
+        }
+    }
+    pk_pmap_free(m);
+    free(names);
+}
+
+static void *ctrl_main(void *arg)
+{
+    pk_ctrl *c = arg;
+
+    while (!atomic_load(&c->stop)) {
+        int64_t t0 = mono_ms(), left;
+        if (c->co == NULL) {
+            char addr[300];
+            snprintf(addr, sizeof(addr), "%s:%d", c->host, c->port);
+            c->lease = 0;
+            c->co = dial(c, addr);
+        }
+        if (c->co && hold_lease(c))
+            step(c);
+        left = PK_CTRL_TICK_MS - (mono_ms() - t0);
+        sleep_ms(left > 10 ? (int)left : 10);
+    }
+    return NULL;
+}
+
+int pk_ctrl_start(pk_server *s, const char *host, int port, const char *secret,
+                  pk_ctrl **out)
+{
+    pk_ctrl *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return PK_ENOMEM;
+    c->srv = s;
+    snprintf(c->host, sizeof(c->host), "%s", host);
+    snprintf(c->secret, sizeof(c->secret), "%s", secret);
+    c->port = port;
+    atomic_init(&c->stop, 0);
+    if (pthread_create(&c->thread, NULL, ctrl_main, c) != 0) {
+        free(c);
+        return PK_EIO;
+    }
+    *out = c;
+    return PK_OK;
+}
+
+void pk_ctrl_stop(pk_ctrl *c)
+{
+    if (c == NULL)
+        return;
+    atomic_store(&c->stop, 1);
+    pthread_join(c->thread, NULL);
+    pk_sclient_free(c->co);
+    for (uint32_t i = 0; i < c->npeers; i++)
+        pk_sclient_free(c->peers[i].cli);
+    free(c->peers);
+    free(c->downs);
+    free(c);
+}
