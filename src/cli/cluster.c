@@ -5,6 +5,7 @@
  *                     [--scheme slots|hash [--partitions P] [--hash H]]
  *                     [--route redirect|forward] [--coordinator embedded]
  *                     [--secret S] [--fsync always|everysec|no]
+ *                     [--acks leader|quorum|all] [--replace-after SECONDS]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -12,6 +13,12 @@
  * (unless the data directory already holds one, after a restart); prints
  * a summary and the line "ready"; and stays until SIGINT/SIGTERM, which
  * stop every node cleanly.
+ *
+ * While it stays, it supervises: a node that dies is started again with
+ * the argv it had (the port it got at first, its own --dir), so it rejoins
+ * with its data.  The restart waits RESTART_MIN_MS, doubling up to
+ * RESTART_MAX_MS while the node keeps dying within RESTART_QUICK_MS of its
+ * start.  Nothing is restarted once SIGINT/SIGTERM is pending.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,16 +44,39 @@
 
 #define NODES_MAX 64
 #define REGISTER_TIMEOUT_MS 15000
+#define NODE_START_MS 10000 /* for a node's "ready" line */
+#define NODE_ARGS_MAX 24
+#define RESTART_MIN_MS 200
+#define RESTART_MAX_MS 5000
+#define RESTART_QUICK_MS 5000 /* dying sooner doubles the next delay */
+#define REPLACE_AFTER_MAX (86400UL * 365) /* as `partkv server` has it */
 
 typedef struct up_args {
     unsigned long nodes, base_port, replicas, partitions;
     const char *dir;
     const char *secret;
-    int hash_scheme;   /* --scheme hash */
-    pk_hash_kind hash; /* --hash, for the hash scheme */
-    int forward;       /* nodes forward instead of answering MOVED */
-    const char *fsync; /* --fsync for every node, or NULL */
+    int hash_scheme;           /* --scheme hash */
+    pk_hash_kind hash;         /* --hash, for the hash scheme */
+    int forward;               /* nodes forward instead of answering MOVED */
+    const char *fsync;         /* --fsync for every node, or NULL */
+    const char *acks;          /* --acks for every node, or NULL */
+    const char *replace_after; /* --replace-after for every node, or NULL */
 } up_args;
+
+/*
+ * One node as `cluster up` runs it.  argv points into the buffers here,
+ * so it stays valid as long as the up_node; port is rewritten with the
+ * port the node got on its first start, which a restart then asks for.
+ */
+typedef struct up_node {
+    char dir[4096], port[16], join[64];
+    char *argv[NODE_ARGS_MAX];
+    long started_ms; /* mono_ms() when the running process was ready */
+    long restart_ms; /* mono_ms() when to start it again, 0 if it runs */
+    long delay_ms;   /* delay before the last restart, 0 before any */
+    pid_t dead_pid;  /* the process that died, for the report */
+    int dead_status; /* its wait status */
+} up_node;
 
 static int parse_up(int argc, char **argv, up_args *a)
 {
@@ -62,6 +92,8 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"hash", required_argument, NULL, 'H'},
         {"route", required_argument, NULL, 'R'},
         {"fsync", required_argument, NULL, 'f'},
+        {"acks", required_argument, NULL, 'k'},
+        {"replace-after", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -127,6 +159,27 @@ static int parse_up(int argc, char **argv, up_args *a)
                 strcmp(optarg, "everysec") != 0 && strcmp(optarg, "no") != 0)
                 goto bad;
             a->fsync = optarg;
+            break;
+        case 'k':
+            if (strcmp(optarg, "leader") != 0 &&
+                strcmp(optarg, "quorum") != 0 && strcmp(optarg, "all") != 0) {
+                fprintf(stderr,
+                        "partkv cluster up: --acks must be leader, quorum "
+                        "or all, got '%s'\n",
+                        optarg);
+                return -1;
+            }
+            a->acks = optarg;
+            break;
+        case 'A':
+            if (!num_ok || v > REPLACE_AFTER_MAX) {
+                fprintf(stderr,
+                        "partkv cluster up: --replace-after needs a number "
+                        "of seconds from 0 to %lu, got '%s'\n",
+                        REPLACE_AFTER_MAX, optarg);
+                return -1;
+            }
+            a->replace_after = optarg;
             break;
         default:
             goto bad;
@@ -201,49 +254,75 @@ static int load_secret(const up_args *a, char *secret, size_t cap)
     return ok ? 0 : -1;
 }
 
-static int start_nodes(const up_args *a, const char *secret, pk_child *kids)
+static long mono_ms(void)
 {
-    const char *exe = pk_self_exe();
+    struct timespec ts;
 
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Fills n->argv for node i; coord_port is node 0's port (for --join). */
+static void node_argv(const up_args *a, const char *secret, unsigned long i,
+                      int coord_port, up_node *n)
+{
+    char **argv = n->argv;
+    int k = 0;
+
+    snprintf(n->port, sizeof(n->port), "%lu",
+             a->base_port ? a->base_port + i : 0);
+    argv[k++] = (char *)pk_self_exe();
+    argv[k++] = "server";
+    argv[k++] = "--port";
+    argv[k++] = n->port;
+    argv[k++] = "--dir";
+    argv[k++] = n->dir;
+    argv[k++] = "--cluster-secret";
+    argv[k++] = (char *)secret;
+    if (a->forward) {
+        argv[k++] = "--route";
+        argv[k++] = "forward";
+    }
+    if (a->fsync) {
+        argv[k++] = "--fsync";
+        argv[k++] = (char *)a->fsync;
+    }
+    if (a->acks) {
+        argv[k++] = "--acks";
+        argv[k++] = (char *)a->acks;
+    }
+    if (a->replace_after) {
+        argv[k++] = "--replace-after";
+        argv[k++] = (char *)a->replace_after;
+    }
+    if (i == 0) {
+        argv[k++] = "--coordinator";
+        argv[k++] = "embedded";
+    } else {
+        snprintf(n->join, sizeof(n->join), "127.0.0.1:%d", coord_port);
+        argv[k++] = "--join";
+        argv[k++] = n->join;
+    }
+    argv[k] = NULL;
+}
+
+static int start_nodes(const up_args *a, const char *secret, pk_child *kids,
+                       up_node *nodes)
+{
     for (unsigned long i = 0; i < a->nodes; i++) {
-        char dir[4096], port[16], join[64];
-        char *argv[16];
-        int n = 0;
-        snprintf(dir, sizeof(dir), "%s/node-%lu", a->dir, i);
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-            fprintf(stderr, "partkv cluster up: mkdir %s: %s\n", dir,
+        up_node *n = &nodes[i];
+        snprintf(n->dir, sizeof(n->dir), "%s/node-%lu", a->dir, i);
+        if (mkdir(n->dir, 0700) != 0 && errno != EEXIST) {
+            fprintf(stderr, "partkv cluster up: mkdir %s: %s\n", n->dir,
                     strerror(errno));
             return -1;
         }
-        snprintf(port, sizeof(port), "%lu",
-                 a->base_port ? a->base_port + i : 0);
-        argv[n++] = (char *)exe;
-        argv[n++] = "server";
-        argv[n++] = "--port";
-        argv[n++] = port;
-        argv[n++] = "--dir";
-        argv[n++] = dir;
-        argv[n++] = "--cluster-secret";
-        argv[n++] = (char *)secret;
-        if (a->forward) {
-            argv[n++] = "--route";
-            argv[n++] = "forward";
-        }
-        if (a->fsync) {
-            argv[n++] = "--fsync";
-            argv[n++] = (char *)a->fsync;
-        }
-        if (i == 0) {
-            argv[n++] = "--coordinator";
-            argv[n++] = "embedded";
-        } else {
-            snprintf(join, sizeof(join), "127.0.0.1:%d", kids[0].port);
-            argv[n++] = "--join";
-            argv[n++] = join;
-        }
-        argv[n] = NULL;
-        if (pk_child_start(&kids[i], argv, 10000) != 0)
+        node_argv(a, secret, i, kids[0].port, n);
+        if (pk_child_start(&kids[i], n->argv, NODE_START_MS) != 0)
             return -1;
+        /* A restart takes the same port, also one picked with port 0. */
+        snprintf(n->port, sizeof(n->port), "%d", kids[i].port);
+        n->started_ms = mono_ms();
     }
     return 0;
 }
@@ -269,14 +348,6 @@ static int stop_requested(void)
 
     sigpending(&pending);
     return sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM);
-}
-
-static long mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 /* Waits until the coordinator lists every node. */
@@ -438,14 +509,126 @@ static void stop_all(pk_child *kids, unsigned long n)
         pk_child_stop(&kids[i], 5000);
 }
 
+/* The restart delay after delay_ms, for a node that died again soon. */
+static long backoff(long delay_ms)
+{
+    return delay_ms * 2 < RESTART_MAX_MS ? delay_ms * 2 : RESTART_MAX_MS;
+}
+
+/* Reaps the nodes that died and schedules their restart. */
+static void reap_nodes(pk_child *kids, up_node *nodes, unsigned long count)
+{
+    long now = mono_ms();
+
+    for (unsigned long i = 0; i < count; i++) {
+        up_node *n = &nodes[i];
+        int st;
+        if (kids[i].pid <= 0 || waitpid(kids[i].pid, &st, WNOHANG) <= 0)
+            continue;
+        n->dead_pid = kids[i].pid;
+        n->dead_status = st;
+        if (n->delay_ms > 0 && now - n->started_ms < RESTART_QUICK_MS)
+            n->delay_ms = backoff(n->delay_ms);
+        else
+            n->delay_ms = RESTART_MIN_MS;
+        n->restart_ms = now + n->delay_ms;
+        kids[i].pid = 0;
+        close(kids[i].out_fd);
+        kids[i].out_fd = -1;
+    }
+}
+
+/* True when something accepts connections on the port: a node started
+ * there would only fail to listen -- after opening its data directory,
+ * which may be in use by that something (the node, restarted by hand). */
+static int port_taken(const char *port)
+{
+    pk_sclient *c = NULL;
+    int taken = pk_sclient_connect("127.0.0.1", atoi(port), 200, &c) == PK_OK;
+
+    pk_sclient_free(c);
+    return taken;
+}
+
+/* Starts again every node whose restart is due, unless we are stopping. */
+static void restart_due(pk_child *kids, up_node *nodes, unsigned long count)
+{
+    for (unsigned long i = 0; i < count && !stop_requested(); i++) {
+        up_node *n = &nodes[i];
+        int st = n->dead_status;
+        char why[48];
+        int taken;
+        if (n->restart_ms == 0 || n->restart_ms > mono_ms())
+            continue;
+        if (WIFSIGNALED(st))
+            snprintf(why, sizeof(why), "killed by signal %d", WTERMSIG(st));
+        else
+            snprintf(why, sizeof(why), "exited with status %d",
+                     WEXITSTATUS(st));
+        taken = port_taken(n->port);
+        if (taken || pk_child_start(&kids[i], n->argv, NODE_START_MS) != 0) {
+            /* Counts as dying right after a start: the delay doubles. */
+            n->delay_ms = backoff(n->delay_ms);
+            n->restart_ms = mono_ms() + n->delay_ms;
+            fprintf(stderr,
+                    "partkv cluster: node %lu (port %s, pid %d) died (%s); "
+                    "%s, next try in %ld ms\n",
+                    i, n->port, (int)n->dead_pid, why,
+                    taken ? "its port is taken" : "restart failed",
+                    n->delay_ms);
+            continue;
+        }
+        n->started_ms = mono_ms();
+        n->restart_ms = 0;
+        fprintf(stderr,
+                "partkv cluster: node %lu (port %s, pid %d) died (%s); "
+                "restarted as pid %d\n",
+                i, n->port, (int)n->dead_pid, why, (int)kids[i].pid);
+    }
+}
+
+/* Until SIGINT or SIGTERM (blocked, in set with SIGCHLD): nodes that die
+ * are started again.  Returns 0, or -1 if waiting for signals failed. */
+static int supervise(pk_child *kids, up_node *nodes, unsigned long count,
+                     const sigset_t *set)
+{
+    for (;;) {
+        struct timespec ts, *timeout = NULL;
+        long due = 0;
+        int sig;
+        for (unsigned long i = 0; i < count; i++)
+            if (nodes[i].restart_ms && (!due || nodes[i].restart_ms < due))
+                due = nodes[i].restart_ms;
+        if (due) {
+            long left = due - mono_ms();
+            if (left < 0)
+                left = 0;
+            ts.tv_sec = left / 1000;
+            ts.tv_nsec = left % 1000 * 1000000L;
+            timeout = &ts;
+        }
+        sig = sigtimedwait(set, NULL, timeout);
+        if (sig == SIGINT || sig == SIGTERM)
+            return 0;
+        if (sig < 0 && errno != EAGAIN && errno != EINTR) {
+            fprintf(stderr, "partkv cluster: sigtimedwait: %s\n",
+                    strerror(errno));
+            return -1;
+        }
+        reap_nodes(kids, nodes, count);
+        restart_due(kids, nodes, count);
+    }
+}
+
 static int cluster_up(int argc, char **argv)
 {
     up_args a;
     pk_child kids[NODES_MAX];
-    char secret[128], ids[NODES_MAX][PK_NAME_MAX + 1];
+    up_node *nodes = NULL;
+    char secret[128], ids[NODES_MAX][PK_NAME_MAX + 1], acks[32] = "";
     pk_sclient *c = NULL;
     sigset_t set;
-    int created = 0, sig = 0, status = 1;
+    int created = 0, status = 1;
 
     if (parse_up(argc, argv, &a) != 0)
         return 2;
@@ -459,9 +642,10 @@ static int cluster_up(int argc, char **argv)
                 a.dir);
         return 1;
     }
-    /* SIGINT/SIGTERM are blocked from here on and taken with sigwait, or
-     * noticed by stop_requested() while nodes start; children unblock
-     * them before exec. */
+    /* SIGINT/SIGTERM/SIGCHLD are blocked from here on and taken by
+     * supervise() with sigtimedwait, or SIGINT/SIGTERM noticed by
+     * stop_requested() while nodes start; children unblock them before
+     * exec. */
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
@@ -469,8 +653,15 @@ static int cluster_up(int argc, char **argv)
     memset(kids, 0, sizeof(kids));
     for (int i = 0; i < NODES_MAX; i++)
         kids[i].out_fd = -1;
+    nodes = calloc(a.nodes, sizeof(*nodes));
+    if (nodes == NULL) {
+        fprintf(stderr, "partkv cluster up: out of memory\n");
+        return 1;
+    }
+    /* Inherited SIG_IGN would have the kernel reap the nodes for us. */
+    signal(SIGCHLD, SIG_DFL);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    if (start_nodes(&a, secret, kids) != 0)
+    if (start_nodes(&a, secret, kids, nodes) != 0)
         goto out;
     for (unsigned long i = 0; i < a.nodes; i++)
         if (read_id(&a, i, ids[i]) != 0)
@@ -493,11 +684,14 @@ static int cluster_up(int argc, char **argv)
         fprintf(stderr, "partkv cluster up: nodes did not take the map\n");
         goto out;
     }
+    /* acks only when given: without it the nodes keep their default. */
+    if (a.acks)
+        snprintf(acks, sizeof(acks), "acks %s, ", a.acks);
     printf("partkv cluster: %lu nodes, %lu %s partitions, %lu replicas, "
-           "%s mode, coordinator on 127.0.0.1:%d, data in %s (%s map)\n",
+           "%s%s mode, coordinator on 127.0.0.1:%d, data in %s (%s map)\n",
            a.nodes, a.partitions, a.hash_scheme ? pk_hash_name(a.hash) : "slot",
-           a.replicas, a.forward ? "forward" : "redirect", kids[0].port, a.dir,
-           created ? "new" : "existing");
+           a.replicas, acks, a.forward ? "forward" : "redirect", kids[0].port,
+           a.dir, created ? "new" : "existing");
     for (unsigned long i = 0; i < a.nodes; i++)
         printf("  node %lu  127.0.0.1:%d  pid %d  id %s\n", i, kids[i].port,
                (int)kids[i].pid, ids[i]);
@@ -506,28 +700,12 @@ static int cluster_up(int argc, char **argv)
     fflush(stdout);
     pk_sclient_free(c);
     c = NULL;
-    for (;;) {
-        if (sigwait(&set, &sig) != 0)
-            break;
-        if (sig == SIGINT || sig == SIGTERM)
-            break;
-        /* SIGCHLD: report nodes that died; the rest keep serving. */
-        for (unsigned long i = 0; i < a.nodes; i++) {
-            int st;
-            if (kids[i].pid > 0 && waitpid(kids[i].pid, &st, WNOHANG) > 0) {
-                fprintf(stderr,
-                        "partkv cluster: node %lu (pid %d) exited "
-                        "with status %d\n",
-                        i, (int)kids[i].pid,
-                        WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-                kids[i].pid = 0;
-            }
-        }
-    }
-    status = 0;
+    if (supervise(kids, nodes, a.nodes, &set) == 0)
+        status = 0;
 out:
     pk_sclient_free(c);
     stop_all(kids, a.nodes);
+    free(nodes);
     return status;
 }
 
@@ -540,7 +718,8 @@ int pk_cli_cluster(int argc, char **argv)
          strcmp(argv[1], "nodes") == 0))
         return pk_cli_cluster_view(argc - 1, argv + 1);
     fprintf(stderr, "usage: partkv cluster up --nodes N [--base-port P] "
-                    "[--dir D] [--replicas R] | partkv cluster "
+                    "[--dir D] [--replicas R] [--acks leader|quorum|all] "
+                    "[--replace-after SECONDS] | partkv cluster "
                     "status|map|nodes --cluster HOST:PORT [--json]\n");
     return 2;
 }

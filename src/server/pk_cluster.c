@@ -128,6 +128,11 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
             pk_conn_hold(x);
             return 0;
         }
+        if (pk_repl_handing_off(x->srv, (uint32_t)slot)) {
+            pk_reply_error(x->out, "TRYAGAIN the partition's leader is "
+                                   "changing; retry");
+            return 0;
+        }
         x->have_part = 1;
         x->part = (uint32_t)slot;
         return 1;

@@ -330,7 +330,19 @@ typedef struct cand {
     int answers;   /* followers that accepted the fence */
     uint32_t best; /* in-sync follower with the highest position */
     uint64_t best_pos;
+    uint32_t want; /* preferred on a tie (a handoff's target) */
 } cand;
+
+/* 1 if follower f of pt is the one in todo's fence for leader. */
+static int fences(const pk_partition *pt, uint32_t f, uint32_t leader)
+{
+    if (pt->nreplicas == 0 || pt->replicas[0] != leader)
+        return 0;
+    for (int i = 1; i < pt->nreplicas; i++)
+        if (pt->replicas[i] == f)
+            return 1;
+    return 0;
+}
 
 /*
  * Fences, at follower f, every partition in `todo` led by `leader` that f
@@ -340,22 +352,17 @@ static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
                      const uint8_t *todo, cand *cands)
 {
     uint32_t n = 0, k = 0;
-    const char **argv;
-    char *nums;
+    const char **argv = NULL;
+    char *nums = NULL;
     pk_sclient **cli;
     pk_rr *r = NULL;
 
-    for (uint32_t p = 0; p < m->npartitions; p++) {
-        const pk_partition *pt = &m->parts[p];
-        if (!todo[p] || pt->replicas[0] != leader)
-            continue;
-        for (int i = 1; i < pt->nreplicas; i++)
-            n += pt->replicas[i] == f;
-    }
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        n += todo[p] && fences(&m->parts[p], f, leader);
     if (n == 0 || (cli = peer_of(c, m->nodes[f].addr)) == NULL)
         return;
     argv = malloc((3 + 2 * (size_t)n) * sizeof(*argv));
-    nums = malloc((2 + 2 * (size_t)n) * 24);
+    nums = malloc((1 + 2 * (size_t)n) * 24);
     if (argv == NULL || nums == NULL)
         goto out;
     argv[0] = "PK.REPL";
@@ -363,18 +370,12 @@ static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
     snprintf(nums, 24, "%u", leader);
     argv[2] = nums;
     for (uint32_t p = 0, a = 3; p < m->npartitions; p++) {
-        const pk_partition *pt = &m->parts[p];
-        int follows = 0;
-        if (!todo[p] || pt->replicas[0] != leader)
-            continue;
-        for (int i = 1; i < pt->nreplicas; i++)
-            follows |= pt->replicas[i] == f;
-        if (!follows)
-            continue;
         char *s = nums + 24 * (size_t)(a - 2);
+        if (!todo[p] || !fences(&m->parts[p], f, leader))
+            continue;
         snprintf(s, 24, "%u", p);
         snprintf(s + 24, 24, "%llu",
-                 (unsigned long long)(pt->leader_epoch + 1));
+                 (unsigned long long)(m->parts[p].leader_epoch + 1));
         argv[a++] = s;
         argv[a++] = s + 24;
     }
@@ -388,22 +389,20 @@ static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
     }
     for (uint32_t p = 0; p < m->npartitions && k < n; p++) {
         const pk_partition *pt = &m->parts[p];
-        int follows = 0;
-        if (!todo[p] || pt->replicas[0] != leader)
+        const pk_rr *e;
+        uint64_t pos;
+        if (!todo[p] || !fences(pt, f, leader))
             continue;
-        for (int i = 1; i < pt->nreplicas; i++)
-            follows |= pt->replicas[i] == f;
-        if (!follows)
-            continue;
-        const pk_rr *e = &r->elems[k++];
+        e = &r->elems[k++];
         if (e->type != PK_RR_ARRAY || e->n != 2)
-            continue;
+            continue; /* BUSY: its promise to the leader runs */
         cands[p].answers++;
+        pos = (uint64_t)e->elems[1].integer;
         if ((uint64_t)e->elems[0].integer == pt->leader_epoch &&
-            (cands[p].best == PK_NODE_NONE ||
-             (uint64_t)e->elems[1].integer > cands[p].best_pos)) {
+            (cands[p].best == PK_NODE_NONE || pos > cands[p].best_pos ||
+             (pos == cands[p].best_pos && f == cands[p].want))) {
             cands[p].best = f;
-            cands[p].best_pos = (uint64_t)e->elems[1].integer;
+            cands[p].best_pos = pos;
         }
     }
 out:
@@ -412,40 +411,36 @@ out:
     free(nums);
 }
 
-/* Promotes a follower of every partition whose leader is not registered.
- * Returns the partitions changed. */
-static int failover(pk_ctrl *c, pk_pmap *m, const char *names)
+/*
+ * Fences the followers (those ask[] allows) of every partition in todo and
+ * makes the in-sync one with the highest position leader, at leader epoch
+ * + 1, once at least half of the replicas answered.  want: preferred
+ * followers, or NULL.  Returns the partitions changed.
+ */
+static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
+                        const uint8_t *ask, const uint32_t *want)
 {
     uint32_t np = m->npartitions, changed = 0;
-    uint8_t *todo = calloc(np, 1);
-    uint8_t *dead = calloc(m->nnodes ? m->nnodes : 1, 1);
     cand *cands = calloc(np, sizeof(*cands));
-    int any = 0;
+    uint8_t *leads = calloc(m->nnodes ? m->nnodes : 1, 1);
 
-    if (todo == NULL || dead == NULL || cands == NULL)
+    if (cands == NULL || leads == NULL)
         goto out;
-    for (uint32_t i = 0; i < m->nnodes; i++)
-        dead[i] = m->nodes[i].state != PK_NODE_REMOVED &&
-                  !is_live(names, m->nodes[i].name);
     for (uint32_t p = 0; p < np; p++) {
-        const pk_partition *pt = &m->parts[p];
         cands[p].best = PK_NODE_NONE;
-        if (pt->nreplicas >= 2 && dead[pt->replicas[0]])
-            todo[p] = any = 1;
+        cands[p].want = want ? want[p] : PK_NODE_NONE;
+        if (todo[p])
+            leads[m->parts[p].replicas[0]] = 1;
     }
-    if (!any)
-        goto out;
     for (uint32_t l = 0; l < m->nnodes; l++)
-        for (uint32_t f = 0; dead[l] && f < m->nnodes; f++)
-            if (!dead[f] && f != l && m->nodes[f].state != PK_NODE_REMOVED)
+        for (uint32_t f = 0; leads[l] && f < m->nnodes; f++)
+            if (ask[f] && f != l)
                 fence_at(c, m, f, l, todo, cands);
     for (uint32_t p = 0; p < np; p++) {
         pk_partition *pt = &m->parts[p];
         uint32_t old, to;
         int j = 1;
-        if (!todo[p])
-            continue;
-        if (cands[p].best == PK_NODE_NONE ||
+        if (!todo[p] || cands[p].best == PK_NODE_NONE ||
             cands[p].answers < (pt->nreplicas + 1) / 2)
             continue; /* not enough answers yet: next tick */
         if (pk_pmap_moving(m, p, &to))
@@ -459,13 +454,148 @@ static int failover(pk_ctrl *c, pk_pmap *m, const char *names)
         pt->leader_epoch++;
         changed++;
     }
-    if (changed)
+out:
+    free(cands);
+    free(leads);
+    return changed;
+}
+
+/* Promotes a follower of every partition whose leader is not registered.
+ * Returns the partitions changed. */
+static int failover(pk_ctrl *c, pk_pmap *m, const char *names)
+{
+    uint32_t np = m->npartitions, changed = 0;
+    uint8_t *todo = calloc(np, 1);
+    uint8_t *ask = calloc(m->nnodes ? m->nnodes : 1, 1);
+    int any = 0;
+
+    if (todo == NULL || ask == NULL)
+        goto out;
+    for (uint32_t i = 0; i < m->nnodes; i++)
+        ask[i] = m->nodes[i].state != PK_NODE_REMOVED &&
+                 is_live(names, m->nodes[i].name);
+    for (uint32_t p = 0; p < np; p++) {
+        const pk_partition *pt = &m->parts[p];
+        if (pt->nreplicas >= 2 && !ask[pt->replicas[0]])
+            todo[p] = any = 1;
+    }
+    if (any && (changed = promote(c, m, todo, ask, NULL)) > 0)
         fprintf(stderr, "partkv: controller: %u partitions have a new leader\n",
                 changed);
 out:
     free(todo);
-    free(dead);
-    free(cands);
+    free(ask);
+    return (int)changed;
+}
+
+/* PK.REPL HANDOFF to leader l for its partitions in todo. */
+static void handoff(pk_ctrl *c, const pk_pmap *m, uint32_t l,
+                    const uint8_t *todo)
+{
+    uint32_t n = 0;
+    const char **argv;
+    char *nums;
+    pk_sclient **cli;
+    pk_rr *r = NULL;
+
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        n += todo[p] && m->parts[p].replicas[0] == l;
+    if (n == 0 || (cli = peer_of(c, m->nodes[l].addr)) == NULL)
+        return;
+    argv = malloc((2 + (size_t)n) * sizeof(*argv));
+    nums = malloc((size_t)n * 12);
+    if (argv && nums) {
+        argv[0] = "PK.REPL";
+        argv[1] = "HANDOFF";
+        for (uint32_t p = 0, a = 2; p < m->npartitions; p++)
+            if (todo[p] && m->parts[p].replicas[0] == l) {
+                snprintf(nums + 12 * (a - 2), 12, "%u", p);
+                argv[a] = nums + 12 * (a - 2);
+                a++;
+            }
+        if (call(cli, &r, 2 + (int)n, argv, NULL) == PK_OK)
+            pk_rr_free(r);
+    }
+    free(argv);
+    free(nums);
+}
+
+#define BALANCE_MAX 1024 /* leader handoffs per tick */
+
+/*
+ * With every node up and nothing moving, hands leaderships from nodes that
+ * lead more than their share to followers that lead less (a node that came
+ * back after a failover leads nothing).  The leader stops serving those
+ * partitions and releases them to its followers (PK.REPL HANDOFF); the
+ * promotion is then the failover's.  Returns the partitions changed.
+ */
+static int balance(pk_ctrl *c, pk_pmap *m, const char *names)
+{
+    uint32_t np = m->npartitions, nn = m->nnodes ? m->nnodes : 1;
+    uint32_t *cnt = calloc(nn, sizeof(*cnt)), *want = NULL;
+    uint8_t *todo = NULL, *ask = calloc(nn, 1);
+    uint32_t total = 0, up = 0, n = 0, changed = 0, to;
+
+    if (cnt == NULL || ask == NULL)
+        goto out;
+    for (uint32_t i = 0; i < m->nnodes; i++) {
+        if (m->nodes[i].state == PK_NODE_REMOVED)
+            continue;
+        if (m->nodes[i].state != PK_NODE_UP ||
+            !is_live(names, m->nodes[i].name))
+            goto out;
+        ask[i] = 1;
+        up++;
+    }
+    for (uint32_t p = 0; p < np; p++) {
+        if (pk_pmap_moving(m, p, &to))
+            goto out;
+        if (m->parts[p].nreplicas >= 2) {
+            cnt[m->parts[p].replicas[0]]++;
+            total++;
+        }
+    }
+    if (up == 0 || total == 0)
+        goto out;
+    todo = calloc(np, 1);
+    want = calloc(np, sizeof(*want));
+    if (todo == NULL || want == NULL)
+        goto out;
+    for (uint32_t p = 0; p < np && n < BALANCE_MAX; p++) {
+        const pk_partition *pt = &m->parts[p];
+        uint32_t l = pt->replicas[0], x = PK_NODE_NONE;
+        if (pt->nreplicas < 2 || cnt[l] * up <= total)
+            continue; /* not above its share */
+        for (int i = 1; i < pt->nreplicas; i++) {
+            uint32_t f = pt->replicas[i];
+            if (ask[f] && cnt[f] + 2 <= cnt[l] &&
+                (uint64_t)cnt[f] * up < total &&
+                (x == PK_NODE_NONE || cnt[f] < cnt[x]))
+                x = f;
+        }
+        if (x == PK_NODE_NONE)
+            continue;
+        todo[p] = 1;
+        want[p] = x;
+        cnt[l]--;
+        cnt[x]++;
+        n++;
+    }
+    if (n == 0)
+        goto out;
+    for (uint32_t l = 0; l < m->nnodes; l++)
+        handoff(c, m, l, todo);
+    changed = promote(c, m, todo, ask, want);
+    if (changed)
+        fprintf(stderr,
+                "partkv: controller: %u leaderships handed over to "
+                "balance the nodes\n",
+                changed);
+out:
+    free(cnt);
+    free(want);
+    free(todo);
+    free(ask);
     return (int)changed;
 }
 
@@ -541,6 +671,8 @@ static void step(pk_ctrl *c)
         changed = node_states(c, m, names);
         changed += failover(c, m, names);
         changed += replace(c, m);
+        if (changed == 0)
+            changed += balance(c, m, names);
         if (changed) {
             m->epoch++;
             if (cas_map(c, m, rev) != PK_OK)

@@ -18,7 +18,12 @@
  *     followers, the old leader becomes the last follower; one map CAS;
  *   - a node DOWN for longer than --replace-after loses its follower
  *     places to live nodes that do not hold the partition yet (fewest
- *     replicas first); the new followers copy by snapshot.
+ *     replicas first); the new followers copy by snapshot;
+ *   - with every node up and nothing else to do, leaderships go from nodes
+ *     above their share to followers below it (up to 1024 per tick): the
+ *     leader stops serving the partition, sends its followers every record
+ *     and a release (PK.REPL HANDOFF), and the promotion is the
+ *     failover's.  So a node that comes back leads again.
  *
  * A follower refuses the fence while its promise to the old leader runs,
  * so the old leader has stopped serving before anyone is promoted.

@@ -24,6 +24,7 @@
 #define SWEEP_MS 500            /* look for records nobody queued */
 #define WRITES_KEPT 32          /* per connection, for WAIT */
 #define STATE_MAGIC 0x504b5253u /* "PKRS" */
+#define HANDOFF_MS 3000         /* a handoff not completed by then ends */
 
 uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
 
@@ -83,6 +84,8 @@ struct pk_repl {
     uint64_t *prev_epoch;   /* leader: epoch we were promoted from */
     uint64_t *promo_pos;    /* ... and our position then */
     uint8_t *stepped;       /* leader: a follower saw a newer epoch */
+    uint64_t *handoff;      /* leader: handing p over until (ms), or 0 */
+    uint64_t *released;     /* follower: leader epoch + 1 that let p go */
     uint64_t *promise;      /* per node id: last message we accepted */
     uint32_t npromise;
     rp_stream **by_node; /* per node id */
@@ -216,7 +219,7 @@ static int lease_ok(pk_repl *rp, const pk_partition *pt, uint32_t p,
 
     if (pt->nreplicas <= 1)
         return 1;
-    if (rp->stepped[p])
+    if (rp->stepped[p] || pk_repl_handing_off(rp->srv, p))
         return 0;
     need = pt->nreplicas / 2;
     for (int i = 1; i < pt->nreplicas && have < need; i++) {
@@ -570,6 +573,8 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
         enqueue(st, p); /* more after this message */
         return 1;
     }
+    if (rc == PK_OK && pk_repl_handing_off(rp->srv, p))
+        msg_add(m, 'R', p, le, st->sent[p], "", 0); /* after every record */
     return 0;
 }
 
@@ -1021,6 +1026,14 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
         else
             pk_reply_errorf(x->out, "ERR log apply: %s", pk_strerror(rc));
         return;
+    case 'R':
+        /* The leader lets p go: a fence of it need not wait for our
+         * promise to run out.  We have its records up to seq. */
+        pk_store_log_last(t, (uint32_t)p, &last);
+        if (rp->follow_epoch[p] == ep && last == seq)
+            rp->released[p] = ep + 1; /* the fence that may come */
+        pk_reply_int(x->out, (int64_t)last);
+        return;
     case 'S':
         /* The import commits whole or not at all: until the new epoch is
          * saved after the commit, the file names the old one, which is
@@ -1085,44 +1098,91 @@ static void repl_push(pk_cmd_ctx *x, pk_repl *rp)
 static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
 {
     uint64_t leader, now = now_ms();
+    int promised;
 
     if (x->argc < 3 || x->argc % 2 == 0 || !u64_arg(&x->argv[2], &leader) ||
         leader >= PK_NODES_MAX) {
         pk_reply_syntax(x);
         return;
     }
-    if (now < rp->start_ms + PK_REPL_FOLLOW_LEASE_MS ||
-        (leader < rp->npromise &&
-         now < rp->promise[leader] + PK_REPL_FOLLOW_LEASE_MS)) {
-        pk_reply_error(x->out, "BUSY this node still follows that leader");
+    if (now < rp->start_ms + PK_REPL_FOLLOW_LEASE_MS) {
+        pk_reply_error(x->out, "BUSY this node just started");
         return;
     }
+    promised = leader < rp->npromise &&
+               now < rp->promise[leader] + PK_REPL_FOLLOW_LEASE_MS;
     TXN_OR_RETURN(x, t);
     for (int i = 3; i + 1 < x->argc; i += 2) {
         uint64_t p, ep;
         if (!u64_arg(&x->argv[i], &p) || !u64_arg(&x->argv[i + 1], &ep) ||
-            p >= rp->np) {
+            p >= rp->np || ep == 0) {
             pk_reply_syntax(x);
             return;
+        }
+    }
+    pk_reply_array(x->out, (size_t)(x->argc - 3) / 2);
+    for (int i = 3; i + 1 < x->argc; i += 2) {
+        uint64_t p = 0, ep = 0, last = 0;
+        u64_arg(&x->argv[i], &p);
+        u64_arg(&x->argv[i + 1], &ep);
+        /* Our promise covers p unless its leader released it to us. */
+        if (promised && rp->released[p] < ep) {
+            pk_reply_error(x->out, "BUSY this node still follows that "
+                                   "leader");
+            continue;
         }
         if (ep > rp->fence_epoch[p]) {
             rp->fence_epoch[p] = ep;
             rp->fenced_from[p] = (uint32_t)leader + 1;
+            rp->state_dirty = 1;
         }
-    }
-    if (state_save(rp) != 0) {
-        pk_reply_error(x->out, "ERR cannot persist the fence");
-        return;
-    }
-    pk_reply_array(x->out, (size_t)(x->argc - 3) / 2);
-    for (int i = 3; i + 1 < x->argc; i += 2) {
-        uint64_t p = 0, last = 0;
-        u64_arg(&x->argv[i], &p);
         pk_store_log_last(t, (uint32_t)p, &last);
         pk_reply_array(x->out, 2);
         pk_reply_int(x->out, (int64_t)rp->follow_epoch[p]);
         pk_reply_int(x->out, (int64_t)last);
     }
+    /* The answer must not leave unless the fence survives us. */
+    if (rp->state_dirty && state_save(rp) != 0)
+        x->c->closing = 1;
+}
+
+/*
+ * PK.REPL HANDOFF part...: the controller moves the leadership of these
+ * partitions elsewhere.  We stop serving them, send our followers every
+ * record and then a release, and the controller fences and promotes as for
+ * a dead leader.  Ends by itself after HANDOFF_MS.
+ */
+static void repl_handoff(pk_cmd_ctx *x, pk_repl *rp)
+{
+    pk_server *s = x->srv;
+    uint64_t until = now_ms() + HANDOFF_MS;
+    int n = 0;
+
+    for (int i = 2; i < x->argc; i++) {
+        uint64_t p;
+        const pk_partition *pt;
+        if (!u64_arg(&x->argv[i], &p) || p >= rp->np ||
+            (pt = part_of(s, (uint32_t)p)) == NULL || pt->nreplicas < 2 ||
+            pt->replicas[0] != s->cluster.self)
+            continue;
+        if (!pk_repl_handing_off(s, (uint32_t)p))
+            rp->handoff[p] = until;
+        for (int k = 1; k < pt->nreplicas; k++) {
+            rp_stream *st = stream_of(rp, pt->replicas[k]);
+            if (st && st->state[p] == PS_STREAM)
+                enqueue(st, (uint32_t)p);
+        }
+        n++;
+    }
+    pk_reply_int(x->out, n);
+}
+
+int pk_repl_handing_off(const pk_server *s, uint32_t part)
+{
+    const pk_repl *rp = s->repl;
+
+    return rp && part < rp->np && rp->handoff[part] &&
+           rp->handoff[part] > now_ms();
 }
 
 void pk_cmd_pk_repl(pk_cmd_ctx *x)
@@ -1142,6 +1202,8 @@ void pk_cmd_pk_repl(pk_cmd_ctx *x)
         repl_push(x, rp);
     else if (pk_arg_eq(&x->argv[1], "fence"))
         repl_fence(x, rp);
+    else if (pk_arg_eq(&x->argv[1], "handoff"))
+        repl_handoff(x, rp);
     else
         pk_reply_syntax(x);
 }
@@ -1165,8 +1227,11 @@ static int alloc_arrays(pk_repl *rp, uint32_t np)
     rp->prev_epoch = calloc(np, sizeof(uint64_t));
     rp->promo_pos = calloc(np, sizeof(uint64_t));
     rp->stepped = calloc(np, 1);
-    if (!rp->follow_epoch || !rp->fence_epoch || !rp->fenced_from ||
-        !rp->lead_epoch || !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
+    rp->handoff = calloc(np, sizeof(uint64_t));
+    rp->released = calloc(np, sizeof(uint64_t));
+    if (!rp->handoff || !rp->released || !rp->follow_epoch ||
+        !rp->fence_epoch || !rp->fenced_from || !rp->lead_epoch ||
+        !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
         rp->np = 0;
         return PK_ENOMEM;
     }
@@ -1196,6 +1261,7 @@ void pk_repl_map_changed(pk_server *s)
         if (!lead) {
             rp->lead_epoch[p] = 0;
             rp->stepped[p] = 0;
+            rp->handoff[p] = 0;
             continue;
         }
         if (rp->lead_epoch[p] != le) {
@@ -1210,6 +1276,7 @@ void pk_repl_map_changed(pk_server *s)
             rp->promo_pos[p] = last;
             rp->lead_epoch[p] = le;
             rp->stepped[p] = 0;
+            rp->handoff[p] = 0;
             if (rp->follow_epoch[p] != le || rp->fence_epoch[p] < le) {
                 rp->follow_epoch[p] = le;
                 if (rp->fence_epoch[p] < le)
@@ -1299,6 +1366,8 @@ void pk_repl_free(pk_server *s)
     free(rp->prev_epoch);
     free(rp->promo_pos);
     free(rp->stepped);
+    free(rp->handoff);
+    free(rp->released);
     free(rp->promise);
     free(rp);
     s->repl = NULL;

@@ -13,6 +13,9 @@
  *             it now follows leader_epoch
  *          L  one change-log record at seq (pk_store_log_apply)
  *          S  a snapshot taken at seq: drop the partition, import it
+ *          R  release: the leader hands the partition over (PK.REPL
+ *             HANDOFF from the controller) and sent every record up to
+ *             seq; the follower may be fenced at once
  *   -> one result per entry (last seq, or -FENCED epoch / -RESYNC), then
  *      the partitions this follower was fenced from us: [part, epoch]...
  *
@@ -79,6 +82,9 @@ void pk_repl_forget_needs(pk_conn *c);
 
 /* The connection closed: off every list. */
 void pk_repl_conn_closed(pk_server *s, pk_conn *c);
+
+/* 1 while the controller moves the leadership of part away from us. */
+int pk_repl_handing_off(const pk_server *s, uint32_t part);
 
 /* READONLY: this node follows partition part (serves stale reads). */
 int pk_repl_follows(const pk_server *s, uint32_t part);

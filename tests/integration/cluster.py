@@ -21,7 +21,8 @@ import server as pkserver
 
 SUMMARY_RE = re.compile(
     r"^partkv cluster: (?P<nodes>\d+) nodes, (?P<slots>\d+) (?P<kind>\S+) "
-    r"partitions, (?P<replicas>\d+) replicas, (?P<mode>redirect|forward) "
+    r"partitions, (?P<replicas>\d+) replicas, "
+    r"(?:acks (?P<acks>leader|quorum|all), )?(?P<mode>redirect|forward) "
     r"mode, coordinator on (?P<host>\S+):(?P<port>\d+), "
     r"data in (?P<dir>.*) \((?P<map>new|existing) map\)$")
 NODE_RE = re.compile(
