@@ -335,9 +335,17 @@ static void rt_end(pk_txn **rt)
     *rt = NULL;
 }
 
+/*
+ * The transaction a pump reads the log in: a write transaction that is
+ * aborted afterwards, since its partition counters come from the store's
+ * cache while a read transaction rebuilds them from the journal.  NULL
+ * while the iteration's own transaction is open: its records are not
+ * committed yet, and the check phase pumps after the commit.
+ */
 static pk_txn *rt_get(pk_repl *rp, pk_txn **rt)
 {
-    if (*rt == NULL && pk_txn_begin(rp->srv->store, 1, rt) != PK_OK)
+    if (*rt == NULL &&
+        (rp->srv->txn || pk_txn_begin(rp->srv->store, 0, rt) != PK_OK))
         *rt = NULL;
     return *rt;
 }
@@ -451,15 +459,18 @@ static void on_reply(void *ctx, const pk_rr *r, const char *err)
     }
     free(call->ents);
     free(call);
-    if (!rp->in_pump) {
+    if (!rp->in_pump && rp->srv->txn == NULL) {
         rp->in_pump = 1;
         pump(st, &rt);
         rp->in_pump = 0;
         rt_end(&rt);
         release(rp);
-    } else {
+    } else if (rp->in_pump) {
         rt_end(&rt);
         rp->release_due = 1;
+    } else { /* the check phase pumps after this iteration's commit */
+        rt_end(&rt);
+        release(rp);
     }
 }
 
@@ -542,8 +553,10 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
     case PS_NEEDSNAP: {
         pk_obuf snap;
         uint64_t last = 0;
-        if ((t = rt_get(rp, rt)) == NULL)
+        if ((t = rt_get(rp, rt)) == NULL) {
+            enqueue(st, p);
             return 1;
+        }
         pk_obuf_init(&snap);
         rc = pk_store_log_last(t, p, &last);
         if (rc == PK_OK)
@@ -560,8 +573,10 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
     default: /* HELLO, SNAP: an answer is on its way */
         return 0;
     }
-    if ((t = rt_get(rp, rt)) == NULL)
+    if ((t = rt_get(rp, rt)) == NULL) {
+        enqueue(st, p);
         return 1;
+    }
     log_ctx lc = {m, st, p};
     rc = pk_store_log_read(t, p, st->sent[p] + 1, on_record, &lc);
     if (rc == PK_ERANGE) {
@@ -586,6 +601,8 @@ static void pump(rp_stream *st, pk_txn **rt)
     pk_server *s = rp->srv;
     uint64_t now = now_ms();
 
+    if (s->txn)
+        return; /* uncommitted records: the check phase pumps */
     while (st->active && st->inflight < WINDOW &&
            (st->nqueue || now - st->last_send_ms >= HEARTBEAT_MS)) {
         msg m = {{0}, 0, 0, NULL, 0};
@@ -668,7 +685,7 @@ static void sweep(pk_repl *rp)
     const pk_pmap *m = s->cluster.map;
     pk_txn *t = NULL;
 
-    if (m == NULL || pk_txn_begin(s->store, 1, &t) != PK_OK)
+    if (m == NULL || rt_get(rp, &t) == NULL)
         return;
     for (uint32_t p = 0; p < rp->np && p < m->npartitions; p++) {
         const pk_partition *pt = &m->parts[p];
