@@ -1102,8 +1102,6 @@ static void repl_push(pk_cmd_ctx *x, pk_repl *rp)
         push_entry(x, rp, t, (uint32_t)leader, &x->argv[4 + 5 * i]);
     reply_fenced(x, rp, (uint32_t)leader);
     promise(rp, (uint32_t)leader);
-    if (n)
-        x->c->yield = 1; /* one batch per iteration: clients go first */
 }
 
 /*
