@@ -4,6 +4,7 @@
 #   make run        install deps, build, start a 3-node cluster (7000-7002)
 #   make test       install deps, build, run every test (unit, model)
 #   make check      every test, with binaries built under ASan+UBSan
+#   make test-faults the long fault schedules (kill -9 / SIGSTOP cycles)
 #   make bench      benchmarks, each printed beside its anchor
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each
 #   make format     clang-format every C file
@@ -44,7 +45,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration check bench bench-run fuzz format install clean
+.PHONY: all deps run test test-unit test-integration test-faults check bench bench-run fuzz format install clean
 
 all: $(BUILD)/partkv
 
@@ -90,6 +91,14 @@ test-unit: all $(UNIT_BIN)
 # whatever python3 comes first on PATH.
 test-integration: all
 	PARTKV=$(abspath $(BUILD)/partkv) /usr/bin/python3 -m pytest -q tests/integration
+
+# The fault-cycle tests with long schedules: 40 cycles each (make test
+# runs 10).
+test-faults: deps
+	@$(MAKE) --no-print-directory all
+	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_CYCLES=40 \
+	    /usr/bin/python3 -m pytest -q -s tests/integration/test_replication.py \
+	    -k fault_cycles
 
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
