@@ -41,10 +41,16 @@ struct pk_ctrl {
     pk_sclient *co; /* the coordinator, NULL while disconnected */
     uint64_t lease; /* the controller lease while we act */
     int64_t last_keepalive;
+    int fresh;   /* just took the lease: bump the map epoch once */
     down *downs; /* nodes seen DOWN, and since when (our clock) */
     uint32_t ndowns;
     peer *peers;
     uint32_t npeers;
+    /* Partitions whose followers we fenced at leader epoch + 1 but did
+     * not promote yet (not enough answers, a lost CAS): retried until
+     * their epoch moves on, live leader or not -- it cannot serve them. */
+    uint64_t *pend; /* leader epoch + 1 fenced at, or 0 */
+    uint32_t npend;
 };
 
 static int64_t mono_ms(void)
@@ -175,6 +181,9 @@ static int hold_lease(pk_ctrl *c)
     if (r->type == PK_RR_ARRAY) {
         c->lease = (uint64_t)id;
         c->last_keepalive = now;
+        /* A controller that died between a fence and its map CAS left
+         * the old leader without promises until a newer map exists. */
+        c->fresh = 1;
         fprintf(stderr, "partkv: %s is the controller\n", cl->addr);
     } else {
         const char *rv[] = {"PK.COORD", "REVOKE", lease};
@@ -361,15 +370,19 @@ static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
         n += todo[p] && fences(&m->parts[p], f, leader);
     if (n == 0 || (cli = peer_of(c, m->nodes[f].addr)) == NULL)
         return;
-    argv = malloc((3 + 2 * (size_t)n) * sizeof(*argv));
-    nums = malloc((1 + 2 * (size_t)n) * 24);
+    argv = malloc((4 + 2 * (size_t)n) * sizeof(*argv));
+    nums = malloc((2 + 2 * (size_t)n) * 24);
     if (argv == NULL || nums == NULL)
         goto out;
     argv[0] = "PK.REPL";
     argv[1] = "FENCE";
     snprintf(nums, 24, "%u", leader);
     argv[2] = nums;
-    for (uint32_t p = 0, a = 3; p < m->npartitions; p++) {
+    /* The map that promotes will be newer than this one: until the old
+     * leader has it, the follower promises it nothing. */
+    snprintf(nums + 24, 24, "%llu", (unsigned long long)(m->epoch + 1));
+    argv[3] = nums + 24;
+    for (uint32_t p = 0, a = 4; p < m->npartitions; p++) {
         char *s = nums + 24 * (size_t)(a - 2);
         if (!todo[p] || !fences(&m->parts[p], f, leader))
             continue;
@@ -379,7 +392,7 @@ static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
         argv[a++] = s;
         argv[a++] = s + 24;
     }
-    if (call(cli, &r, 3 + 2 * (int)n, argv, NULL) != PK_OK)
+    if (call(cli, &r, 4 + 2 * (int)n, argv, NULL) != PK_OK)
         goto out;
     if (r->type != PK_RR_ARRAY || r->n != n) {
         if (r->type == PK_RR_ERROR)
@@ -396,11 +409,15 @@ static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
         e = &r->elems[k++];
         if (e->type != PK_RR_ARRAY || e->n != 2)
             continue; /* BUSY: its promise to the leader runs */
+        /* Only a follower of this epoch can hold writes acknowledged in
+         * it (a replacement that is still copying cannot): only its
+         * answer counts toward the quorum that must intersect theirs. */
+        if ((uint64_t)e->elems[0].integer != pt->leader_epoch)
+            continue;
         cands[p].answers++;
         pos = (uint64_t)e->elems[1].integer;
-        if ((uint64_t)e->elems[0].integer == pt->leader_epoch &&
-            (cands[p].best == PK_NODE_NONE || pos > cands[p].best_pos ||
-             (pos == cands[p].best_pos && f == cands[p].want))) {
+        if (cands[p].best == PK_NODE_NONE || pos > cands[p].best_pos ||
+            (pos == cands[p].best_pos && f == cands[p].want)) {
             cands[p].best = f;
             cands[p].best_pos = pos;
         }
@@ -436,6 +453,17 @@ static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
         for (uint32_t f = 0; leads[l] && f < m->nnodes; f++)
             if (ask[f] && f != l)
                 fence_at(c, m, f, l, todo, cands);
+    if (c->npend < np) {
+        uint64_t *n = realloc(c->pend, np * sizeof(*n));
+        if (n != NULL) {
+            memset(n + c->npend, 0, (np - c->npend) * sizeof(*n));
+            c->pend = n;
+            c->npend = np;
+        }
+    }
+    for (uint32_t p = 0; p < np && p < c->npend; p++)
+        if (todo[p] && cands[p].answers)
+            c->pend[p] = m->parts[p].leader_epoch + 1;
     for (uint32_t p = 0; p < np; p++) {
         pk_partition *pt = &m->parts[p];
         uint32_t old, to;
@@ -458,6 +486,35 @@ out:
     free(cands);
     free(leads);
     return changed;
+}
+
+/* Completes promotions whose fences went out earlier.  Returns the
+ * partitions changed. */
+static int retry(pk_ctrl *c, pk_pmap *m, const char *names)
+{
+    uint32_t np = m->npartitions, changed = 0;
+    uint8_t *todo = calloc(np ? np : 1, 1);
+    uint8_t *ask = calloc(m->nnodes ? m->nnodes : 1, 1);
+    int any = 0;
+
+    if (todo == NULL || ask == NULL)
+        goto out;
+    for (uint32_t i = 0; i < m->nnodes; i++)
+        ask[i] = m->nodes[i].state != PK_NODE_REMOVED &&
+                 is_live(names, m->nodes[i].name);
+    for (uint32_t p = 0; p < np && p < c->npend; p++) {
+        if (c->pend[p] != m->parts[p].leader_epoch + 1)
+            c->pend[p] = 0; /* promoted since, or never */
+        else if (m->parts[p].nreplicas >= 2)
+            todo[p] = any = 1;
+    }
+    if (any && (changed = promote(c, m, todo, ask, NULL)) > 0)
+        fprintf(stderr, "partkv: controller: %u fenced partitions promoted\n",
+                changed);
+out:
+    free(todo);
+    free(ask);
+    return (int)changed;
 }
 
 /* Promotes a follower of every partition whose leader is not registered.
@@ -669,13 +726,16 @@ static void step(pk_ctrl *c)
         return;
     if (get_map(c, &m, &rev) == PK_OK) {
         changed = node_states(c, m, names);
+        changed += retry(c, m, names);
         changed += failover(c, m, names);
         changed += replace(c, m);
         if (changed == 0)
             changed += balance(c, m, names);
-        if (changed) {
+        if (changed || c->fresh) {
             m->epoch++;
-            if (cas_map(c, m, rev) != PK_OK)
+            if (cas_map(c, m, rev) == PK_OK)
+                c->fresh = 0;
+            else
                 fprintf(stderr, "partkv: controller: map changed "
                                 "meanwhile; again\n");
         }
@@ -735,5 +795,6 @@ void pk_ctrl_stop(pk_ctrl *c)
         pk_sclient_free(c->peers[i].cli);
     free(c->peers);
     free(c->downs);
+    free(c->pend);
     free(c);
 }

@@ -24,7 +24,12 @@
 #define SWEEP_MS 500            /* look for records nobody queued */
 #define WRITES_KEPT 32          /* per connection, for WAIT */
 #define STATE_MAGIC 0x504b5253u /* "PKRS" */
-#define HANDOFF_MS 3000         /* a handoff not completed by then ends */
+#define HANDOFF_MS 3000
+#define STALL_MS                                                               \
+    5000 /* no answer from a follower for this long: redial */ /* a handoff    \
+                                                                  not          \
+                                                                  completed by \
+                                                                  then ends */
 
 uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
 
@@ -36,7 +41,15 @@ static void put_u64(pk_obuf *ob, uint64_t v)
     pk_reply_bulk(ob, b, pk_reply_format_i64(b, (int64_t)v));
 }
 
-enum ps { PS_NEW, PS_HELLO, PS_ACCEPT, PS_STREAM, PS_NEEDSNAP, PS_SNAP };
+enum ps {
+    PS_NEW,      /* a hello goes next */
+    PS_HELLO,    /* hello sent */
+    PS_ANSWERED, /* the answer (hfe, match) waits for a decision */
+    PS_ACCEPT,   /* go on from its log: an accept goes next */
+    PS_STREAM,   /* records flow */
+    PS_NEEDSNAP, /* a snapshot goes next */
+    PS_SNAP,     /* snapshot sent */
+};
 
 typedef struct rp_stream {
     pk_repl *rp;
@@ -46,7 +59,9 @@ typedef struct rp_stream {
     uint8_t *queued; /* per partition: in queue */
     uint64_t *epoch; /* per partition: leader epoch of the state */
     uint64_t *sent;  /* last seq sent */
-    uint64_t *match; /* last seq the follower has */
+    uint64_t *match; /* last seq the follower has (ANSWERED: its last) */
+    uint64_t *hfe;   /* ANSWERED: the epoch it follows */
+    uint64_t last_reply_ms;
     uint32_t *queue; /* partitions with something to send */
     uint32_t nqueue;
     uint32_t inflight;
@@ -79,14 +94,19 @@ struct pk_repl {
     uint32_t np;
     uint64_t *follow_epoch; /* persisted: the leader epoch we follow */
     uint64_t *fence_epoch;  /* persisted: nothing older is accepted */
-    uint32_t *fenced_from;  /* leader id + 1 we were fenced from, or 0 */
-    uint64_t *lead_epoch;   /* leader: epoch we lead at, 0 if not */
-    uint64_t *prev_epoch;   /* leader: epoch we were promoted from */
-    uint64_t *promo_pos;    /* ... and our position then */
-    uint8_t *stepped;       /* leader: a follower saw a newer epoch */
-    uint64_t *handoff;      /* leader: handing p over until (ms), or 0 */
-    uint64_t *released;     /* follower: leader epoch + 1 that let p go */
-    uint64_t *promise;      /* per node id: last message we accepted */
+    int snapped; /* follower: imported a snapshot since the last save */
+    uint32_t *fenced_from; /* follower: old leader id + 1 of p's fence */
+    uint64_t *lead_epoch;  /* leader: epoch we lead at, 0 if not */
+    uint64_t *prev_epoch;  /* leader: epoch we were promoted from */
+    uint64_t *promo_pos;   /* ... and our position then */
+    uint8_t *stepped;      /* leader: a follower saw a newer epoch */
+    uint64_t *handoff;     /* leader: handing p over until (ms), or 0 */
+    uint64_t *released;    /* follower: leader epoch + 1 that let p go */
+    uint64_t *released_ms; /* ... until then (HANDOFF_MS after it did) */
+    uint64_t *promise;     /* per node id: when we last promised it */
+    uint64_t *fence_map;   /* per node id, persisted: a fence of one of its
+                            * partitions was taken for a map of this epoch; it
+                            * gets no promise while its map is older */
     uint32_t npromise;
     rp_stream **by_node; /* per node id */
     uint32_t nby_node;
@@ -101,9 +121,10 @@ struct pk_repl {
     int release_due;
 };
 
+/* Leases and promises run on the monotonic clock. */
 static uint64_t now_ms(void)
 {
-    return pk_srv_wall_ms();
+    return uv_hrtime() / 1000000u;
 }
 
 /* ---- persisted state ------------------------------------------------ */
@@ -113,11 +134,22 @@ static void state_path(pk_repl *rp, char *p, size_t n)
     snprintf(p, n, "%s/repl.state", rp->srv->cfg.dir);
 }
 
-/* Writes follow and fence epochs: tmp, fsync, rename.  0 or -1. */
+/*
+ * The state file: magic, np, then per partition (follow epoch, fence
+ * epoch), then the number of node slots and each node's fence map epoch,
+ * then a CRC32C of everything before it.  Native byte order: it never
+ * leaves the node.
+ */
+static size_t state_size(uint32_t np, uint32_t nn)
+{
+    return 8 + (size_t)np * 16 + 4 + (size_t)nn * 8 + 4;
+}
+
+/* Writes the state: tmp, fsync, rename, directory fsync.  0 or -1. */
 static int state_save(pk_repl *rp)
 {
     char path[4096], tmp[4200];
-    size_t n = 8 + (size_t)rp->np * 16 + 4;
+    size_t n = state_size(rp->np, rp->npromise);
     uint8_t *b = malloc(n), *p = b;
     uint32_t crc;
     int fd, ok;
@@ -131,6 +163,11 @@ static int state_save(pk_repl *rp)
         memcpy(p, &rp->follow_epoch[i], 8);
         memcpy(p + 8, &rp->fence_epoch[i], 8);
     }
+    memcpy(p, &rp->npromise, 4);
+    p += 4;
+    if (rp->npromise)
+        memcpy(p, rp->fence_map, (size_t)rp->npromise * 8);
+    p += (size_t)rp->npromise * 8;
     crc = pk__crc32c(b, n - 4);
     memcpy(p, &crc, 4);
     state_path(rp, path, sizeof(path));
@@ -141,6 +178,10 @@ static int state_save(pk_repl *rp)
         close(fd);
     ok = ok && rename(tmp, path) == 0;
     free(b);
+    if (ok && (fd = open(rp->srv->cfg.dir, O_RDONLY)) >= 0) {
+        ok = fsync(fd) == 0;
+        close(fd);
+    }
     if (!ok) {
         fprintf(stderr, "partkv: cannot write %s\n", path);
         return -1;
@@ -149,30 +190,47 @@ static int state_save(pk_repl *rp)
     return 0;
 }
 
-/* Reads the state file if it is whole and of this size; else zeroes. */
+static int node_room(pk_repl *rp, uint32_t node);
+
+/* Loads the state file if it is whole and of this np; else everything is
+ * zero (a new node). */
 static void state_load(pk_repl *rp)
 {
     char path[4096];
-    size_t n = 8 + (size_t)rp->np * 16 + 4;
-    uint8_t *b = malloc(n);
-    uint32_t magic, np, crc;
-    int fd;
+    uint8_t *b = NULL;
+    uint32_t magic, np, nn, crc;
+    long len;
+    FILE *f;
 
+    memset(rp->follow_epoch, 0, rp->np * sizeof(uint64_t));
+    memset(rp->fence_epoch, 0, rp->np * sizeof(uint64_t));
+    if (rp->npromise)
+        memset(rp->fence_map, 0, rp->npromise * sizeof(uint64_t));
     state_path(rp, path, sizeof(path));
-    fd = open(path, O_RDONLY);
-    if (b && fd >= 0 && read(fd, b, n) == (ssize_t)n) {
+    if ((f = fopen(path, "rb")) == NULL)
+        return;
+    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 16 &&
+        fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len)) != NULL &&
+        fread(b, 1, (size_t)len, f) == (size_t)len) {
         memcpy(&magic, b, 4);
         memcpy(&np, b + 4, 4);
-        memcpy(&crc, b + n - 4, 4);
-        if (magic == STATE_MAGIC && np == rp->np && crc == pk__crc32c(b, n - 4))
+        memcpy(&crc, b + len - 4, 4);
+        nn = 0;
+        if ((size_t)len >= state_size(np, 0))
+            memcpy(&nn, b + 8 + (size_t)np * 16, 4);
+        if (magic == STATE_MAGIC && np == rp->np &&
+            (size_t)len == state_size(np, nn) &&
+            crc == pk__crc32c(b, (size_t)len - 4) &&
+            (nn == 0 || node_room(rp, nn - 1) == PK_OK)) {
             for (uint32_t i = 0; i < np; i++) {
                 memcpy(&rp->follow_epoch[i], b + 8 + (size_t)i * 16, 8);
                 memcpy(&rp->fence_epoch[i], b + 16 + (size_t)i * 16, 8);
             }
+            memcpy(rp->fence_map, b + 12 + (size_t)np * 16, (size_t)nn * 8);
+        }
     }
-    if (fd >= 0)
-        close(fd);
     free(b);
+    fclose(f);
 }
 
 /* ---- map helpers ------------------------------------------------------ */
@@ -269,6 +327,8 @@ static void enqueue(rp_stream *st, uint32_t p)
     }
 }
 
+static void stream_free(rp_stream *st);
+
 static int stream_new(pk_repl *rp, uint32_t node, rp_stream **out)
 {
     rp_stream *st = calloc(1, sizeof(*st));
@@ -283,14 +343,18 @@ static int stream_new(pk_repl *rp, uint32_t node, rp_stream **out)
     st->epoch = calloc(np, sizeof(uint64_t));
     st->sent = calloc(np, sizeof(uint64_t));
     st->match = calloc(np, sizeof(uint64_t));
-    st->queue = calloc(np, sizeof(uint32_t));
+    st->hfe = calloc(np, sizeof(uint64_t));
+    /* A partition taken off the queue may be queued again by the same
+     * pump before the queue is compacted: room for both. */
+    st->queue = calloc(2 * (size_t)np + 1, sizeof(uint32_t));
     if (!st->state || !st->queued || !st->epoch || !st->sent || !st->match ||
-        !st->queue) {
+        !st->hfe || !st->queue) {
         free(st->state);
         free(st->queued);
         free(st->epoch);
         free(st->sent);
         free(st->match);
+        free(st->hfe);
         free(st->queue);
         free(st);
         return PK_ENOMEM;
@@ -299,7 +363,7 @@ static int stream_new(pk_repl *rp, uint32_t node, rp_stream **out)
         uint32_t n = node + 16;
         rp_stream **b = realloc(rp->by_node, n * sizeof(*b));
         if (b == NULL) {
-            free(st);
+            stream_free(st);
             return PK_ENOMEM;
         }
         memset(b + rp->nby_node, 0, (n - rp->nby_node) * sizeof(*b));
@@ -320,6 +384,7 @@ static void stream_free(rp_stream *st)
     free(st->epoch);
     free(st->sent);
     free(st->match);
+    free(st->hfe);
     free(st->queue);
     free(st);
 }
@@ -360,7 +425,13 @@ static void on_hello(rp_stream *st, uint32_t p, uint64_t fe, uint64_t last,
     uint64_t le = rp->lead_epoch[p];
     int prefix;
 
-    if (t == NULL || pk_store_part_stats(t, p, &ps) != PK_OK) {
+    if (t == NULL) { /* decided by the next pump, after the commit */
+        st->state[p] = PS_ANSWERED;
+        st->hfe[p] = fe;
+        st->match[p] = last;
+        return;
+    }
+    if (pk_store_part_stats(t, p, &ps) != PK_OK) {
         st->state[p] = PS_NEW;
         return;
     }
@@ -442,20 +513,16 @@ static void on_reply(void *ctx, const pk_rr *r, const char *err)
             }
         }
     } else {
-        const pk_rr *fenced = &r->elems[call->n];
         uint64_t until =
             call->sent_ms + PK_REPL_FOLLOW_LEASE_MS - LEASE_MARGIN_MS;
         for (uint32_t i = 0; i < call->n; i++)
             apply_result(st, &call->ents[i], &r->elems[i], &rt);
-        for (size_t i = 0; fenced->type == PK_RR_ARRAY && i + 1 < fenced->n;
-             i += 2) {
-            uint64_t p = (uint64_t)fenced->elems[i].integer;
-            uint64_t ep = (uint64_t)fenced->elems[i + 1].integer;
-            if (p < rp->np && ep > rp->lead_epoch[p] && rp->lead_epoch[p])
-                rp->stepped[p] = 1;
-        }
-        if (until > st->lease_until)
+        /* The last element: 1 if the follower promised us (our map is not
+         * older than a fence it took against us). */
+        if (r->elems[call->n].type == PK_RR_INT &&
+            r->elems[call->n].integer == 1 && until > st->lease_until)
             st->lease_until = until;
+        st->last_reply_ms = now_ms();
     }
     free(call->ents);
     free(call);
@@ -539,6 +606,15 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
     int rc;
 
     switch (st->state[p]) {
+    case PS_ANSWERED:
+        if (rt_get(rp, rt) == NULL) {
+            enqueue(st, p);
+            return 1;
+        }
+        st->state[p] = PS_HELLO;
+        on_hello(st, p, st->hfe[p], st->match[p], rt);
+        enqueue(st, p);
+        return 0;
     case PS_NEW:
         st->state[p] = PS_HELLO;
         msg_add(m, 'H', p, le, 0, "", 0);
@@ -568,6 +644,8 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
                     pk_obuf_pending(&snap));
         }
         pk_obuf_free(&snap);
+        if (rc != PK_OK)
+            enqueue(st, p); /* again on the next pump */
         return m->bytes >= MSG_BYTES;
     }
     default: /* HELLO, SNAP: an answer is on its way */
@@ -638,21 +716,26 @@ static void pump(rp_stream *st, pk_txn **rt)
         call->ents = m.ents;
         call->sent_ms = now;
         pk_obuf_init(&cmd);
-        pk_reply_array(&cmd, 4 + 5 * (size_t)m.n);
+        pk_reply_array(&cmd, 5 + 5 * (size_t)m.n);
         pk_reply_bulk_str(&cmd, "PK.REPL");
         pk_reply_bulk_str(&cmd, "PUSH");
         snprintf(id, sizeof(id), "%u", s->cluster.self);
         pk_reply_bulk_str(&cmd, id);
+        put_u64(&cmd, s->cluster.map ? s->cluster.map->epoch : 0);
         put_u64(&cmd, m.n);
-        pk_obuf_append(&cmd, m.args.data + m.args.head,
-                       pk_obuf_pending(&m.args));
+        if (pk_obuf_pending(&m.args))
+            pk_obuf_append(&cmd, m.args.data + m.args.head,
+                           pk_obuf_pending(&m.args));
         pk_obuf_free(&m.args);
-        st->inflight++;
+        if (st->inflight++ == 0)
+            st->last_reply_ms = now; /* the reply clock starts */
         st->last_send_ms = now;
         if (pk_link_call(s, st->addr, &cmd, on_reply, call) != PK_OK) {
             st->inflight--;
-            for (uint32_t i = 0; i < call->n; i++)
+            for (uint32_t i = 0; i < call->n; i++) {
                 st->state[call->ents[i].part] = PS_NEW;
+                enqueue(st, call->ents[i].part);
+            }
             free(call->ents);
             free(call);
             pk_obuf_free(&cmd);
@@ -814,8 +897,10 @@ void pk_repl_note(pk_cmd_ctx *x, int write)
     if (c->nneeds == c->cap_needs) {
         uint32_t cap = c->cap_needs ? 2 * c->cap_needs : 8;
         rp_need *n = realloc(c->needs, cap * sizeof(*n));
-        if (n == NULL)
+        if (n == NULL) { /* no way to wait: the reply must not leave */
+            c->closing = 1;
             return;
+        }
         c->needs = n;
         c->cap_needs = cap;
     }
@@ -854,6 +939,13 @@ int pk_repl_gate(pk_conn *c)
 
     if (rp == NULL || c->nneeds == 0)
         return 0;
+    if (c->waiting_ack) {
+        /* Commands re-run while the connection waits (released by a move's
+         * switch): their replies join the kept ones. */
+        c->gate_end = pk_obuf_pending(&c->out);
+        c->gate_cmds += c->iter_cmds;
+        return 1;
+    }
     st = gate_state(rp, c, now_ms());
     if (st == 1) {
         c->nneeds = 0;
@@ -901,9 +993,27 @@ void pk_repl_committed(pk_server *s)
 
     if (rp == NULL || rp->np == 0)
         return;
+    /* An imported snapshot must be on disk before the file names the
+     * epoch it belongs to (with --fsync always the commit did it). */
+    if (rp->snapped && s->cfg.fsync != PK_FSYNC_ALWAYS)
+        pk_store_sync(s->store);
+    rp->snapped = 0;
     if (rp->state_dirty)
         state_save(rp);
     pump_all(rp);
+}
+
+void pk_repl_commit_failed(pk_server *s)
+{
+    pk_repl *rp = s->repl;
+
+    /* What this iteration changed in memory is not on disk: back to the
+     * file. */
+    if (rp && rp->np) {
+        state_load(rp);
+        rp->state_dirty = 0;
+        rp->snapped = 0;
+    }
 }
 
 /* ---- WAIT ----------------------------------------------------------- */
@@ -963,18 +1073,37 @@ void pk_cmd_wait(pk_cmd_ctx *x)
 
 /* ---- follower side ------------------------------------------------------ */
 
-static void promise(pk_repl *rp, uint32_t leader)
+/* Room for node id `node` in promise and fence_map.  0 or ENOMEM. */
+static int node_room(pk_repl *rp, uint32_t node)
 {
-    if (leader >= rp->npromise) {
-        uint32_t n = leader + 16;
-        uint64_t *b = realloc(rp->promise, n * sizeof(*b));
-        if (b == NULL)
-            return;
-        memset(b + rp->npromise, 0, (n - rp->npromise) * sizeof(*b));
-        rp->promise = b;
-        rp->npromise = n;
-    }
+    uint32_t n = node + 16;
+    uint64_t *a, *b;
+
+    if (node < rp->npromise)
+        return PK_OK;
+    a = realloc(rp->promise, n * sizeof(*a));
+    if (a == NULL)
+        return PK_ENOMEM;
+    rp->promise = a;
+    b = realloc(rp->fence_map, n * sizeof(*b));
+    if (b == NULL)
+        return PK_ENOMEM;
+    rp->fence_map = b;
+    memset(a + rp->npromise, 0, (n - rp->npromise) * sizeof(*a));
+    memset(b + rp->npromise, 0, (n - rp->npromise) * sizeof(*b));
+    rp->npromise = n;
+    return PK_OK;
+}
+
+/* Promises leader (whose map has epoch mapep) not to take a fence of its
+ * partitions for FOLLOW_LEASE_MS, unless a fence against it was taken
+ * for a map newer than its.  Returns 1 if promised. */
+static int promise(pk_repl *rp, uint32_t leader, uint64_t mapep)
+{
+    if (node_room(rp, leader) != PK_OK || mapep < rp->fence_map[leader])
+        return 0;
     rp->promise[leader] = now_ms();
+    return 1;
 }
 
 static int u64_arg(const pk_arg *a, uint64_t *v)
@@ -989,7 +1118,7 @@ static int u64_arg(const pk_arg *a, uint64_t *v)
 
 /* One entry of a PUSH; appends its result. */
 static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
-                       const pk_arg *a)
+                       uint64_t mapep, const pk_arg *a)
 {
     uint64_t p, ep, seq, last = 0;
     char kind = a[0].len == 1 ? a[0].ptr[0] : '?';
@@ -1009,8 +1138,16 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
         rp->fence_epoch[p] = ep;
         rp->state_dirty = 1;
     }
-    rp->fenced_from[p] = 0; /* a leader at or past the fence speaks */
-    (void)leader;
+    if (rp->fenced_from[p] && rp->fenced_from[p] != leader + 1) {
+        /* The new leader, with the map that promoted it: the old one is
+         * promised nothing until it has that map too. */
+        uint32_t old = rp->fenced_from[p] - 1;
+        if (node_room(rp, old) == PK_OK && mapep > rp->fence_map[old]) {
+            rp->fence_map[old] = mapep;
+            rp->state_dirty = 1;
+        }
+        rp->fenced_from[p] = 0;
+    }
     switch (kind) {
     case 'H':
         pk_store_log_last(t, (uint32_t)p, &last);
@@ -1047,8 +1184,10 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
         /* The leader lets p go: a fence of it need not wait for our
          * promise to run out.  We have its records up to seq. */
         pk_store_log_last(t, (uint32_t)p, &last);
-        if (rp->follow_epoch[p] == ep && last == seq)
+        if (rp->follow_epoch[p] == ep && last == seq) {
             rp->released[p] = ep + 1; /* the fence that may come */
+            rp->released_ms[p] = now_ms() + HANDOFF_MS;
+        }
         pk_reply_int(x->out, (int64_t)last);
         return;
     case 'S':
@@ -1064,6 +1203,7 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
         }
         rp->follow_epoch[p] = ep; /* saved after the commit */
         rp->state_dirty = 1;
+        rp->snapped = 1;
         pk_reply_int(x->out, (int64_t)seq);
         return;
     default:
@@ -1071,37 +1211,25 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
     }
 }
 
-/* The partitions we were fenced from `leader`, as [part, epoch]... */
-static void reply_fenced(pk_cmd_ctx *x, pk_repl *rp, uint32_t leader)
-{
-    uint32_t n = 0;
-
-    for (uint32_t p = 0; p < rp->np; p++)
-        n += rp->fenced_from[p] == leader + 1;
-    pk_reply_array(x->out, 2 * (size_t)n);
-    for (uint32_t p = 0; p < rp->np && n; p++)
-        if (rp->fenced_from[p] == leader + 1) {
-            pk_reply_int(x->out, p);
-            pk_reply_int(x->out, (int64_t)rp->fence_epoch[p]);
-        }
-}
-
 static void repl_push(pk_cmd_ctx *x, pk_repl *rp)
 {
-    uint64_t leader, n;
+    uint64_t leader, mapep, n;
+    int promised;
 
-    if (x->argc < 4 || !u64_arg(&x->argv[2], &leader) ||
-        !u64_arg(&x->argv[3], &n) || leader >= PK_NODES_MAX ||
-        (uint64_t)x->argc != 4 + 5 * n) {
+    if (x->argc < 5 || !u64_arg(&x->argv[2], &leader) ||
+        !u64_arg(&x->argv[3], &mapep) || !u64_arg(&x->argv[4], &n) ||
+        leader >= PK_NODES_MAX || (uint64_t)x->argc != 5 + 5 * n) {
         pk_reply_syntax(x);
         return;
     }
     TXN_OR_RETURN(x, t);
     pk_reply_array(x->out, n + 1);
     for (uint64_t i = 0; i < n; i++)
-        push_entry(x, rp, t, (uint32_t)leader, &x->argv[4 + 5 * i]);
-    reply_fenced(x, rp, (uint32_t)leader);
-    promise(rp, (uint32_t)leader);
+        push_entry(x, rp, t, (uint32_t)leader, mapep, &x->argv[5 + 5 * i]);
+    /* A leader some of whose partitions we were fenced from gets no
+     * promise until its map shows that (and it stops leading them). */
+    promised = promise(rp, (uint32_t)leader, mapep);
+    pk_reply_int(x->out, promised);
 }
 
 /*
@@ -1112,11 +1240,12 @@ static void repl_push(pk_cmd_ctx *x, pk_repl *rp)
  */
 static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
 {
-    uint64_t leader, now = now_ms();
+    uint64_t leader, mapep, now = now_ms();
     int promised;
 
-    if (x->argc < 3 || x->argc % 2 == 0 || !u64_arg(&x->argv[2], &leader) ||
-        leader >= PK_NODES_MAX) {
+    if (x->argc < 4 || x->argc % 2 == 1 || !u64_arg(&x->argv[2], &leader) ||
+        !u64_arg(&x->argv[3], &mapep) || leader >= PK_NODES_MAX ||
+        node_room(rp, (uint32_t)leader) != PK_OK) {
         pk_reply_syntax(x);
         return;
     }
@@ -1127,7 +1256,7 @@ static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
     promised = leader < rp->npromise &&
                now < rp->promise[leader] + PK_REPL_FOLLOW_LEASE_MS;
     TXN_OR_RETURN(x, t);
-    for (int i = 3; i + 1 < x->argc; i += 2) {
+    for (int i = 4; i + 1 < x->argc; i += 2) {
         uint64_t p, ep;
         if (!u64_arg(&x->argv[i], &p) || !u64_arg(&x->argv[i + 1], &ep) ||
             p >= rp->np || ep == 0) {
@@ -1135,20 +1264,24 @@ static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
             return;
         }
     }
-    pk_reply_array(x->out, (size_t)(x->argc - 3) / 2);
-    for (int i = 3; i + 1 < x->argc; i += 2) {
+    pk_reply_array(x->out, (size_t)(x->argc - 4) / 2);
+    for (int i = 4; i + 1 < x->argc; i += 2) {
         uint64_t p = 0, ep = 0, last = 0;
         u64_arg(&x->argv[i], &p);
         u64_arg(&x->argv[i + 1], &ep);
         /* Our promise covers p unless its leader released it to us. */
-        if (promised && rp->released[p] < ep) {
+        if (promised && (rp->released[p] < ep || now >= rp->released_ms[p])) {
             pk_reply_error(x->out, "BUSY this node still follows that "
                                    "leader");
             continue;
         }
         if (ep > rp->fence_epoch[p]) {
             rp->fence_epoch[p] = ep;
-            rp->fenced_from[p] = (uint32_t)leader + 1;
+            rp->state_dirty = 1;
+        }
+        rp->fenced_from[p] = (uint32_t)leader + 1;
+        if (mapep > rp->fence_map[leader]) {
+            rp->fence_map[leader] = mapep;
             rp->state_dirty = 1;
         }
         pk_store_log_last(t, (uint32_t)p, &last);
@@ -1157,8 +1290,10 @@ static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
         pk_reply_int(x->out, (int64_t)last);
     }
     /* The answer must not leave unless the fence survives us. */
-    if (rp->state_dirty && state_save(rp) != 0)
-        x->c->closing = 1;
+    if (rp->state_dirty && state_save(rp) != 0) {
+        x->c->out.len = x->c->out.head + x->c->iter_mark;
+        pk_reply_error(x->out, "ERR cannot persist the fence");
+    }
 }
 
 /*
@@ -1237,6 +1372,7 @@ static int alloc_arrays(pk_repl *rp, uint32_t np)
     rp->np = np;
     rp->follow_epoch = calloc(np, sizeof(uint64_t));
     rp->fence_epoch = calloc(np, sizeof(uint64_t));
+    rp->released_ms = calloc(np, sizeof(uint64_t));
     rp->fenced_from = calloc(np, sizeof(uint32_t));
     rp->lead_epoch = calloc(np, sizeof(uint64_t));
     rp->prev_epoch = calloc(np, sizeof(uint64_t));
@@ -1245,8 +1381,8 @@ static int alloc_arrays(pk_repl *rp, uint32_t np)
     rp->handoff = calloc(np, sizeof(uint64_t));
     rp->released = calloc(np, sizeof(uint64_t));
     if (!rp->handoff || !rp->released || !rp->follow_epoch ||
-        !rp->fence_epoch || !rp->fenced_from || !rp->lead_epoch ||
-        !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
+        !rp->fence_epoch || !rp->released_ms || !rp->fenced_from ||
+        !rp->lead_epoch || !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
         rp->np = 0;
         return PK_ENOMEM;
     }
@@ -1298,7 +1434,6 @@ void pk_repl_map_changed(pk_server *s)
                     rp->fence_epoch[p] = le;
                 rp->state_dirty = 1;
             }
-            rp->fenced_from[p] = 0;
         }
         for (int i = 1; i < pt->nreplicas; i++) {
             uint32_t f = pt->replicas[i];
@@ -1343,6 +1478,15 @@ static void on_tick(uv_timer_t *h)
         rp->sweep_ms = now;
         sweep(rp);
     }
+    for (rp_stream *st = rp->streams; st; st = st->next)
+        if (st->inflight && now - st->last_reply_ms > STALL_MS) {
+            fprintf(stderr,
+                    "partkv: replication to %s stalled; "
+                    "reconnecting\n",
+                    st->addr);
+            st->last_reply_ms = now;
+            pk_link_drop(rp->srv, st->addr); /* fails its calls */
+        }
     pump_all(rp);
     release(rp);
 }
@@ -1376,7 +1520,9 @@ void pk_repl_free(pk_server *s)
     free(rp->by_node);
     free(rp->follow_epoch);
     free(rp->fence_epoch);
+    free(rp->released_ms);
     free(rp->fenced_from);
+    free(rp->fence_map);
     free(rp->lead_epoch);
     free(rp->prev_epoch);
     free(rp->promo_pos);

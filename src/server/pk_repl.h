@@ -77,6 +77,9 @@ void pk_repl_committed(pk_server *s);
 /* Check phase: 1 if c's replies must wait (c is then parked), else 0. */
 int pk_repl_gate(pk_conn *c);
 
+/* The iteration's commit failed: the state goes back to the file. */
+void pk_repl_commit_failed(pk_server *s);
+
 /* The iteration's commit failed: c's waits are moot. */
 void pk_repl_forget_needs(pk_conn *c);
 

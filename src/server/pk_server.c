@@ -101,10 +101,12 @@ static void on_check(uv_check_t *h)
         int rc = pk_txn_commit(s->txn);
         s->txn = NULL;
         s->commits++;
-        if (rc != PK_OK)
+        if (rc != PK_OK) {
             fail_iteration(s, rc);
-        else
+            pk_repl_commit_failed(s);
+        } else {
             pk_repl_committed(s);
+        }
     }
     for (c = s->iter; c; c = next) {
         next = c->iter_next;
