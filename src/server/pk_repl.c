@@ -226,7 +226,9 @@ static void state_load(pk_repl *rp)
                 memcpy(&rp->follow_epoch[i], b + 8 + (size_t)i * 16, 8);
                 memcpy(&rp->fence_epoch[i], b + 16 + (size_t)i * 16, 8);
             }
-            memcpy(rp->fence_map, b + 12 + (size_t)np * 16, (size_t)nn * 8);
+            if (nn)
+                memcpy(rp->fence_map, b + 12 + (size_t)np * 16,
+                       (size_t)nn * 8);
         }
     }
     free(b);
