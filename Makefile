@@ -18,7 +18,7 @@ BUILD ?= build
 CC ?= cc
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 30
-PKGS := libxxhash openssl lmdb libuv jansson
+PKGS := libxxhash openssl lmdb libuv jansson libcurl
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -26,7 +26,7 @@ OPT ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Isrc -MMD -MP
 CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
-	    echo -lxxhash -lcrypto -llmdb -luv -ljansson) -lm -lpthread
+	    echo -lxxhash -lcrypto -llmdb -luv -ljansson -lcurl) -lm -lpthread
 TEST_LDLIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 # Layers, lowest first.  Each is a static library; programs link them in
