@@ -61,6 +61,7 @@ typedef struct up_args {
     const char *fsync;         /* --fsync for every node, or NULL */
     const char *acks;          /* --acks for every node, or NULL */
     const char *replace_after; /* --replace-after for every node, or NULL */
+    const char *coordinator;   /* "etcd://..." for every node, or NULL */
 } up_args;
 
 /*
@@ -128,7 +129,9 @@ static int parse_up(int argc, char **argv, up_args *a)
             a->dir = optarg;
             break;
         case 'c':
-            if (strcmp(optarg, "embedded") != 0)
+            if (strncmp(optarg, "etcd://", 7) == 0 && optarg[7])
+                a->coordinator = optarg;
+            else if (strcmp(optarg, "embedded") != 0)
                 goto bad;
             break;
         case 's':
@@ -295,7 +298,10 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
         argv[k++] = "--replace-after";
         argv[k++] = (char *)a->replace_after;
     }
-    if (i == 0) {
+    if (a->coordinator) { /* every node reaches etcd itself */
+        argv[k++] = "--coordinator";
+        argv[k++] = (char *)a->coordinator;
+    } else if (i == 0) {
         argv[k++] = "--coordinator";
         argv[k++] = "embedded";
     } else {

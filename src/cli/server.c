@@ -5,7 +5,8 @@
  *                 [--fsync always|everysec|no] [--requirepass PW]
  *                 [--protected-mode yes|no] [--proto-max-bulk-len N]
  *                 [--maxclients N] [--map-size BYTES]
- *                 [--coordinator embedded | --join HOST:PORT]
+ *                 [--coordinator embedded|etcd://HOST:PORT[,...] |
+ *                  --join HOST:PORT]
  *                 [--cluster-secret S] [--announce HOST:PORT]
  *                 [--route redirect|forward]
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
@@ -132,9 +133,11 @@ static int parse(int argc, char **argv, pk_server_config *c)
             c->map_size = v;
             break;
         case 'C':
-            if (strcmp(optarg, "embedded") != 0)
-                rc = bad("--coordinator", optarg,
-                         "must be 'embedded' (etcd comes later)");
+            if (strcmp(optarg, "embedded") != 0 &&
+                (strncmp(optarg, "etcd://", 7) != 0 || !optarg[7]))
+                rc = bad(
+                    "--coordinator", optarg,
+                    "must be 'embedded' or etcd://HOST:PORT[,HOST:PORT...]");
             c->coordinator = optarg;
             break;
         case 'J':

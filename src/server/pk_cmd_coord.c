@@ -21,17 +21,34 @@
  *                                             | -COMPACTED
  *   kv = [key, value, create_rev, mod_rev, version, lease]
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "coord/pk_coord.h"
 #include "core/pk_err.h"
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
 
+/*
+ * One PK.COORD call.  The embedded backend answers before the operation
+ * returns; etcd's answer comes later from the loop, while the connection
+ * waits (it runs nothing else, as for a forwarded command).
+ */
 typedef struct coord_call {
-    pk_cmd_ctx *x;
-    int replied;
+    pk_conn *c; /* the caller; NULL once it closed (async only) */
+    int proto;
+    char op[12];    /* the subcommand, lower case */
     uint64_t since; /* GET: answer [rev] unless mod_revision > since */
+    int replied;
+    int async; /* the command returned before the answer came */
+    /* EVENTS on etcd: events gathered until the timer fires. */
+    pk_coord_watch *watch;
+    pk_obuf events;
+    size_t nevents;
+    int events_rc;
+    uv_timer_t timer;
 } coord_call;
 
 static void reply_kv(pk_obuf *ob, const pk_coord_kv *kv)
@@ -45,13 +62,44 @@ static void reply_kv(pk_obuf *ob, const pk_coord_kv *kv)
     pk_reply_int(ob, (int64_t)kv->lease);
 }
 
+static void reply_result(coord_call *c, pk_obuf *ob, int rc,
+                         const pk_coord_result *res);
+
+static int op_is(const coord_call *c, const char *op)
+{
+    return strcmp(c->op, op) == 0;
+}
+
+/* The answer is in c->c->out: an async call lets its connection go on. */
+static void finish(coord_call *c)
+{
+    c->replied = 1;
+    if (!c->async)
+        return; /* the command is still running: it frees c */
+    if (c->c) {
+        c->c->coord_call = NULL;
+        c->c->waiting_fwd = 0;
+        pk_conn_resume(c->c);
+    }
+    pk_obuf_free(&c->events);
+    free(c);
+}
+
 /* One callback for every operation: the reply shape follows the result. */
 static void on_result(void *ctx, int rc, const pk_coord_result *res)
 {
     coord_call *c = ctx;
-    pk_obuf *ob = c->x->out;
+    pk_obuf scratch, *ob = c->c ? &c->c->out : &scratch;
 
-    c->replied = 1;
+    pk_obuf_init(&scratch);
+    reply_result(c, ob, rc, res);
+    pk_obuf_free(&scratch);
+    finish(c);
+}
+
+static void reply_result(coord_call *c, pk_obuf *ob, int rc,
+                         const pk_coord_result *res)
+{
     if (rc == PK_ESTALE) {
         pk_reply_errorf(ob, "ESTALE %llu",
                         res && res->nkvs
@@ -60,10 +108,10 @@ static void on_result(void *ctx, int rc, const pk_coord_result *res)
         return;
     }
     if (rc == PK_ENOTFOUND && res && res->lease == 0 && res->nkvs == 0 &&
-        pk_arg_eq(&c->x->argv[1], "get")) {
+        op_is(c, "get")) {
         pk_reply_array(ob, 2);
         pk_reply_int(ob, (int64_t)res->revision);
-        pk_reply_null(ob, c->x->proto);
+        pk_reply_null(ob, c->proto);
         return;
     }
     if (rc != PK_OK) {
@@ -72,13 +120,13 @@ static void on_result(void *ctx, int rc, const pk_coord_result *res)
                         pk_strerror(rc));
         return;
     }
-    if (pk_arg_eq(&c->x->argv[1], "range")) {
+    if (op_is(c, "range")) {
         pk_reply_array(ob, 2);
         pk_reply_int(ob, (int64_t)res->revision);
         pk_reply_array(ob, res->nkvs);
         for (size_t i = 0; i < res->nkvs; i++)
             reply_kv(ob, &res->kvs[i]);
-    } else if (pk_arg_eq(&c->x->argv[1], "get")) {
+    } else if (op_is(c, "get")) {
         /* An unchanged value is not sent again: pollers of the 100+ KB
          * map pay for it only when it changed. */
         int same = c->since && res->kvs[0].mod_revision <= c->since;
@@ -96,54 +144,82 @@ static void on_result(void *ctx, int rc, const pk_coord_result *res)
     }
 }
 
-typedef struct event_list {
-    pk_obuf events;
-    size_t n;
-    int rc;
-} event_list;
-
 static void on_event(void *ctx, int rc, const pk_coord_event *ev)
 {
-    event_list *l = ctx;
+    coord_call *c = ctx;
 
     if (rc < 0) {
-        l->rc = rc;
+        c->events_rc = rc;
         return;
     }
-    pk_reply_array(&l->events, 3);
-    pk_reply_int(&l->events, ev->type);
-    pk_reply_int(&l->events, (int64_t)ev->revision);
-    reply_kv(&l->events, &ev->kv);
-    l->n++;
+    pk_reply_array(&c->events, 3);
+    pk_reply_int(&c->events, ev->type);
+    pk_reply_int(&c->events, (int64_t)ev->revision);
+    reply_kv(&c->events, &ev->kv);
+    c->nevents++;
 }
 
-/* Events from a revision on, without blocking: a watch started and
- * cancelled at once delivers the retained history synchronously.  The
- * caller polls with the revision after the last event it saw. */
-static void coord_events(pk_cmd_ctx *x, pk_coord *co, const pk_arg *prefix,
-                         uint64_t from)
+static void reply_events(coord_call *c)
 {
-    event_list l = {{0}, 0, 0};
-    pk_coord_watch *w = NULL;
-    int rc;
+    pk_obuf scratch, *ob = c->c ? &c->c->out : &scratch;
 
-    pk_obuf_init(&l.events);
-    rc = pk_coord_watch_start(co, prefix->ptr, prefix->len, from, on_event, &l,
-                              &w);
-    pk_coord_watch_cancel(w);
-    if (rc == PK_OK && l.rc == PK_ERANGE) {
-        pk_reply_error(x->out, "COMPACTED history no longer holds that "
-                               "revision; range and watch again");
-    } else if (rc != PK_OK || l.rc != PK_OK) {
-        pk_reply_errorf(x->out, "ERR coordinator: %s",
-                        pk_strerror(rc != PK_OK ? rc : l.rc));
+    pk_obuf_init(&scratch);
+    if (c->events_rc == PK_ERANGE) {
+        pk_reply_error(ob, "COMPACTED history no longer holds that "
+                           "revision; range and watch again");
+    } else if (c->events_rc != PK_OK) {
+        pk_reply_errorf(ob, "ERR coordinator: %s", pk_strerror(c->events_rc));
     } else {
-        pk_reply_array(x->out, l.n);
-        if (l.n)
-            pk_obuf_append(x->out, l.events.data + l.events.head,
-                           pk_obuf_pending(&l.events));
+        pk_reply_array(ob, c->nevents);
+        if (c->nevents)
+            pk_obuf_append(ob, c->events.data + c->events.head,
+                           pk_obuf_pending(&c->events));
     }
-    pk_obuf_free(&l.events);
+    pk_obuf_free(&scratch);
+}
+
+static void on_events_closed(uv_handle_t *h)
+{
+    coord_call *c = h->data;
+
+    reply_events(c);
+    finish(c);
+}
+
+/* etcd: the retained history has arrived by now; answer what came. */
+static void on_events_timer(uv_timer_t *t)
+{
+    coord_call *c = t->data;
+
+    pk_coord_watch_cancel(c->watch);
+    c->watch = NULL;
+    uv_close((uv_handle_t *)&c->timer, on_events_closed);
+}
+
+/* Events from a revision on, without blocking the caller for long: the
+ * embedded backend delivers the retained history inside watch_start; an
+ * etcd watch is given EVENTS_MS to send it.  The caller polls with the
+ * revision after the last event it saw. */
+#define EVENTS_MS 300
+static void coord_events(pk_cmd_ctx *x, coord_call *c, pk_coord *co,
+                         const pk_arg *prefix, uint64_t from)
+{
+    int rc = pk_coord_watch_start(co, prefix->ptr, prefix->len, from, on_event,
+                                  c, &c->watch);
+
+    if (rc != PK_OK)
+        c->events_rc = rc;
+    if (rc == PK_OK && strcmp(pk_coord_backend(co), "embedded") != 0 &&
+        c->events_rc == PK_OK) {
+        uv_timer_init(&x->srv->loop, &c->timer);
+        c->timer.data = c;
+        uv_timer_start(&c->timer, on_events_timer, EVENTS_MS, 0);
+        return; /* async */
+    }
+    pk_coord_watch_cancel(c->watch);
+    c->watch = NULL;
+    reply_events(c);
+    c->replied = 1;
 }
 
 void pk_cmd_pk_auth(pk_cmd_ctx *x)
@@ -178,11 +254,14 @@ static int shape(pk_cmd_ctx *x, const char *op, int argc)
     return pk_arg_eq(&x->argv[1], op) && x->argc == argc;
 }
 
+static void run(pk_cmd_ctx *x, pk_coord *co, const pk_arg *k, coord_call *cc,
+                int *prc, int *pbad);
+
 void pk_cmd_pk_coord(pk_cmd_ctx *x)
 {
     pk_coord *co = x->srv->coord;
     const pk_arg *k = &x->argv[2];
-    coord_call c = {x, 0, 0};
+    coord_call *cc;
     int rc = PK_OK, bad = 0;
 
     if (!x->c->internal) {
@@ -201,45 +280,86 @@ void pk_cmd_pk_coord(pk_cmd_ctx *x)
                                "coordinator");
         return;
     }
+    if ((cc = calloc(1, sizeof(*cc))) == NULL) {
+        pk_reply_error(x->out, "ERR out of memory");
+        return;
+    }
+    cc->c = x->c;
+    cc->proto = x->proto;
+    pk_obuf_init(&cc->events);
+    snprintf(cc->op, sizeof(cc->op), "%.*s",
+             (int)(x->argv[1].len < sizeof(cc->op) ? x->argv[1].len : 0),
+             x->argv[1].ptr);
+    for (char *p = cc->op; *p; p++)
+        *p = (char)(*p | 0x20);
+    run(x, co, k, cc, &rc, &bad);
+    if (cc->replied || bad || rc != PK_OK) {
+        if (!bad && !cc->replied)
+            pk_reply_errorf(x->out, "ERR coordinator: %s", pk_strerror(rc));
+        pk_obuf_free(&cc->events);
+        free(cc);
+        return;
+    }
+    /* The answer comes from the loop: the connection waits for it. */
+    cc->async = 1;
+    x->c->coord_call = cc;
+    x->c->waiting_fwd = 1;
+    x->c->iter_cmds--;
+}
+
+void pk_coord_conn_closed(pk_conn *c)
+{
+    coord_call *cc = c->coord_call;
+
+    if (cc)
+        cc->c = NULL; /* its answer is dropped when it comes */
+    c->coord_call = NULL;
+}
+
+static void run(pk_cmd_ctx *x, pk_coord *co, const pk_arg *k, coord_call *cc,
+                int *prc, int *pbad)
+{
+    int rc = PK_OK, bad = 0;
+    coord_call *c = cc;
+
     if (shape(x, "get", 3) || shape(x, "get", 4)) {
-        c.since = x->argc == 4 ? u64_arg(x, 3, &bad) : 0;
+        c->since = x->argc == 4 ? u64_arg(x, 3, &bad) : 0;
         if (!bad)
-            rc = pk_coord_get(co, k->ptr, k->len, on_result, &c);
+            rc = pk_coord_get(co, k->ptr, k->len, on_result, c);
     } else if (shape(x, "range", 3)) {
-        rc = pk_coord_range(co, k->ptr, k->len, on_result, &c);
+        rc = pk_coord_range(co, k->ptr, k->len, on_result, c);
     } else if (shape(x, "put", 5)) {
         uint64_t lease = u64_arg(x, 4, &bad);
         if (!bad)
             rc = pk_coord_put(co, k->ptr, k->len, x->argv[3].ptr,
-                              x->argv[3].len, lease, on_result, &c);
+                              x->argv[3].len, lease, on_result, c);
     } else if (shape(x, "cas", 6)) {
         uint64_t rev = u64_arg(x, 3, &bad), lease = u64_arg(x, 5, &bad);
         if (!bad)
             rc = pk_coord_cas(co, k->ptr, k->len, rev, x->argv[4].ptr,
-                              x->argv[4].len, lease, on_result, &c);
+                              x->argv[4].len, lease, on_result, c);
     } else if (shape(x, "del", 3)) {
-        rc = pk_coord_delete(co, k->ptr, k->len, on_result, &c);
+        rc = pk_coord_delete(co, k->ptr, k->len, on_result, c);
     } else if (shape(x, "grant", 3)) {
         uint64_t ttl = u64_arg(x, 2, &bad);
         if (!bad)
-            rc = pk_coord_lease_grant(co, ttl, on_result, &c);
+            rc = pk_coord_lease_grant(co, ttl, on_result, c);
     } else if (shape(x, "keepalive", 3)) {
         uint64_t lease = u64_arg(x, 2, &bad);
         if (!bad)
-            rc = pk_coord_lease_keepalive(co, lease, on_result, &c);
+            rc = pk_coord_lease_keepalive(co, lease, on_result, c);
     } else if (shape(x, "revoke", 3)) {
         uint64_t lease = u64_arg(x, 2, &bad);
         if (!bad)
-            rc = pk_coord_lease_revoke(co, lease, on_result, &c);
+            rc = pk_coord_lease_revoke(co, lease, on_result, c);
     } else if (shape(x, "events", 4)) {
         uint64_t from = u64_arg(x, 3, &bad);
         if (!bad)
-            coord_events(x, co, k, from);
-        return;
+            coord_events(x, c, co, k, from);
     } else {
         pk_reply_syntax(x);
-        return;
+        bad = 1;
     }
-    if (!bad && !c.replied)
-        pk_reply_errorf(x->out, "ERR coordinator: %s", pk_strerror(rc));
+    *prc = rc;
+    *pbad = bad;
 }

@@ -352,6 +352,7 @@ void pk_conn_close(pk_conn *c)
     }
     pk_move_conn_closed(s, c);
     pk_repl_conn_closed(s, c);
+    pk_coord_conn_closed(c);
     if (c->in_resume) {
         pk_conn **pp = &s->resume;
         while (*pp != c)

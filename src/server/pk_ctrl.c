@@ -41,7 +41,8 @@ struct pk_ctrl {
     pk_sclient *co; /* the coordinator, NULL while disconnected */
     uint64_t lease; /* the controller lease while we act */
     int64_t last_keepalive;
-    int fresh;   /* just took the lease: bump the map epoch once */
+    int fresh; /* just took the lease: bump the map epoch once */
+    int stepped_tick, balance_tick;
     down *downs; /* nodes seen DOWN, and since when (our clock) */
     uint32_t ndowns;
     peer *peers;
@@ -517,6 +518,49 @@ out:
     return (int)changed;
 }
 
+#define STEPPED_EVERY 10 /* ticks between asking leaders for them */
+
+/* Partitions whose leader was fenced by a controller that died before its
+ * CAS: every live leader lists them (PK.REPL STEPPED); they are promoted.
+ * Returns the partitions changed. */
+static int orphans(pk_ctrl *c, pk_pmap *m, const char *names)
+{
+    static const char *const argv[] = {"PK.REPL", "STEPPED"};
+    uint32_t np = m->npartitions, changed = 0;
+    uint8_t *todo = calloc(np ? np : 1, 1);
+    uint8_t *ask = calloc(m->nnodes ? m->nnodes : 1, 1);
+    int any = 0;
+
+    if (todo == NULL || ask == NULL || ++c->stepped_tick < STEPPED_EVERY)
+        goto out;
+    c->stepped_tick = 0;
+    for (uint32_t i = 0; i < m->nnodes; i++) {
+        pk_sclient **cli;
+        pk_rr *r = NULL;
+        ask[i] = m->nodes[i].state != PK_NODE_REMOVED &&
+                 is_live(names, m->nodes[i].name);
+        if (!ask[i] || (cli = peer_of(c, m->nodes[i].addr)) == NULL ||
+            call(cli, &r, 2, argv, NULL) != PK_OK)
+            continue;
+        for (size_t k = 0; r->type == PK_RR_ARRAY && k < r->n; k++) {
+            int64_t p = r->elems[k].integer;
+            if (p >= 0 && (uint64_t)p < np && m->parts[p].nreplicas >= 2 &&
+                m->parts[p].replicas[0] == i)
+                todo[p] = any = 1;
+        }
+        pk_rr_free(r);
+    }
+    if (any && (changed = promote(c, m, todo, ask, NULL)) > 0)
+        fprintf(stderr,
+                "partkv: controller: %u partitions fenced by an "
+                "earlier controller promoted\n",
+                changed);
+out:
+    free(todo);
+    free(ask);
+    return (int)changed;
+}
+
 /* Promotes a follower of every partition whose leader is not registered.
  * Returns the partitions changed. */
 static int failover(pk_ctrl *c, pk_pmap *m, const char *names)
@@ -577,7 +621,10 @@ static void handoff(pk_ctrl *c, const pk_pmap *m, uint32_t l,
     free(nums);
 }
 
-#define BALANCE_MAX 1024 /* leader handoffs per tick */
+#define BALANCE_MAX 2048 /* leader handoffs per round */
+/* Ticks between balancing rounds: each costs a map CAS, which the embedded
+ * coordinator persists (fsync) on its host's loop. */
+#define BALANCE_EVERY 10
 
 /*
  * With every node up and nothing moving, hands leaderships from nodes that
@@ -593,8 +640,9 @@ static int balance(pk_ctrl *c, pk_pmap *m, const char *names)
     uint8_t *todo = NULL, *ask = calloc(nn, 1);
     uint32_t total = 0, up = 0, n = 0, changed = 0, to;
 
-    if (cnt == NULL || ask == NULL)
+    if (cnt == NULL || ask == NULL || ++c->balance_tick < BALANCE_EVERY)
         goto out;
+    c->balance_tick = 0;
     for (uint32_t i = 0; i < m->nnodes; i++) {
         if (m->nodes[i].state == PK_NODE_REMOVED)
             continue;
@@ -727,6 +775,7 @@ static void step(pk_ctrl *c)
     if (get_map(c, &m, &rev) == PK_OK) {
         changed = node_states(c, m, names);
         changed += retry(c, m, names);
+        changed += orphans(c, m, names);
         changed += failover(c, m, names);
         changed += replace(c, m);
         if (changed == 0)

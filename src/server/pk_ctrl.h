@@ -20,7 +20,7 @@
  *     places to live nodes that do not hold the partition yet (fewest
  *     replicas first); the new followers copy by snapshot;
  *   - with every node up and nothing else to do, leaderships go from nodes
- *     above their share to followers below it (up to 1024 per tick): the
+ *     above their share to followers below it (up to 2048 a second): the
  *     leader stops serving the partition, sends its followers every record
  *     and a release (PK.REPL HANDOFF), and the promotion is the
  *     failover's.  So a node that comes back leads again.

@@ -227,8 +227,7 @@ static void state_load(pk_repl *rp)
                 memcpy(&rp->fence_epoch[i], b + 16 + (size_t)i * 16, 8);
             }
             if (nn)
-                memcpy(rp->fence_map, b + 12 + (size_t)np * 16,
-                       (size_t)nn * 8);
+                memcpy(rp->fence_map, b + 12 + (size_t)np * 16, (size_t)nn * 8);
         }
     }
     free(b);
@@ -1337,6 +1336,23 @@ int pk_repl_handing_off(const pk_server *s, uint32_t part)
            rp->handoff[part] > now_ms();
 }
 
+/*
+ * PK.REPL STEPPED: the partitions we lead in our map whose followers were
+ * fenced at a newer epoch -- a promotion the controller started and did
+ * not finish (it died before its map CAS): it finishes it.
+ */
+static void repl_stepped(pk_cmd_ctx *x, pk_repl *rp)
+{
+    uint32_t n = 0;
+
+    for (uint32_t p = 0; p < rp->np; p++)
+        n += rp->stepped[p] && rp->lead_epoch[p];
+    pk_reply_array(x->out, n);
+    for (uint32_t p = 0; p < rp->np && n; p++)
+        if (rp->stepped[p] && rp->lead_epoch[p])
+            pk_reply_int(x->out, p);
+}
+
 void pk_cmd_pk_repl(pk_cmd_ctx *x)
 {
     pk_repl *rp = x->srv->repl;
@@ -1356,6 +1372,8 @@ void pk_cmd_pk_repl(pk_cmd_ctx *x)
         repl_fence(x, rp);
     else if (pk_arg_eq(&x->argv[1], "handoff"))
         repl_handoff(x, rp);
+    else if (pk_arg_eq(&x->argv[1], "stepped") && x->argc == 2)
+        repl_stepped(x, rp);
     else
         pk_reply_syntax(x);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "coord/pk_coord_embedded.h"
+#include "coord/pk_coord_etcd.h"
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_agent.h"
@@ -307,6 +308,15 @@ static int start_cluster(pk_server *s)
              strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1");
     if (c->proxy_of) {
         /* host and port name the node to follow */
+    } else if (c->coordinator && strncmp(c->coordinator, "etcd://", 7) == 0) {
+        /* Every node is an etcd client and serves PK.COORD from it: its
+         * agent and controller talk to the node itself. */
+        rc = pk_coord_etcd_open(&s->loop, c->coordinator, &s->coord);
+        if (rc != PK_OK) {
+            fprintf(stderr, "partkv: bad --coordinator %s: %s\n",
+                    c->coordinator, pk_strerror(rc));
+            return -1;
+        }
     } else if (c->coordinator) {
         snprintf(path, sizeof(path), "%s/coord.state", c->dir);
         rc = pk_coord_embedded_open(path, NULL, &s->coord);
@@ -425,6 +435,9 @@ static void teardown(pk_server *s)
     while (s->conns)
         pk_conn_close(s->conns);
     pk_link_close_all(s);
+    /* The etcd backend's handles close with it, before the loop's. */
+    pk_coord_free(s->coord);
+    s->coord = NULL;
     uv_walk(&s->loop, close_handle, NULL);
     while (uv_run(&s->loop, UV_RUN_DEFAULT) != 0)
         ;

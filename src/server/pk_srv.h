@@ -80,8 +80,9 @@ struct pk_conn {
     uint64_t wait_deadline; /* WAIT: 0 for none */
     int in_wait;
     pk_conn *wait_next;
-    pk_conn *prev, *next; /* all connections */
-    const char *last_cmd; /* name of the last command, static */
+    struct coord_call *coord_call; /* a PK.COORD answer awaited (etcd) */
+    pk_conn *prev, *next;          /* all connections */
+    const char *last_cmd;          /* name of the last command, static */
 };
 
 typedef struct pk_part_rate {
@@ -175,6 +176,9 @@ void pk_srv_shutdown(pk_server *s);
  * then moves and the janitor look at it.  polled: m came from the
  * coordinator (not a peer's push).  Returns 1 if installed. */
 int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
+
+/* pk_cmd_coord.c: the connection closed; an awaited answer is dropped */
+void pk_coord_conn_closed(pk_conn *c);
 
 /* pk_cmd.c */
 void pk_cmd_dispatch(pk_cmd_ctx *x);

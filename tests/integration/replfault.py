@@ -193,10 +193,13 @@ def wait_all_served(ports, keys, timeout=30.0):
     cl = SlotClient(ports)
     try:
         while time.monotonic() < deadline:
-            if all(cl.call("GET", k)[0] == "ok" for k in keys):
+            res = {k: cl.call("GET", k) for k in keys}
+            if all(st == "ok" for st, _ in res.values()):
                 return True
             time.sleep(0.1)
             cl.refresh()
+        print("not served:", {k: (v, keyslot(k), cl.port_of(k))
+                              for k, v in res.items() if v[0] != "ok"})
         return False
     finally:
         cl.close()

@@ -19,6 +19,7 @@ import pytest
 import cluster as pkcluster
 from cluster import (MAP_KEY, NODES_PREFIX, kv_dict, pmap_with_epoch,
                      redis_cli, wait_until)
+from etcd import Etcd
 from server import RespError
 
 pytestmark = pytest.mark.partkv_only
@@ -143,9 +144,34 @@ def rc(cl):
     c.close()
 
 
+@pytest.fixture(scope="module", params=["embedded", "etcd"])
+def bcl(request, cl):
+    """The module's cluster on the embedded coordinator, or a cluster
+    whose nodes use a real etcd (every coordinator test runs on both)."""
+    if request.param == "embedded":
+        yield cl
+        return
+    e = Etcd()
+    c = None
+    try:
+        e.start()
+        c = pkcluster.Cluster(nodes=3, base_port=0, replicas=1,
+                              secret="e-%032x" % random.getrandbits(128),
+                              extra=["--coordinator",
+                                     "etcd://" + e.endpoints])
+        c.start()
+        c.wait_serving()
+        yield c
+        assert c.stop() == 0, c.logs()
+    finally:
+        if c is not None:
+            c.cleanup()
+        e.stop()
+
+
 @pytest.fixture
-def coord(cl):
-    c = cl.coord()
+def coord(bcl):
+    c = bcl.coord()
     yield c
     c.close()
 
@@ -564,7 +590,8 @@ def test_cluster_info_and_info(cl):
 # coordinator: PK.AUTH / PK.COORD
 # ---------------------------------------------------------------------------
 
-def test_coord_needs_auth(cl):
+def test_coord_needs_auth(bcl):
+    cl = bcl
     with cl.nodes[0].raw() as c:
         rep = c.call("PK.COORD", "GET", MAP_KEY)
         assert isinstance(rep, RespError) and \
@@ -688,7 +715,8 @@ def test_coord_events_every_revision(coord):
     assert coord.execute("PK.COORD", "EVENTS", pfx, 0) == []
 
 
-def test_coord_node_registrations(cl, coord):
+def test_coord_node_registrations(bcl, coord):
+    cl = bcl
     rev, kvs = coord.execute("PK.COORD", "RANGE", NODES_PREFIX)
     regs = {kv_dict(kv)["key"]: kv_dict(kv) for kv in kvs}
     want = {NODES_PREFIX + n.id: n.addr for n in cl.nodes}
