@@ -1312,9 +1312,20 @@ static void repl_handoff(pk_cmd_ctx *x, pk_repl *rp)
     for (int i = 2; i < x->argc; i++) {
         uint64_t p;
         const pk_partition *pt;
+        int streaming = 0;
         if (!u64_arg(&x->argv[i], &p) || p >= rp->np ||
             (pt = part_of(s, (uint32_t)p)) == NULL || pt->nreplicas < 2 ||
             pt->replicas[0] != s->cluster.self)
+            continue;
+        /* Only while every follower streams at this epoch: the promotion
+         * needs the answers of half the replicas that follow it, and a
+         * partition handed off in vain is unavailable meanwhile. */
+        for (int k = 1; k < pt->nreplicas; k++) {
+            rp_stream *st = stream_of(rp, pt->replicas[k]);
+            streaming += st && st->state[p] == PS_STREAM;
+        }
+        if (streaming < pt->nreplicas - 1 &&
+            !pk_repl_handing_off(s, (uint32_t)p))
             continue;
         if (!pk_repl_handing_off(s, (uint32_t)p))
             rp->handoff[p] = until;
