@@ -747,6 +747,11 @@ static const pk_coord_ops etcd_ops = {
     .free = etcd_free,
 };
 
+void pk_coord_etcd_set_source(pk_coord *c, const char *ip)
+{
+    pk_etcd_http_set_source(((etcd *)c)->http, ip);
+}
+
 int pk_coord_etcd_open(struct uv_loop_s *loop, const char *endpoints,
                        pk_coord **out)
 {

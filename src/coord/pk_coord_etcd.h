@@ -52,4 +52,8 @@ struct uv_loop_s;
 int pk_coord_etcd_open(struct uv_loop_s *loop, const char *endpoints,
                        pk_coord **out);
 
+/* Requests leave from this local IP address (a node bound to one address
+ * talks to etcd from it; NULL or "": any).  c must be an etcd coordinator. */
+void pk_coord_etcd_set_source(pk_coord *c, const char *ip);
+
 #endif

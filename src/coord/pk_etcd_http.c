@@ -58,6 +58,7 @@ struct pk_etcd_http {
     xfer *ready_tail;
     sock *socks; /* sockets libcurl asked us to watch */
     int closing;
+    char iface[80]; /* CURLOPT_INTERFACE "host!IP", or "" */
 };
 
 struct pk_etcd_stream {
@@ -361,6 +362,8 @@ static int xfer_new(pk_etcd_http *h, const char *path, const json_t *req,
     ok &= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, x) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+    if (h->iface[0])
+        ok &= curl_easy_setopt(e, CURLOPT_INTERFACE, h->iface) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                            (long)CURL_HTTP_VERSION_1_1) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
@@ -693,6 +696,12 @@ static void client_free(pk_etcd_http *h)
     free(h->urls);
     free(h);
     curl_global_cleanup();
+}
+
+void pk_etcd_http_set_source(pk_etcd_http *h, const char *ip)
+{
+    snprintf(h->iface, sizeof(h->iface), "%s%s", ip && *ip ? "host!" : "",
+             ip && *ip ? ip : "");
 }
 
 int pk_etcd_http_new(uv_loop_t *loop, const char *endpoints, pk_etcd_http **out)

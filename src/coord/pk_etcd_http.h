@@ -86,6 +86,9 @@ int pk_etcd_http_new(uv_loop_t *loop, const char *endpoints,
  */
 void pk_etcd_http_free(pk_etcd_http *h);
 
+/* Requests leave from this local IP address (NULL or "": any). */
+void pk_etcd_http_set_source(pk_etcd_http *h, const char *ip);
+
 /* How many endpoints the client has (>= 1). */
 size_t pk_etcd_http_endpoints(const pk_etcd_http *h);
 

@@ -105,7 +105,8 @@ static int connect_and_register(pk_agent *a)
     pk_rr *r = NULL;
     int64_t id;
 
-    if (pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS, &a->cli) != PK_OK)
+    if (pk_sclient_connect_from(a->srv->cfg.bind, a->host, a->port,
+                                CALL_TIMEOUT_MS, &a->cli) != PK_OK)
         return -1;
     if (call(a, &r, 2, auth, NULL) != PK_OK)
         return -1;

@@ -82,7 +82,8 @@ static pk_sclient *dial(pk_ctrl *c, const char *addr)
     if (colon == NULL)
         return NULL;
     snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
-    if (pk_sclient_connect(host, atoi(colon + 1), CALL_MS, &cli) != PK_OK)
+    if (pk_sclient_connect_from(c->srv->cfg.bind, host, atoi(colon + 1),
+                                CALL_MS, &cli) != PK_OK)
         return NULL;
     ok = pk_sclient_call(cli, 2, auth, NULL, &r) == PK_OK &&
          r->type == PK_RR_STATUS;

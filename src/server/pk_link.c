@@ -372,6 +372,13 @@ static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
         pk_obuf_init(&auth->cmd);
         l->head = l->tail = auth;
     }
+    /* A node bound to its own address connects from it too, so that a
+     * link between two nodes can be told apart (fault tests cut them). */
+    if (strcmp(s->cfg.bind, "0.0.0.0") != 0) {
+        struct sockaddr_in src;
+        if (uv_ip4_addr(s->cfg.bind, 0, &src) == 0)
+            uv_tcp_bind(&l->tcp, (struct sockaddr *)&src, 0);
+    }
     if (uv_tcp_connect(&l->creq, &l->tcp, (struct sockaddr *)&sa,
                        on_link_connect) != 0) {
         link_fail(l, "connect failed");

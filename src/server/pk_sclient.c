@@ -15,6 +15,7 @@
  */
 #include "pk_sclient.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -79,15 +80,24 @@ static int sc_wait(int fd, short events, int64_t deadline)
 }
 
 /* A connected non-blocking socket to one address, or -1. */
-static int sc_dial(const struct addrinfo *ai, int64_t deadline)
+static int sc_dial(const struct addrinfo *ai, const char *src, int64_t deadline)
 {
     int fd, err = 0, one = 1;
     socklen_t len = sizeof(err);
+    struct sockaddr_in sin = {0};
 
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                 ai->ai_protocol);
     if (fd < 0)
         return -1;
+    /* From a given IPv4 source (a node bound to its own address). */
+    sin.sin_family = AF_INET;
+    if (src && ai->ai_family == AF_INET &&
+        inet_pton(AF_INET, src, &sin.sin_addr) == 1 &&
+        bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+        close(fd);
+        return -1;
+    }
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
         if (errno != EINPROGRESS || sc_wait(fd, POLLOUT, deadline) < 0 ||
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
@@ -102,6 +112,12 @@ static int sc_dial(const struct addrinfo *ai, int64_t deadline)
 
 int pk_sclient_connect(const char *host, int port, int timeout_ms,
                        pk_sclient **out)
+{
+    return pk_sclient_connect_from(NULL, host, port, timeout_ms, out);
+}
+
+int pk_sclient_connect_from(const char *src, const char *host, int port,
+                            int timeout_ms, pk_sclient **out)
 {
     struct addrinfo hints = {0}, *res = NULL;
     int64_t deadline = sc_deadline(timeout_ms);
@@ -130,7 +146,7 @@ int pk_sclient_connect(const char *host, int port, int timeout_ms,
         goto fail;
     }
     for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
-        fd = sc_dial(ai, deadline);
+        fd = sc_dial(ai, src, deadline);
     freeaddrinfo(res);
     rc = PK_EIO;
     if (fd < 0)

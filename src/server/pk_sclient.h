@@ -73,4 +73,8 @@ int pk_sclient_call(pk_sclient *c, int argc, const char *const *argv,
 /* Closes the connection and frees the client; NULL does nothing. */
 void pk_sclient_free(pk_sclient *c);
 
+/* pk_sclient_connect from a given local IPv4 address (src NULL: any). */
+int pk_sclient_connect_from(const char *src, const char *host, int port,
+                            int timeout_ms, pk_sclient **out);
+
 #endif

@@ -317,6 +317,8 @@ static int start_cluster(pk_server *s)
                     c->coordinator, pk_strerror(rc));
             return -1;
         }
+        if (strcmp(c->bind, "0.0.0.0") != 0)
+            pk_coord_etcd_set_source(s->coord, c->bind);
     } else if (c->coordinator) {
         snprintf(path, sizeof(path), "%s/coord.state", c->dir);
         rc = pk_coord_embedded_open(path, NULL, &s->coord);
