@@ -95,7 +95,8 @@ struct pk_repl {
     uint64_t *follow_epoch; /* persisted: the leader epoch we follow */
     uint64_t *fence_epoch;  /* persisted: nothing older is accepted */
     int snapped; /* follower: imported a snapshot since the last save */
-    uint32_t *fenced_from; /* follower: old leader id + 1 of p's fence */
+    uint32_t *fenced_from; /* follower: old leader id + 1 of p's fence,
+                            * until a newer leader of p speaks */
     uint64_t *lead_epoch;  /* leader: epoch we lead at, 0 if not */
     uint64_t *prev_epoch;  /* leader: epoch we were promoted from */
     uint64_t *promo_pos;   /* ... and our position then */
@@ -104,6 +105,7 @@ struct pk_repl {
     uint64_t *released;    /* follower: leader epoch + 1 that let p go */
     uint64_t *released_ms; /* ... until then (HANDOFF_MS after it did) */
     uint64_t *promise;     /* per node id: when we last promised it */
+    uint32_t *nfenced;     /* per node id: partitions fenced_from it */
     uint64_t *fence_map;   /* per node id, persisted: a fence of one of its
                             * partitions was taken for a map of this epoch; it
                             * gets no promise while its map is older */
@@ -1077,7 +1079,7 @@ void pk_cmd_wait(pk_cmd_ctx *x)
 /* Room for node id `node` in promise and fence_map.  0 or ENOMEM. */
 static int node_room(pk_repl *rp, uint32_t node)
 {
-    uint32_t n = node + 16;
+    uint32_t n = node + 16, *f;
     uint64_t *a, *b;
 
     if (node < rp->npromise)
@@ -1090,18 +1092,27 @@ static int node_room(pk_repl *rp, uint32_t node)
     if (b == NULL)
         return PK_ENOMEM;
     rp->fence_map = b;
+    f = realloc(rp->nfenced, n * sizeof(*f));
+    if (f == NULL)
+        return PK_ENOMEM;
+    rp->nfenced = f;
     memset(a + rp->npromise, 0, (n - rp->npromise) * sizeof(*a));
     memset(b + rp->npromise, 0, (n - rp->npromise) * sizeof(*b));
+    memset(f + rp->npromise, 0, (n - rp->npromise) * sizeof(*f));
     rp->npromise = n;
     return PK_OK;
 }
 
 /* Promises leader (whose map has epoch mapep) not to take a fence of its
- * partitions for FOLLOW_LEASE_MS, unless a fence against it was taken
- * for a map newer than its.  Returns 1 if promised. */
+ * partitions for FOLLOW_LEASE_MS -- unless a fence against it was taken
+ * for a map newer than its, or one of its partitions is fenced and no
+ * newer leader of it has spoken yet (a promotion not finished: the leader
+ * may not know, and must not serve on our promise).  Returns 1 if
+ * promised. */
 static int promise(pk_repl *rp, uint32_t leader, uint64_t mapep)
 {
-    if (node_room(rp, leader) != PK_OK || mapep < rp->fence_map[leader])
+    if (node_room(rp, leader) != PK_OK || mapep < rp->fence_map[leader] ||
+        rp->nfenced[leader])
         return 0;
     rp->promise[leader] = now_ms();
     return 1;
@@ -1148,6 +1159,8 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
             rp->state_dirty = 1;
         }
         rp->fenced_from[p] = 0;
+        if (rp->nfenced[old])
+            rp->nfenced[old]--;
     }
     switch (kind) {
     case 'H':
@@ -1280,7 +1293,14 @@ static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
             rp->fence_epoch[p] = ep;
             rp->state_dirty = 1;
         }
-        rp->fenced_from[p] = (uint32_t)leader + 1;
+        if (rp->fenced_from[p] != (uint32_t)leader + 1) {
+            uint32_t prev = rp->fenced_from[p];
+            if (prev && node_room(rp, prev - 1) == PK_OK &&
+                rp->nfenced[prev - 1])
+                rp->nfenced[prev - 1]--;
+            rp->fenced_from[p] = (uint32_t)leader + 1;
+            rp->nfenced[leader]++;
+        }
         if (mapep > rp->fence_map[leader]) {
             rp->fence_map[leader] = mapep;
             rp->state_dirty = 1;
@@ -1439,6 +1459,20 @@ void pk_repl_map_changed(pk_server *s)
     for (uint32_t p = 0; p < rp->np && p < m->npartitions; p++) {
         const pk_partition *pt = &m->parts[p];
         int lead = pt->nreplicas && pt->replicas[0] == self;
+        if (rp->fenced_from[p] && pt->leader_epoch >= rp->fence_epoch[p]) {
+            /* The promotion is in the map: the old leader learns it there
+             * (and is promised nothing before it has this map). */
+            uint32_t old = rp->fenced_from[p] - 1;
+            if (node_room(rp, old) == PK_OK) {
+                if (m->epoch > rp->fence_map[old]) {
+                    rp->fence_map[old] = m->epoch;
+                    rp->state_dirty = 1;
+                }
+                if (rp->nfenced[old])
+                    rp->nfenced[old]--;
+            }
+            rp->fenced_from[p] = 0;
+        }
         uint64_t le = pt->leader_epoch;
         if (!lead) {
             rp->lead_epoch[p] = 0;
@@ -1553,6 +1587,7 @@ void pk_repl_free(pk_server *s)
     free(rp->fence_epoch);
     free(rp->released_ms);
     free(rp->fenced_from);
+    free(rp->nfenced);
     free(rp->fence_map);
     free(rp->lead_epoch);
     free(rp->prev_epoch);
