@@ -1,0 +1,573 @@
+"""Fault schedules against a 3-node partkv cluster (R=3, --acks quorum) on
+etcd, every process on its own loopback address (faultlib.py):
+
+  1. a leader isolated from both other nodes and from etcd, then healed;
+     writes sent straight to it after 2 s of isolation are acknowledged by
+     nobody;
+  2. majority / minority: a leader cut from both other nodes (it keeps
+     etcd); the same direct writes;
+  3. the coordinator isolated (every node cut from every etcd member): the
+     data path keeps serving;
+  4. one-way: what node A sends to node B is dropped, nothing else;
+  5. kill -9 (restarted by hand with the same argv) and SIGSTOP / SIGCONT
+     of nodes, leaders included;
+  6. a 3-member etcd whose raft leader is killed during a failover (a
+     stopped partkv leader) and during a rebalance (a 4th node joins and
+     `partkv rebalance apply` runs);
+  7. packet loss on the node links (iptables statistic: netem is checked
+     for, and its delay schedule skipped when the kernel lacks it).
+
+In each, writers and readers (4 threads, unique values, every op recorded
+in a lincheck.History) run against all nodes from before the first fault
+until after the last; then every key must be served again, the final
+reads must explain every acknowledged write (replfault.lost_writes) and
+the history must be linearizable (lincheck).  Direct probes of an isolated
+node are recorded in the same history.
+
+Every schedule is bounded in time.  The short schedules run in `make
+test`; PARTKV_FAULT_LONG=1 (`make test-faults`) repeats each fault more
+times with longer cuts; PARTKV_FAULT_SEED picks the random choices.  Each
+test prints "fault-report:" lines (run pytest with -s to see them, or set
+PARTKV_FAULT_REPORT=FILE to collect them).
+"""
+import json
+import os
+import random
+import subprocess
+import threading
+import time
+
+import pytest
+
+import faultlib as F
+import server as pkserver
+from cluster import keyslot, wait_until
+from lincheck import History
+from replfault import lost_writes
+
+LONG = F.LONG
+SEED = int(os.environ.get("PARTKV_FAULT_SEED", "1"))
+
+
+def n_of(short, long):
+    return long if LONG else short
+
+
+# ---------------------------------------------------------------------------
+# a run: a cluster, keys, writers / readers, the final checks
+# ---------------------------------------------------------------------------
+
+class Run:
+    def __init__(self, c, tmp_path, name, per_node=4, workers=4):
+        self.c = c
+        self.name = name
+        self.tmp_path = tmp_path
+        self.rng = random.Random("%s-%d" % (name, SEED))
+        self.keys = self._pick_keys(per_node)
+        self.hist = History()
+        self.w = F.Workers(self.hist, c.hosts, self.keys, n=workers,
+                           seed=SEED * 100)
+        self.t0 = None
+        self.events = []
+        self.deferred = []
+        self.probes = []
+
+    def _pick_keys(self, per_node):
+        """per_node keys led by each node of the map right now."""
+        want = {nd.port: per_node for nd in self.c.nodes}
+        slots = self.c.slots()
+        keys = []
+        for i in range(200000):
+            k = "%s-%d" % (self.name, i)
+            s = keyslot(k)
+            p = next(p for a, b, p in slots if a <= s <= b)
+            if want.get(p, 0) > 0:
+                want[p] -= 1
+                keys.append(k)
+                if not any(want.values()):
+                    return keys
+        raise AssertionError("keys not found: %r" % want)
+
+    def start(self, warmup=1.0):
+        self.t0 = F.now_ns()
+        self.w.start()
+        time.sleep(warmup)
+        return self
+
+    def at(self):
+        return (F.now_ns() - self.t0) / 1e9
+
+    def event(self, text):
+        self.events.append("%.1fs %s" % (self.at(), text))
+
+    def later(self, fn):
+        """An event whose text fn() makes once the workers have stopped
+        (for what the history shows only after the fact)."""
+        self.events.append(("%.1fs " % self.at(), fn))
+
+    def keys_led_by(self, nd):
+        sl = self.c.slots()
+        out = []
+        for k in self.keys:
+            s = keyslot(k)
+            if any(a <= s <= b and p == nd.port for a, b, p in sl):
+                out.append(k)
+        return out
+
+    def probe(self, nd, keys, seconds, timeout=0.3, threads=4):
+        """SET and GET straight to nd (no MOVED followed) for `seconds`
+        from `threads` connections at once, each op recorded in the
+        history (client "raw-<port>-<thread>"): a SET whose reply is not
+        OK is of unknown outcome, a GET that errs failed.  Returns (replies
+        to SETs, replies to GETs)."""
+        sets, gets = [], []
+        t_end = time.monotonic() + seconds
+
+        def one(j):
+            cid = "raw-%d-%d" % (nd.port, j)
+            i = 0
+            while time.monotonic() < t_end:
+                k = keys[(i + j) % len(keys)]
+                i += 1
+                val = "%s-%d" % (cid, i)
+                h = self.hist.invoke(cid, "set", k, val)
+                rep = nd.call("SET", k, val, timeout=timeout)
+                if rep is True:
+                    self.hist.ok(h)
+                else:
+                    self.hist.info(h)
+                sets.append(rep)
+                h = self.hist.invoke(cid, "get", k)
+                rep = nd.call("GET", k, timeout=timeout)
+                if rep is None or isinstance(rep, str):
+                    self.hist.ok(h, rep)
+                else:
+                    self.hist.fail(h)
+                gets.append(rep)
+        ts = [threading.Thread(target=one, args=(j,), daemon=True)
+              for j in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(seconds + 10 * timeout + 5)
+        self.probes.append((nd.port, sets, gets))
+        return sets, gets
+
+    def wait_node_serving(self, nd, timeout=20.0):
+        ok, waited = wait_until(
+            lambda: str(nd.call("CLUSTER", "INFO")).startswith(
+                "cluster_state:ok"), timeout, 0.1)
+        assert ok, "node %r not serving after %.0fs\n%s" % (nd, timeout,
+                                                            self.c.logs())
+        return waited
+
+    def finish(self, min_acked=50):
+        """Stops the workers and checks: every key served, no lost write,
+        linearizable.  Returns the counts."""
+        t_end = self.at()
+        counts = self.w.finish()
+        hosts = self.c.hosts()
+        served = F.wait_all_served(hosts, self.keys, timeout=30.0)
+        finals = F.final_reads(self.hist, hosts, self.keys)
+        path = self.tmp_path / ("%s.history.jsonl" % self.name)
+        self.hist.save(str(path))
+        bad = lost_writes(self.hist, finals)
+        t = time.monotonic()
+        res = self.hist.check(timeout_s=120)
+        check_s = time.monotonic() - t
+        F.note("%s: %.1fs of load, %d ops in history, acked writes %d, "
+               "unknown %d, errors %d, reads %d; lost writes %d; "
+               "linearizability %s (%.2fs)" % (
+                   self.name, t_end, len(self.hist), counts["acked"],
+                   counts["unknown"], counts["errors"], counts["reads"],
+                   len(bad), res.verdict.upper(), check_s))
+        for e in self.events:
+            if isinstance(e, tuple):
+                e = e[0] + e[1]()
+            F.note("%s:   %s" % (self.name, e))
+        assert served, "keys not served after the faults\n" + self.c.logs()
+        assert counts["acked"] >= min_acked, counts
+        assert not bad, "lost writes: %r (history %s)" % (bad, path)
+        assert res.ok, res.summary() + " (history: %s)" % path
+        return counts
+
+
+def others_of(c, nd):
+    return [o for o in c.nodes if o is not nd]
+
+
+def pick_leader(run, exclude=()):
+    """A node of the map that leads at least one of the run's keys."""
+    cands = [nd for nd in run.c.nodes
+             if nd not in exclude and run.keys_led_by(nd)]
+    assert cands, "no node leads any key"
+    return run.rng.choice(cands)
+
+
+def acked_sets_since(hist, t_ns, client_prefix):
+    return [o for o in hist.ops() if str(o.client).startswith(client_prefix)
+            and o.op == "set" and o.status == "ok" and o.call >= t_ns]
+
+
+def secs(t):
+    return "%.2fs" % t if t is not None else "never"
+
+
+# ---------------------------------------------------------------------------
+# 1, 2. an isolated leader; a leader on the minority side
+# ---------------------------------------------------------------------------
+
+def _cut_leader(fcluster, net, tmp_path, name, with_etcd):
+    c = fcluster()
+    run = Run(c, tmp_path, name).start()
+    for cycle in range(n_of(1, 4)):
+        victim = pick_leader(run)
+        vkeys = run.keys_led_by(victim)
+        cut_from = [o.host for o in others_of(c, victim)]
+        if with_etcd:
+            cut_from += c.etcd.hosts
+        hold = 4.0 if not LONG else run.rng.uniform(4.0, 7.0)
+        net.isolate(victim.host, cut_from)
+        t_cut = F.now_ns()  # every rule in (one transaction)
+        run.event("cut %s from %s for %.1fs (it leads %d of the keys)" % (
+            victim.addr, "the other nodes and etcd" if with_etcd
+            else "the other nodes (not etcd)", hold, len(vkeys)))
+        time.sleep(2.0)
+        # Its followers' promises ran out 1 s after the cut: it must not
+        # acknowledge anything any more (nor read what may be stale: the
+        # probes' GETs are in the history too).
+        t_probe = F.now_ns()
+        sets, gets = run.probe(victim, vkeys, hold - 2.0 - 0.3)
+        acked = acked_sets_since(run.hist, t_probe, "raw-%d" % victim.port)
+        answered = [g for g in gets if g is None or isinstance(g, str)]
+        net.heal()
+        t_heal = F.now_ns()
+        replies = sorted({type(r).__name__ if not isinstance(r, Exception)
+                          else "%s(%s)" % (type(r).__name__,
+                                           str(r).split(" ")[0])
+                          for r in sets + gets})
+        run.event("heal; direct to the cut leader from 2s on: %d SETs sent, "
+                  "%d acknowledged; %d GETs, %d answered; replies seen: %s"
+                  % (len(sets), len(acked), len(gets), len(answered),
+                     ", ".join(replies)))
+        run.later(lambda vkeys=vkeys, t_cut=t_cut, t_heal=t_heal: (
+            "(cut at %.1fs) first write acked on its keys %s after the cut; "
+            "writes acked on its keys from 3.5s after the cut to the heal: "
+            "%d" % ((t_cut - run.t0) / 1e9,
+                    secs(F.first_ack_after(run.hist, vkeys, t_cut)),
+                    len(F.acked_in(run.hist, vkeys, t_cut + int(3.5e9),
+                                   t_heal)))))
+        assert not acked, "the cut leader acknowledged %d writes after 2 s:" \
+            " %r" % (len(acked), acked[:5])
+        run.c.wait_serving(timeout=30.0)
+        run.event("all nodes serve and lead again %.1fs after the heal"
+                  % ((F.now_ns() - t_heal) / 1e9))
+        time.sleep(0.5 if not LONG else run.rng.uniform(0.5, 2.0))
+    return run
+
+
+def test_isolated_leader(fcluster, net, tmp_path):
+    """A leader cut from both other nodes and from etcd: its partitions fail
+    over (its lease runs out), it acknowledges nothing after its
+    followers' promises ran out, and it rejoins as a follower."""
+    run = _cut_leader(fcluster, net, tmp_path, "isolate", with_etcd=True)
+    run.finish()
+
+
+def test_minority_leader(fcluster, net, tmp_path):
+    """Majority / minority: a leader cut from both other nodes but not from
+    etcd.  It acknowledges nothing after its promises ran out.  (It keeps
+    its etcd lease, so nothing fails over: its partitions are unavailable
+    until the heal -- measured, not asserted.)"""
+    run = _cut_leader(fcluster, net, tmp_path, "minority", with_etcd=False)
+    run.finish()
+
+
+# ---------------------------------------------------------------------------
+# 3. the coordinator isolated
+# ---------------------------------------------------------------------------
+
+def test_coordinator_isolated(fcluster, net, tmp_path):
+    """Every node cut from etcd: every node keeps serving its partitions
+    (writes acked on every node's keys in every second of the cut), and
+    nothing fails over when etcd comes back although it expired every
+    node's lease meanwhile."""
+    c = fcluster()
+    run = Run(c, tmp_path, "coordinator").start()
+    for cycle in range(n_of(1, 3)):
+        hold = 5.0 if not LONG else run.rng.uniform(5.0, 10.0)
+        before = c.slots()
+        led = {nd.addr: run.keys_led_by(nd) for nd in c.nodes}
+        t_cut = F.now_ns()
+        net.partition([nd.host for nd in c.nodes], c.etcd.hosts)
+        run.event("cut every node from etcd for %.1fs" % hold)
+        time.sleep(hold)
+        t_heal = F.now_ns()
+        net.heal()
+        time.sleep(3.0)
+        t_after = F.now_ns()
+        per_node = {}
+        for nd in c.nodes:
+            ks = led[nd.addr]
+            buckets = []
+            t = t_cut
+            while t + 1e9 <= t_heal:
+                buckets.append(len(F.acked_in(run.hist, ks, t,
+                                              t + int(1e9))))
+                t += int(1e9)
+            per_node[nd.addr] = buckets
+        fails = F.failed_in(run.hist, run.keys, t_cut, t_heal)
+        fails_after = F.failed_in(run.hist, run.keys, t_heal, t_after)
+        acked = len(F.acked_in(run.hist, run.keys, t_cut, t_heal))
+        run.event("during the cut: %d writes acked (%.0f/s), %d ops "
+                  "failed; writes acked per node per second %r; in the "
+                  "3 s after the heal %d ops failed; map %s" % (
+                      acked, acked / ((t_heal - t_cut) / 1e9), len(fails),
+                      per_node, len(fails_after),
+                      "unchanged" if c.slots() == before else "CHANGED"))
+        for addr, b in per_node.items():
+            assert b and all(x > 0 for x in b), \
+                "%s served no write in some second of the cut: %r" % (addr,
+                                                                     b)
+    run.finish()
+
+
+# ---------------------------------------------------------------------------
+# 4. one-way
+# ---------------------------------------------------------------------------
+
+def test_one_way(fcluster, net, tmp_path):
+    """Only what node A sends to node B is dropped (A still hears B)."""
+    c = fcluster()
+    run = Run(c, tmp_path, "oneway").start()
+    for cycle in range(n_of(2, 6)):
+        a = pick_leader(run)
+        b = run.rng.choice(others_of(c, a))
+        hold = 4.0 if not LONG else run.rng.uniform(3.0, 8.0)
+        if cycle % 2 == 1 and not LONG:
+            a, b = b, a  # the other direction on the second cycle
+        t_cut = F.now_ns()
+        net.drop([(a.host, b.host)])
+        time.sleep(hold)
+        net.heal()
+        t_heal = F.now_ns()
+        fails = F.failed_in(run.hist, run.keys, t_cut, t_heal)
+        run.event("dropped %s -> %s for %.1fs: %d writes acked, %d ops "
+                  "failed meanwhile" % (
+                      a.addr, b.addr, hold,
+                      len(F.acked_in(run.hist, run.keys, t_cut, t_heal)),
+                      len(fails)))
+        c.wait_serving(timeout=30.0)
+        time.sleep(0.5)
+    run.finish()
+
+
+# ---------------------------------------------------------------------------
+# 5. kill -9, SIGSTOP / SIGCONT
+# ---------------------------------------------------------------------------
+
+def test_kill_and_stop(fcluster, tmp_path):
+    """Nodes, leaders included, killed with kill -9 (started again by hand
+    with the same argv and directory) or stopped with SIGSTOP for 0.5-3 s
+    (past their lease or not) and continued."""
+    c = fcluster()
+    run = Run(c, tmp_path, "killstop").start()
+    for cycle in range(n_of(4, 20)):
+        nd = run.rng.choice(c.nodes)
+        vkeys = run.keys_led_by(nd)
+        t_fault = F.now_ns()
+        if run.rng.random() < 0.5:
+            nd.kill9()
+            down = run.rng.uniform(0.2, 2.0)
+            time.sleep(down)
+            nd.start()
+            what = "kill -9, restarted after %.1fs" % down
+        else:
+            down = run.rng.uniform(0.5, 3.0)
+            nd.sigstop()
+            time.sleep(down)
+            nd.sigcont()
+            what = "SIGSTOP for %.1fs" % down
+        w = run.wait_node_serving(nd)
+        run.event("%s %s (led %d keys): serving %.1fs after" % (
+            nd.addr, what, len(vkeys), w))
+        run.later(lambda vkeys=vkeys, t=t_fault: (
+            "(fault at %.1fs) first write acked on its keys %s after" % (
+                (t - run.t0) / 1e9, secs(F.first_ack_after(run.hist, vkeys,
+                                                           t)))))
+        time.sleep(run.rng.uniform(0.3, 1.0))
+    c.wait_serving(timeout=30.0)
+    run.finish()
+
+
+# ---------------------------------------------------------------------------
+# 6. a 3-member etcd losing its leader during a failover, a rebalance
+# ---------------------------------------------------------------------------
+
+def test_etcd_leader_killed_during_failover(fcluster, tmp_path):
+    """A partkv leader stopped (SIGSTOP) and, 0.5 s later, the etcd raft
+    leader killed: the failover still completes through the two etcd
+    members left, and the old leader rejoins after SIGCONT."""
+    c = fcluster(etcd_members=3)
+    run = Run(c, tmp_path, "etcd-failover").start()
+    for cycle in range(n_of(1, 3)):
+        victim = pick_leader(run)
+        vkeys = run.keys_led_by(victim)
+        lead = c.etcd.leader()
+        assert lead is not None, "no etcd leader\n" + c.etcd.logs()
+        t_stop = F.now_ns()
+        victim.sigstop()
+        try:
+            time.sleep(0.5)
+            c.etcd.kill_member(lead)
+            run.event("stopped %s (leads %d keys); killed etcd leader m%d "
+                      "0.5s later" % (victim.addr, len(vkeys), lead))
+            ok, _ = wait_until(
+                lambda: F.first_ack_after(run.hist, vkeys, t_stop)
+                is not None, 20.0, 0.1)
+            took = F.first_ack_after(run.hist, vkeys, t_stop)
+            run.event("failover: first write acked on its keys %s after "
+                      "the stop; new etcd leader m%s" % (secs(took),
+                                                          c.etcd.leader()))
+            assert ok, "no failover within 20 s\n" + c.logs() + \
+                c.etcd.logs()
+        finally:
+            victim.sigcont()
+            if not c.etcd.alive(lead):
+                c.etcd.start_member(lead)
+        c.etcd.wait_ready()
+        run.wait_node_serving(victim)
+        t = time.monotonic()
+        c.wait_serving(timeout=30.0)
+        run.event("leaders balanced again %.1fs after SIGCONT"
+                  % (time.monotonic() - t))
+    run.finish()
+
+
+def map_epoch(c):
+    for nd in c.all_nodes():
+        txt = nd.call("CLUSTER", "NODES")
+        if isinstance(txt, str):
+            return max(int(l.split()[6]) for l in txt.splitlines()
+                       if l.strip())
+    return None
+
+
+def cli(c, *args, timeout=60):
+    return subprocess.run([pkserver.partkv_path(), *args, "--cluster",
+                           c.nodes[0].addr, "--secret", c.secret],
+                          stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_etcd_leader_killed_during_rebalance(fcluster, tmp_path):
+    """A 4th node joins and a balanced plan (every node's replicas and
+    leaders to a quarter) is applied; 1 s into `rebalance apply` the etcd
+    raft leader is killed (and restarted 2 s later).  apply finishes, the
+    moves happen, and the writers' histories check."""
+    c = fcluster(etcd_members=3)
+    run = Run(c, tmp_path, "etcd-rebalance").start()
+    n4 = c.add_node()
+    run.event("started a 4th node %s" % n4.addr)
+    # The map changes once or twice as the node registers: let it settle
+    # (a plan made from an older epoch is refused as stale).
+    last, since = None, time.monotonic()
+    deadline = time.monotonic() + 15.0
+    while time.monotonic() < deadline:
+        e = map_epoch(c)
+        if e != last:
+            last, since = e, time.monotonic()
+        elif time.monotonic() - since >= 2.0 and n4.addr in str(
+                c.nodes[0].call("CLUSTER", "NODES")):
+            break
+        time.sleep(0.1)
+    out = None
+    for attempt in range(3):
+        p = cli(c, "rebalance", "plan", "--json")
+        assert p.returncode == 0, p.stderr
+        plan = json.loads(p.stdout)
+        run.event("plan %s: %d moves" % (plan["id"], len(plan["moves"])))
+        assert plan["moves"], "nothing to move to the 4th node"
+        log = open(os.path.join(c.root, "apply.out"), "w+")
+        t_apply = time.monotonic()
+        ap = subprocess.Popen([pkserver.partkv_path(), "rebalance", "apply",
+                               plan["id"], "--yes", "--cluster",
+                               c.nodes[0].addr, "--secret", c.secret],
+                              stdin=subprocess.DEVNULL, stdout=log,
+                              stderr=subprocess.STDOUT,
+                              start_new_session=True)
+        try:
+            time.sleep(1.0)
+            lead = None
+            if ap.poll() is None:
+                lead = c.etcd.leader()
+                assert lead is not None, "no etcd leader"
+                c.etcd.kill_member(lead)
+                run.event("killed etcd leader m%d 1s into apply" % lead)
+                time.sleep(2.0)
+                c.etcd.start_member(lead)
+                run.event("restarted m%d" % lead)
+            rc = ap.wait(90)
+        finally:
+            if ap.poll() is None:
+                os.kill(ap.pid, 9)
+                ap.wait(10)
+        log.seek(0)
+        out = log.read()
+        log.close()
+        if rc != 0 and "stale" in out:
+            run.event("plan stale, again: %s" % out.strip()[-200:])
+            continue
+        break
+    run.event("apply exited %d after %.1fs: %s" % (
+        rc, time.monotonic() - t_apply,
+        out.strip().splitlines()[-5] if out.strip() else ""))
+    assert rc == 0, out[-3000:]
+    assert lead is not None, "apply finished within 1 s: no etcd kill"
+    assert "done:" in out, out[-2000:]
+    c.etcd.wait_ready()
+    led = c.leaders()
+    run.event("leaders after apply: %d nodes" % len(led))
+    assert n4.port in led, "the 4th node leads nothing"
+    run.finish()
+
+
+# ---------------------------------------------------------------------------
+# 7. packet loss; delay (netem)
+# ---------------------------------------------------------------------------
+
+def test_lossy_links(fcluster, net, tmp_path):
+    """30% of the packets between every two nodes dropped for a few
+    seconds (iptables -m statistic, in place of netem loss)."""
+    c = fcluster()
+    run = Run(c, tmp_path, "loss").start()
+    hosts = [nd.host for nd in c.nodes]
+    for cycle in range(n_of(1, 3)):
+        loss = 0.3 if cycle % 2 == 0 else 0.6
+        hold = 4.0 if not LONG else 6.0
+        t_cut = F.now_ns()
+        pairs = [(a, b) for a in hosts for b in hosts if a != b]
+        net.drop(pairs, loss=loss)
+        time.sleep(hold)
+        net.heal()
+        t_heal = F.now_ns()
+        run.event("%.0f%% loss on every node link for %.1fs: %d writes "
+                  "acked, %d ops failed meanwhile" % (
+                      loss * 100, hold,
+                      len(F.acked_in(run.hist, run.keys, t_cut, t_heal)),
+                      len(F.failed_in(run.hist, run.keys, t_cut, t_heal))))
+        c.wait_serving(timeout=30.0)
+    run.finish()
+
+
+def test_delay_netem():
+    """Delay needs netem (tc), which this kernel may lack: then the delay
+    schedule is skipped with a note, not failed."""
+    ok, why = F.netem_status()
+    if not ok:
+        F.note("netem unavailable (%s): delay faults skipped; packet loss "
+               "runs on iptables -m statistic instead (test_lossy_links)"
+               % why)
+        pytest.skip("netem unavailable: %s" % why)
+    pytest.skip("netem is available, but no delay schedule is written yet "
+                "(it was never available where this harness was made)")
