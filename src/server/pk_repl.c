@@ -105,7 +105,6 @@ struct pk_repl {
     uint64_t *released;    /* follower: leader epoch + 1 that let p go */
     uint64_t *released_ms; /* ... until then (HANDOFF_MS after it did) */
     uint64_t *promise;     /* per node id: when we last promised it */
-    uint32_t *nfenced;     /* per node id: partitions fenced_from it */
     uint64_t *fence_map;   /* per node id, persisted: a fence of one of its
                             * partitions was taken for a map of this epoch; it
                             * gets no promise while its map is older */
@@ -448,6 +447,20 @@ static void on_hello(rp_stream *st, uint32_t p, uint64_t fe, uint64_t last,
     }
 }
 
+/* A follower was fenced at a newer epoch: we stop serving p and release it
+ * to our other followers (pk_repl_handing_off). */
+static void step_down(pk_repl *rp, uint32_t p)
+{
+    const pk_partition *pt = part_of(rp->srv, p);
+
+    rp->stepped[p] = 1;
+    for (int i = 1; pt && i < pt->nreplicas; i++) {
+        rp_stream *st = stream_of(rp, pt->replicas[i]);
+        if (st && st->state[p] == PS_STREAM)
+            enqueue(st, p);
+    }
+}
+
 static void apply_result(rp_stream *st, const rp_ent *e, const pk_rr *r,
                          pk_txn **rt)
 {
@@ -460,7 +473,7 @@ static void apply_result(rp_stream *st, const rp_ent *e, const pk_rr *r,
         if (strncmp(r->str, "FENCED", 6) == 0) {
             uint64_t ep = strtoull(r->str + 7, NULL, 10);
             if (ep > rp->lead_epoch[p])
-                rp->stepped[p] = 1;
+                step_down(rp, p);
         } else {
             st->state[p] = PS_NEW;
         }
@@ -781,7 +794,9 @@ static void sweep(pk_repl *rp)
             continue;
         for (int i = 1; i < pt->nreplicas; i++) {
             rp_stream *st = stream_of(rp, pt->replicas[i]);
-            if (st && st->state[p] == PS_STREAM && st->sent[p] < last)
+            /* A stepped partition's release is sent again: it expires. */
+            if (st && st->state[p] == PS_STREAM &&
+                (st->sent[p] < last || rp->stepped[p]))
                 enqueue(st, p);
         }
     }
@@ -1079,7 +1094,7 @@ void pk_cmd_wait(pk_cmd_ctx *x)
 /* Room for node id `node` in promise and fence_map.  0 or ENOMEM. */
 static int node_room(pk_repl *rp, uint32_t node)
 {
-    uint32_t n = node + 16, *f;
+    uint32_t n = node + 16;
     uint64_t *a, *b;
 
     if (node < rp->npromise)
@@ -1092,27 +1107,22 @@ static int node_room(pk_repl *rp, uint32_t node)
     if (b == NULL)
         return PK_ENOMEM;
     rp->fence_map = b;
-    f = realloc(rp->nfenced, n * sizeof(*f));
-    if (f == NULL)
-        return PK_ENOMEM;
-    rp->nfenced = f;
     memset(a + rp->npromise, 0, (n - rp->npromise) * sizeof(*a));
     memset(b + rp->npromise, 0, (n - rp->npromise) * sizeof(*b));
-    memset(f + rp->npromise, 0, (n - rp->npromise) * sizeof(*f));
     rp->npromise = n;
     return PK_OK;
 }
 
 /* Promises leader (whose map has epoch mapep) not to take a fence of its
- * partitions for FOLLOW_LEASE_MS -- unless a fence against it was taken
- * for a map newer than its, or one of its partitions is fenced and no
- * newer leader of it has spoken yet (a promotion not finished: the leader
- * may not know, and must not serve on our promise).  Returns 1 if
- * promised. */
+ * partitions for FOLLOW_LEASE_MS, unless a fence against it was taken for
+ * a map newer than its: a map that new shows the promotion, or -- if the
+ * controller's CAS failed -- no promotion happened and the leader's data
+ * is still the latest.  A partition whose promotion was left unfinished
+ * is released by its leader once a follower answers FENCED (step_down).
+ * Returns 1 if promised. */
 static int promise(pk_repl *rp, uint32_t leader, uint64_t mapep)
 {
-    if (node_room(rp, leader) != PK_OK || mapep < rp->fence_map[leader] ||
-        rp->nfenced[leader])
+    if (node_room(rp, leader) != PK_OK || mapep < rp->fence_map[leader])
         return 0;
     rp->promise[leader] = now_ms();
     return 1;
@@ -1159,8 +1169,6 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
             rp->state_dirty = 1;
         }
         rp->fenced_from[p] = 0;
-        if (rp->nfenced[old])
-            rp->nfenced[old]--;
     }
     switch (kind) {
     case 'H':
@@ -1293,14 +1301,7 @@ static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
             rp->fence_epoch[p] = ep;
             rp->state_dirty = 1;
         }
-        if (rp->fenced_from[p] != (uint32_t)leader + 1) {
-            uint32_t prev = rp->fenced_from[p];
-            if (prev && node_room(rp, prev - 1) == PK_OK &&
-                rp->nfenced[prev - 1])
-                rp->nfenced[prev - 1]--;
-            rp->fenced_from[p] = (uint32_t)leader + 1;
-            rp->nfenced[leader]++;
-        }
+        rp->fenced_from[p] = (uint32_t)leader + 1;
         if (mapep > rp->fence_map[leader]) {
             rp->fence_map[leader] = mapep;
             rp->state_dirty = 1;
@@ -1363,8 +1364,13 @@ int pk_repl_handing_off(const pk_server *s, uint32_t part)
 {
     const pk_repl *rp = s->repl;
 
-    return rp && part < rp->np && rp->handoff[part] &&
-           rp->handoff[part] > now_ms();
+    /* A partition a follower told us is fenced is let go as well: our
+     * other followers get a release, so that the controller can finish
+     * the promotion without waiting for their promise to us to end
+     * (which it would not while we lead other partitions). */
+    return rp && part < rp->np &&
+           (rp->stepped[part] ||
+            (rp->handoff[part] && rp->handoff[part] > now_ms()));
 }
 
 /*
@@ -1463,13 +1469,9 @@ void pk_repl_map_changed(pk_server *s)
             /* The promotion is in the map: the old leader learns it there
              * (and is promised nothing before it has this map). */
             uint32_t old = rp->fenced_from[p] - 1;
-            if (node_room(rp, old) == PK_OK) {
-                if (m->epoch > rp->fence_map[old]) {
-                    rp->fence_map[old] = m->epoch;
-                    rp->state_dirty = 1;
-                }
-                if (rp->nfenced[old])
-                    rp->nfenced[old]--;
+            if (node_room(rp, old) == PK_OK && m->epoch > rp->fence_map[old]) {
+                rp->fence_map[old] = m->epoch;
+                rp->state_dirty = 1;
             }
             rp->fenced_from[p] = 0;
         }
@@ -1587,7 +1589,6 @@ void pk_repl_free(pk_server *s)
     free(rp->fence_epoch);
     free(rp->released_ms);
     free(rp->fenced_from);
-    free(rp->nfenced);
     free(rp->fence_map);
     free(rp->lead_epoch);
     free(rp->prev_epoch);

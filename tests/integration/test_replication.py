@@ -256,7 +256,7 @@ def test_failover_time(cluster_factory):
             stops.append(took)
         else:
             kills.append(took)
-        assert took is not None and took < 10, (i, took)
+        assert took is not None and took < 10, (i, took, c.logs())
         assert _wait_node_up(c, n.port)
         # The controller gives it back its share of leaderships.
         assert wait_until(lambda: _leaders(c) == {x.port for x in c.nodes},
