@@ -527,16 +527,20 @@ class FaultCluster:
 
 class HostSlotClient(SlotClient):
     """replfault.SlotClient with each node reached at its own address: the
-    slot table and MOVED name ports, and hosts maps a port to its node's
-    address."""
+    slot table and MOVED name ports, and hosts ({port: host}, or a
+    function returning it, asked again for a port it lacks: a node added
+    later) maps a port to its node's address."""
 
     def __init__(self, hosts, timeout=1.5):
-        self.hosts = dict(hosts)
+        self._hosts = hosts if callable(hosts) else (lambda: dict(hosts))
+        self.hosts = self._hosts()
         super().__init__(sorted(self.hosts), timeout=timeout)
 
     def conn(self, port):
         c = self.conns.get(port)
         if c is None:
+            if port not in self.hosts:
+                self.hosts = self._hosts()
             c = redis.Redis(host=self.hosts.get(port, "127.0.0.1"), port=port,
                             socket_timeout=self.timeout,
                             socket_connect_timeout=1.0,
@@ -546,9 +550,10 @@ class HostSlotClient(SlotClient):
 
 
 def run_worker(history, make_client, keys, stop, client_id, counts, rng,
-               write_ratio=0.5):
+               write_ratio=0.5, errors=None):
     """replfault.run_worker over a HostSlotClient: random SET (unique
-    values) and GET until stop is set, every op in history."""
+    values) and GET until stop is set, every op in history.  errors (a
+    dict) counts the replies that were not OK by their first word."""
     cl = make_client()
     seq = 0
     try:
@@ -574,6 +579,9 @@ def run_worker(history, make_client, keys, stop, client_id, counts, rng,
                 else:
                     history.fail(h)
             if st != "ok":
+                if errors is not None:
+                    word = "%s %s" % (st, str(rep).split(" ")[0][:40])
+                    errors[word] = errors.get(word, 0) + 1
                 time.sleep(0.02)
     finally:
         cl.close()
@@ -586,13 +594,15 @@ class Workers:
     def __init__(self, history, hosts_fn, keys, n=4, seed=1, timeout=1.5):
         self.stop = threading.Event()
         self.counts = [counts_dict() for _ in range(n)]
+        self.errors = [{} for _ in range(n)]
 
         def make():
-            return HostSlotClient(hosts_fn(), timeout=timeout)
+            return HostSlotClient(hosts_fn, timeout=timeout)
         self.threads = [
             threading.Thread(target=run_worker, daemon=True,
                              args=(history, make, keys, self.stop, i,
-                                   self.counts[i], random.Random(seed + i)))
+                                   self.counts[i], random.Random(seed + i)),
+                             kwargs={"errors": self.errors[i]})
             for i in range(n)]
 
     def start(self):
@@ -609,6 +619,15 @@ class Workers:
             for k in total:
                 total[k] += c[k]
         return total
+
+    def error_kinds(self):
+        """{"unknown Timeout" / "error TRYAGAIN" ...: count} over all
+        workers."""
+        out = {}
+        for e in self.errors:
+            for k, v in e.items():
+                out[k] = out.get(k, 0) + v
+        return out
 
 
 def wait_all_served(hosts, keys, timeout=30.0):
