@@ -515,6 +515,59 @@ class FaultCluster:
             waited, why[0], self.logs())
         return waited
 
+    def diagnose(self, keys=()):
+        """Text for a liveness finding: per node its CLUSTER SLOTS view
+        (slots per leader), its partitions stuck 'stepped' (PK.REPL
+        STEPPED: led in its map, but a follower was fenced at a newer
+        epoch), its followers' promise states (INFO replication), and for
+        each key its slot, the leader each node names and a GET's reply."""
+        out = []
+        for nd in self.all_nodes():
+            if not nd.alive() or nd.stopped:
+                out.append("%s: not running" % nd.addr)
+                continue
+            sl = nd.call("CLUSTER", "SLOTS")
+            view = summarize(sorted((s, e, "%s:%d" % (m[0], m[1]))
+                                    for s, e, m, *_ in sl)) \
+                if isinstance(sl, list) else sl
+            r = nd.client(2.0)
+            try:
+                r.execute_command("PK.AUTH", self.secret)
+                st = r.execute_command("PK.REPL", "STEPPED")
+            except Exception as e:
+                st = e
+            finally:
+                r.close()
+            stepped = ("%d (%s%s)" % (len(st), st[:8],
+                                      "..." if len(st) > 8 else "")
+                       if isinstance(st, list) else repr(st))
+            info = nd.call("INFO", "replication")
+            slaves = ", ".join("%s:%s %s" % (v["ip"], v["port"], v["state"])
+                               for k, v in sorted(info.items())
+                               if k.startswith("slave")) \
+                if isinstance(info, dict) else repr(info)
+            nodes = nd.call("CLUSTER", "NODES")
+            epoch = max((int(l.split()[6]) for l in nodes.splitlines()
+                         if l.strip()), default=None) \
+                if isinstance(nodes, str) else None
+            out.append("%s: map epoch %s, leads per its map %s; stepped %s; "
+                       "followers %s" % (nd.addr, epoch, view, stepped,
+                                         slaves or "none"))
+        for k in keys:
+            s = keyslot(k)
+            names = {}
+            for nd in self.all_nodes():
+                if nd.alive() and not nd.stopped:
+                    sl = nd.call("CLUSTER", "SLOTS")
+                    names[nd.port] = next(
+                        (m[1] for a, b, m, *_ in sl if a <= s <= b), None) \
+                        if isinstance(sl, list) else None
+            ldr = next((p for p in names.values() if p), None)
+            rep = self.by_port(ldr).call("GET", k) if ldr else None
+            out.append("key %s slot %d: leader per node %s; GET at %s: %r"
+                       % (k, s, names, ldr, rep))
+        return "\n".join(out)
+
     def logs(self):
         return "\n".join("--- node %d %s ---\n%s" % (nd.index, nd.addr,
                                                     nd.logs(1500))
@@ -630,15 +683,19 @@ class Workers:
         return out
 
 
-def wait_all_served(hosts, keys, timeout=30.0):
-    """Until a GET of every key succeeds (replfault.wait_all_served)."""
+def wait_all_served(hosts, keys, timeout=30.0, op_timeout=1.0):
+    """Until a GET of every key succeeds (replfault.wait_all_served; the
+    deadline is kept also when GETs time out)."""
     deadline = time.monotonic() + timeout
-    cl = HostSlotClient(hosts)
+    cl = HostSlotClient(hosts, timeout=op_timeout)
     res = {}
     try:
         while time.monotonic() < deadline:
-            res = {k: cl.call("GET", k) for k in keys}
-            if all(st == "ok" for st, _ in res.values()):
+            for k in keys:
+                if res.get(k, ("",))[0] != "ok" and \
+                        time.monotonic() < deadline:
+                    res[k] = cl.call("GET", k)
+            if all(res.get(k, ("",))[0] == "ok" for k in keys):
                 return True
             time.sleep(0.1)
             cl.refresh()
@@ -649,10 +706,10 @@ def wait_all_served(hosts, keys, timeout=30.0):
         cl.close()
 
 
-def final_reads(history, hosts, keys, client_id=1000):
+def final_reads(history, hosts, keys, client_id=1000, op_timeout=1.0):
     """Reads every key once more into the history; returns {key: value}
     (replfault.final_reads)."""
-    cl = HostSlotClient(hosts)
+    cl = HostSlotClient(hosts, timeout=op_timeout)
     out = {}
     try:
         for k in keys:
