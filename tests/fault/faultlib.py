@@ -16,7 +16,7 @@ partition would.
 Links.  A cut is a DROP rule in the INPUT chain (on loopback every packet
 crosses INPUT once, after OUTPUT): `-s A -d B` drops what A sends to B --
 silently, as a lost packet, with no error to the sender (a DROP in OUTPUT
-would fail the sender's send() with EPERM, which a real network never
+can surface to the sending socket as EPERM, which a real network never
 does).  A two-way cut is both rules; a one-way cut only one.  Every rule
 carries `-m comment --comment partkv-fault-<pytest pid>`; heal() deletes
 exactly the rules with that comment, and the `net` fixture heals at
@@ -41,7 +41,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading

@@ -196,7 +196,7 @@ class Run:
         t_end = self.at()
         counts = self.w.finish()
         hosts = self.c.hosts()
-        wait = 5.0 if self.liveness else 20.0
+        wait = 3.0 if self.liveness else 20.0
         served = F.wait_all_served(hosts, self.keys, timeout=wait)
         if not served:
             self.liveness.append("some keys not served (GET) %.0fs after "
@@ -421,7 +421,7 @@ def test_kill_and_stop(fcluster, tmp_path):
     over) and continued, when it must step down and follow."""
     c = fcluster()
     run = Run(c, tmp_path, "killstop").start()
-    for cycle in range(n_of(4, 18)):
+    for cycle in range(n_of(3, 18)):
         nd = run.rng.choice(c.nodes)
         vkeys = run.keys_led_by(nd)
         kind = cycle % 3
