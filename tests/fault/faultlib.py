@@ -522,8 +522,15 @@ class FaultCluster:
         each key its slot, the leader each node names and a GET's reply."""
         out = []
         for nd in self.all_nodes():
-            if not nd.alive() or nd.stopped:
-                out.append("%s: not running" % nd.addr)
+            if not nd.alive():
+                rc = nd.proc.returncode if nd.proc is not None else None
+                out.append("%s: NOT RUNNING (pid %s exit status %s); last "
+                           "lines of its output: %s" % (
+                               nd.addr, nd.pid, rc, " | ".join(
+                                   nd.logs(1500).splitlines()[-12:])))
+                continue
+            if nd.stopped:
+                out.append("%s: stopped (SIGSTOP)" % nd.addr)
                 continue
             sl = nd.call("CLUSTER", "SLOTS")
             view = summarize(sorted((s, e, "%s:%d" % (m[0], m[1]))

@@ -180,13 +180,22 @@ class Run:
                    % (what, time.monotonic() - t))
         return True
 
-    def wait_node_serving(self, nd, timeout=20.0):
-        ok, waited = wait_until(
-            lambda: str(nd.call("CLUSTER", "INFO")).startswith(
-                "cluster_state:ok"), timeout, 0.1)
-        assert ok, "node %r not serving after %.0fs\n%s" % (nd, timeout,
-                                                            self.c.logs())
-        return waited
+    def wait_node_serving(self, nd, what, timeout=15.0):
+        """Seconds until nd says cluster_state:ok; None (recorded as a
+        liveness finding, like settle) if it does not within timeout."""
+        last = [None]
+
+        def ok():
+            last[0] = nd.call("CLUSTER", "INFO")
+            return str(last[0]).startswith("cluster_state:ok")
+        done, waited = wait_until(ok, timeout, 0.1)
+        if done:
+            return waited
+        msg = "%s: %s not serving after %.0fs (CLUSTER INFO %r)" % (
+            what, nd.addr, timeout, str(last[0])[:80])
+        self.liveness.append(msg)
+        self.event("LIVENESS: " + msg)
+        return None
 
     def finish(self, min_acked=50):
         """Stops the workers and checks: no lost write, linearizable (hard
@@ -439,17 +448,18 @@ def test_kill_and_stop(fcluster, tmp_path):
             time.sleep(down)
             nd.sigcont()
             what = "SIGSTOP for %.1fs" % down
-        w = run.wait_node_serving(nd)
-        run.event("%s %s (led %d keys): serving %.1fs after" % (
-            nd.addr, what, len(vkeys), w))
+        w = run.wait_node_serving(nd, "after " + what.split(",")[0])
+        run.event("%s %s (led %d keys): serving %s after" % (
+            nd.addr, what, len(vkeys), secs(w)))
         run.later(lambda vkeys=vkeys, t=t_fault: (
             "(fault at %.1fs) first write acked on its keys %s after" % (
                 (t - run.t0) / 1e9, secs(F.first_ack_after(run.hist, vkeys,
                                                            t)))))
-        if kind == 2 and not run.settle("after SIGCONT"):
+        if w is None or (kind == 2 and not run.settle("after SIGCONT")):
             break
         time.sleep(run.rng.uniform(0.3, 1.0))
-    run.settle("after the last fault")
+    if not run.liveness:
+        run.settle("after the last fault")
     run.finish()
 
 
@@ -489,8 +499,8 @@ def test_etcd_leader_killed_during_failover(fcluster, tmp_path):
             if not c.etcd.alive(lead):
                 c.etcd.start_member(lead)
         c.etcd.wait_ready()
-        run.wait_node_serving(victim)
-        if not run.settle("after SIGCONT"):
+        if run.wait_node_serving(victim, "after SIGCONT") is None or \
+                not run.settle("after SIGCONT"):
             break
     run.finish()
 
