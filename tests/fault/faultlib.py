@@ -607,12 +607,38 @@ class HostSlotClient(SlotClient):
             self.conns[port] = c
         return c
 
+    def call(self, *args):
+        """SlotClient.call, also noting in last_port the node whose reply
+        it returns (after any MOVED): who acknowledged a write."""
+        key = args[1]
+        port = self.port_of(key)
+        self.last_port = port
+        for _ in range(6):
+            self.last_port = port
+            try:
+                return "ok", self.conn(port).execute_command(*args)
+            except redis.exceptions.ResponseError as e:
+                msg = str(e)
+                if msg.startswith("MOVED"):
+                    port = int(msg.rsplit(":", 1)[1])
+                    self.owner[keyslot(key)] = port
+                    continue
+                return "error", msg
+            except (redis.exceptions.ConnectionError,
+                    redis.exceptions.TimeoutError, OSError) as e:
+                self.drop(port)
+                self.refresh()
+                return "unknown", str(e)
+        return "error", "too many redirects"
+
 
 def run_worker(history, make_client, keys, stop, client_id, counts, rng,
-               write_ratio=0.5, errors=None):
+               write_ratio=0.5, errors=None, acked_by=None):
     """replfault.run_worker over a HostSlotClient: random SET (unique
     values) and GET until stop is set, every op in history.  errors (a
-    dict) counts the replies that were not OK by their first word."""
+    dict) counts the replies that were not OK by their first word;
+    acked_by (a dict) maps the history index of every acknowledged SET to
+    the port of the node that acknowledged it."""
     cl = make_client()
     seq = 0
     try:
@@ -626,6 +652,8 @@ def run_worker(history, make_client, keys, stop, client_id, counts, rng,
                 if st == "ok" and rep is True:
                     history.ok(h)
                     counts["acked"] += 1
+                    if acked_by is not None:
+                        acked_by[h] = cl.last_port
                 else:
                     history.info(h)
                     counts["unknown" if st == "unknown" else "errors"] += 1
@@ -654,6 +682,7 @@ class Workers:
         self.stop = threading.Event()
         self.counts = [counts_dict() for _ in range(n)]
         self.errors = [{} for _ in range(n)]
+        self.acked_by = {}  # history index of an acked SET -> port
 
         def make():
             return HostSlotClient(hosts_fn, timeout=timeout)
@@ -661,7 +690,8 @@ class Workers:
             threading.Thread(target=run_worker, daemon=True,
                              args=(history, make, keys, self.stop, i,
                                    self.counts[i], random.Random(seed + i)),
-                             kwargs={"errors": self.errors[i]})
+                             kwargs={"errors": self.errors[i],
+                                     "acked_by": self.acked_by})
             for i in range(n)]
 
     def start(self):

@@ -54,7 +54,15 @@ from replfault import lost_writes
 
 LONG = F.LONG
 SEED = int(os.environ.get("PARTKV_FAULT_SEED", "1"))
-STRICT = os.environ.get("PARTKV_FAULT_STRICT", "") not in ("", "0")
+STRICT = os.environ.get("PARTKV_FAULT_STRICT", "1") not in ("", "0")
+
+# src/server/pk_repl.h, pk_repl.c: a follower promises its leader
+# PK_REPL_FOLLOW_LEASE_MS from each message, and the leader serves only while
+# a majority of those promises run (counted from when it sent); a reply it
+# cannot give is parked, then -TRYAGAIN after ACK_TIMEOUT_MS.
+LEASE_S = 1.0
+MARGIN_S = 0.5
+ACK_TIMEOUT_S = 2.0
 
 
 def n_of(short, long):
@@ -79,7 +87,8 @@ class Run:
         self.t0 = None
         self.events = []
         self.liveness = []
-        self.probes = []
+        self.minority = []   # minority_probe() results
+        self.t_quiet = None
 
     def _pick_keys(self, per_node):
         """per_node keys led by each node of the map right now."""
@@ -123,44 +132,142 @@ class Run:
                 out.append(k)
         return out
 
-    def probe(self, nd, keys, seconds, timeout=0.3, threads=4):
-        """SET and GET straight to nd (no MOVED followed) for `seconds`
-        from `threads` connections at once, each op recorded in the
-        history (client "raw-<port>-<thread>"): a SET whose reply is not
-        OK is of unknown outcome, a GET that errs failed.  Returns (replies
-        to SETs, replies to GETs)."""
-        sets, gets = [], []
-        t_end = time.monotonic() + seconds
+    def minority_probe(self, nd, keys, t_cut, heal_at, threads=12,
+                       readers=3):
+        """The minority-leader check, on nd cut off at t_cut (ns, taken
+        once every rule was in): from t_cut + LEASE_S + MARGIN_S until
+        heal_at (ns), `threads` connections send SETs (`readers` of them
+        GETs) straight to nd, no MOVED followed, one op at a time, each
+        with a client timeout long enough to see the server's own answer
+        (a parked reply becomes -TRYAGAIN after ACK_TIMEOUT_S) but ending
+        before heal_at: every reply seen was sent while nd was cut off.
+        Every op goes into the history (client "raw-<port>-<thread>"; a
+        SET not answered OK is of unknown outcome).  Returns a dict of
+        counts; the check itself (no OK, no answered GET) is made by
+        finish(), with the workers' writes acknowledged by nd in the same
+        window."""
+        start = t_cut + int((LEASE_S + MARGIN_S) * 1e9)
+        st = {"port": nd.port, "addr": nd.addr, "t_cut": t_cut,
+              "from": start, "until": heal_at, "sets": 0, "set_ok": [],
+              "gets": 0, "get_answered": [], "replies": {}}
+        lock = threading.Lock()
+
+        def kind(rep):
+            if rep is True:
+                return "OK"
+            if isinstance(rep, Exception):
+                return "%s(%s)" % (type(rep).__name__, str(rep).split(" ")[0])
+            return type(rep).__name__
 
         def one(j):
             cid = "raw-%d-%d" % (nd.port, j)
+            op = "get" if j < readers else "set"
             i = 0
-            while time.monotonic() < t_end:
+            while True:
+                now = F.now_ns()
+                left = (heal_at - now) / 1e9 - 0.05
+                if left < 0.2:
+                    return
+                if now < start:
+                    time.sleep((start - now) / 1e9)
+                    continue
                 k = keys[(i + j) % len(keys)]
                 i += 1
-                val = "%s-%d" % (cid, i)
-                h = self.hist.invoke(cid, "set", k, val)
-                rep = nd.call("SET", k, val, timeout=timeout)
-                if rep is True:
-                    self.hist.ok(h)
+                tmo = min(ACK_TIMEOUT_S + 1.0, left)
+                if op == "set":
+                    val = "%s-%d" % (cid, i)
+                    h = self.hist.invoke(cid, "set", k, val)
+                    rep = nd.call("SET", k, val, timeout=tmo)
+                    if rep is True:
+                        self.hist.ok(h)
+                    else:
+                        self.hist.info(h)
                 else:
-                    self.hist.info(h)
-                sets.append(rep)
-                h = self.hist.invoke(cid, "get", k)
-                rep = nd.call("GET", k, timeout=timeout)
-                if rep is None or isinstance(rep, str):
-                    self.hist.ok(h, rep)
-                else:
-                    self.hist.fail(h)
-                gets.append(rep)
+                    h = self.hist.invoke(cid, "get", k)
+                    rep = nd.call("GET", k, timeout=tmo)
+                    if rep is None or isinstance(rep, str):
+                        self.hist.ok(h, rep)
+                    else:
+                        self.hist.fail(h)
+                with lock:
+                    st["sets" if op == "set" else "gets"] += 1
+                    if op == "set" and rep is True:
+                        st["set_ok"].append(h)
+                    if op == "get" and (rep is None or isinstance(rep, str)):
+                        st["get_answered"].append(h)
+                    kd = "%s %s" % (op.upper(), kind(rep))
+                    st["replies"][kd] = st["replies"].get(kd, 0) + 1
+                if not isinstance(rep, Exception) or \
+                        "Timeout" not in type(rep).__name__:
+                    time.sleep(0.02)  # an error at once: do not spin
         ts = [threading.Thread(target=one, args=(j,), daemon=True)
               for j in range(threads)]
         for t in ts:
             t.start()
         for t in ts:
-            t.join(seconds + 10 * timeout + 5)
-        self.probes.append((nd.port, sets, gets))
-        return sets, gets
+            t.join(max(0.0, (heal_at - F.now_ns()) / 1e9) + 10.0)
+        self.minority.append(st)
+        return st
+
+    def minority_verdicts(self):
+        """One line per minority_probe, and the violations: SETs called in
+        the window answered OK, GETs answered, and the workers' SETs that
+        nd acknowledged (called in the window, the OK back before the
+        heal)."""
+        ops = self.hist.ops()
+        lines, bad = [], []
+        for st in self.minority:
+            w = [ops[h] for h, port in self.w.acked_by.items()
+                 if port == st["port"] and ops[h].call >= st["from"]
+                 and ops[h].ret is not None and ops[h].ret < st["until"]]
+            wsent = sum(1 for o in ops if isinstance(o.client, int)
+                        and o.op == "set" and st["from"] <= o.call
+                        < st["until"])
+            lines.append(
+                "minority leader %s (cut at %.1fs; lease + margin %.1fs; "
+                "probed %.1fs-%.1fs): %d SETs sent straight to it, %d "
+                "acknowledged; %d GETs, %d answered; replies %s; workers' "
+                "SETs acknowledged by it in that window: %d (of %d they "
+                "sent to any node)" % (
+                    st["addr"], (st["t_cut"] - self.t0) / 1e9,
+                    LEASE_S + MARGIN_S, (st["from"] - self.t0) / 1e9,
+                    (st["until"] - self.t0) / 1e9, st["sets"],
+                    len(st["set_ok"]), st["gets"], len(st["get_answered"]),
+                    st["replies"], len(w), wsent))
+            bad += ["%s acknowledged %r (op %r)" % (st["addr"], ops[h].value,
+                                                   ops[h])
+                    for h in st["set_ok"]]
+            bad += ["%s answered GET %r" % (st["addr"], ops[h])
+                    for h in st["get_answered"]]
+            bad += ["%s acknowledged a worker's SET %r" % (st["addr"], o)
+                    for o in w]
+        return lines, bad
+
+    def quiet(self):
+        """The last fault ended now (a heal, a restart, a SIGCONT)."""
+        self.t_quiet = F.now_ns()
+
+    def writes_resume(self, timeout=15.0):
+        """Liveness: every key has a write acknowledged that was called
+        after the last fault ended (run.quiet()), within timeout."""
+        t = self.t_quiet if self.t_quiet is not None else F.now_ns()
+        left = [list(self.keys)]
+
+        def done():
+            ok = {o.key for o in self.hist.ops() if o.op == "set" and
+                  o.status == "ok" and o.call >= t}
+            left[0] = [k for k in self.keys if k not in ok]
+            return not left[0]
+        ok, waited = wait_until(done, timeout, 0.25)
+        if ok:
+            self.event("writes acknowledged again on every key %.1fs after "
+                       "the last fault" % ((F.now_ns() - t) / 1e9))
+            return True
+        msg = "no write acknowledged on %s within %.0fs of the last fault" \
+            % (left[0], timeout)
+        self.liveness.append(msg)
+        self.event("LIVENESS: " + msg)
+        return False
 
     def settle(self, what, timeout=10.0, balanced=True):
         """Waits until the cluster serves again with every node leading its
@@ -202,6 +309,8 @@ class Run:
         failures); every key served again and every liveness finding of
         settle() -- a failure with PARTKV_FAULT_STRICT=1, else an xfail
         that names them.  Returns the counts."""
+        if not self.liveness:
+            self.writes_resume()
         t_end = self.at()
         counts = self.w.finish()
         hosts = self.c.hosts()
@@ -230,9 +339,14 @@ class Run:
             if isinstance(e, tuple):
                 e = e[0] + e[1]()
             F.note("%s:   %s" % (self.name, e))
+        mlines, mbad = self.minority_verdicts()
+        for line in mlines:
+            F.note("%s: %s" % (self.name, line))
         assert counts["acked"] >= min_acked, counts
         assert not bad, "lost writes: %r (history %s)" % (bad, path)
         assert res.ok, res.summary() + " (history: %s)" % path
+        assert not mbad, "a leader cut off past its lease served: %s " \
+            "(history %s)" % ("; ".join(mbad[:10]), path)
         if self.liveness:
             msg = "; ".join(self.liveness)
             F.note("%s: LIVENESS FINDING (safety checks passed): %s"
@@ -260,11 +374,6 @@ def pick_leader(run, exclude=()):
     return run.rng.choice(cands)
 
 
-def acked_sets_since(hist, t_ns, client_prefix):
-    return [o for o in hist.ops() if str(o.client).startswith(client_prefix)
-            and o.op == "set" and o.status == "ok" and o.call >= t_ns]
-
-
 def secs(t):
     return "%.2fs" % t if t is not None else "never"
 
@@ -282,39 +391,34 @@ def _cut_leader(fcluster, net, tmp_path, name, with_etcd):
         cut_from = [o.host for o in others_of(c, victim)]
         if with_etcd:
             cut_from += c.etcd.hosts
-        hold = 4.0 if not LONG else run.rng.uniform(4.0, 7.0)
+        hold = 6.0 if not LONG else run.rng.uniform(6.0, 9.0)
         net.isolate(victim.host, cut_from)
-        t_cut = F.now_ns()  # every rule in (one transaction)
+        t_cut = F.now_ns()  # every rule is in (one transaction)
+        heal_at = t_cut + int(hold * 1e9)
         run.event("cut %s from %s for %.1fs (it leads %d of the keys)" % (
             victim.addr, "the other nodes and etcd" if with_etcd
             else "the other nodes (not etcd)", hold, len(vkeys)))
-        time.sleep(2.0)
-        # Its followers' promises ran out 1 s after the cut: it must not
-        # acknowledge anything any more (nor read what may be stale: the
-        # probes' GETs are in the history too).
-        t_probe = F.now_ns()
-        sets, gets = run.probe(victim, vkeys, hold - 2.0 - 0.3)
-        acked = acked_sets_since(run.hist, t_probe, "raw-%d" % victim.port)
-        answered = [g for g in gets if g is None or isinstance(g, str)]
+        # Its followers' promises run out at most LEASE_S after the cut:
+        # from LEASE_S + MARGIN_S on it must acknowledge nothing (nor
+        # answer a read).  Checked in finish().
+        st = run.minority_probe(victim, vkeys, t_cut, heal_at)
+        time.sleep(max(0.0, (heal_at - F.now_ns()) / 1e9))
         net.heal()
+        run.quiet()
         t_heal = F.now_ns()
-        replies = sorted({type(r).__name__ if not isinstance(r, Exception)
-                          else "%s(%s)" % (type(r).__name__,
-                                           str(r).split(" ")[0])
-                          for r in sets + gets})
-        run.event("heal; direct to the cut leader from 2s on: %d SETs sent, "
-                  "%d acknowledged; %d GETs, %d answered; replies seen: %s"
-                  % (len(sets), len(acked), len(gets), len(answered),
-                     ", ".join(replies)))
+        run.event("heal; %d SETs and %d GETs sent straight to the cut "
+                  "leader from %.1fs after the cut; replies %s" % (
+                      st["sets"], st["gets"], LEASE_S + MARGIN_S,
+                      st["replies"]))
         run.later(lambda vkeys=vkeys, t_cut=t_cut, t_heal=t_heal: (
             "(cut at %.1fs) first write acked on its keys %s after the cut; "
-            "writes acked on its keys from 3.5s after the cut to the heal: "
+            "writes acked on its keys from %.1fs after the cut to the heal: "
             "%d" % ((t_cut - run.t0) / 1e9,
                     secs(F.first_ack_after(run.hist, vkeys, t_cut)),
-                    len(F.acked_in(run.hist, vkeys, t_cut + int(3.5e9),
+                    LEASE_S + MARGIN_S,
+                    len(F.acked_in(run.hist, vkeys,
+                                   t_cut + int((LEASE_S + MARGIN_S) * 1e9),
                                    t_heal)))))
-        assert not acked, "the cut leader acknowledged %d writes after 2 s:" \
-            " %r" % (len(acked), acked[:5])
         if not run.settle("after the heal"):
             break
         time.sleep(0.5 if not LONG else run.rng.uniform(0.5, 2.0))
@@ -359,6 +463,7 @@ def test_coordinator_isolated(fcluster, net, tmp_path):
         time.sleep(hold)
         t_heal = F.now_ns()
         net.heal()
+        run.quiet()
         time.sleep(2.0)
         t_after = F.now_ns()
         per_node = {}
@@ -405,6 +510,7 @@ def test_one_way(fcluster, net, tmp_path):
         net.drop([(a.host, b.host)])
         time.sleep(hold)
         net.heal()
+        run.quiet()
         t_heal = F.now_ns()
         fails = F.failed_in(run.hist, run.keys, t_cut, t_heal)
         run.event("dropped %s -> %s for %.1fs: %d writes acked, %d ops "
@@ -440,6 +546,7 @@ def test_kill_and_stop(fcluster, tmp_path):
             down = run.rng.uniform(0.2, 2.0)
             time.sleep(down)
             nd.start()
+            run.quiet()
             what = "kill -9, restarted after %.1fs" % down
         else:
             down = run.rng.uniform(0.5, 1.5) if kind == 1 else \
@@ -447,6 +554,7 @@ def test_kill_and_stop(fcluster, tmp_path):
             nd.sigstop()
             time.sleep(down)
             nd.sigcont()
+            run.quiet()
             what = "SIGSTOP for %.1fs" % down
         w = run.wait_node_serving(nd, "after " + what.split(",")[0])
         run.event("%s %s (led %d keys): serving %s after" % (
@@ -498,6 +606,7 @@ def test_etcd_leader_killed_during_failover(fcluster, tmp_path):
             victim.sigcont()
             if not c.etcd.alive(lead):
                 c.etcd.start_member(lead)
+            run.quiet()
         c.etcd.wait_ready()
         if run.wait_node_serving(victim, "after SIGCONT") is None or \
                 not run.settle("after SIGCONT"):
@@ -638,6 +747,7 @@ def test_etcd_leader_killed_during_rebalance(fcluster, tmp_path):
     assert lead is not None, "apply finished within 1 s: no etcd kill"
     assert "done:" in out, out[-2000:]
     c.etcd.wait_ready()
+    run.quiet()
     led = c.leaders()
     on_n4 = run.keys_led_by(n4)
     run.event("after apply: %d nodes lead; the 4th node leads %d of the "
@@ -673,6 +783,7 @@ def test_lossy_links(fcluster, net, tmp_path):
         net.drop(pairs, loss=loss)
         time.sleep(hold)
         net.heal()
+        run.quiet()
         t_heal = F.now_ns()
         run.event("%.0f%% loss on every node link for %.1fs: %d writes "
                   "acked, %d ops failed meanwhile" % (
