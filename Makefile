@@ -2,7 +2,8 @@
 #
 #   make            build build/partkv
 #   make run        install deps, build, start a 3-node cluster (7000-7002)
-#   make test       install deps, build, run every test (unit, model)
+#   make test       install deps, build, run every test (unit, model,
+#                   integration, the short fault schedules of tests/fault)
 #   make check      every test, with binaries built under ASan+UBSan
 #   make test-faults the long fault schedules (kill -9 / SIGSTOP cycles,
 #                    network cuts: tests/fault)
@@ -46,7 +47,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration test-faults check bench bench-run fuzz format install clean
+.PHONY: all deps run test test-unit test-integration test-fault test-faults check bench bench-run fuzz format install clean
 
 all: $(BUILD)/partkv
 
@@ -84,6 +85,7 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory test-integration
+	@$(MAKE) --no-print-directory test-fault
 
 test-unit: all $(UNIT_BIN)
 	@scripts/run-tests.sh $(UNIT_BIN)
@@ -93,9 +95,13 @@ test-unit: all $(UNIT_BIN)
 test-integration: all
 	PARTKV=$(abspath $(BUILD)/partkv) /usr/bin/python3 -m pytest -q tests/integration
 
+# The short fault schedules (tests/fault: iptables cuts, kill -9, SIGSTOP,
+# etcd leader kills; about 1.5 minutes; needs root for iptables).
+test-fault: all
+	PARTKV=$(abspath $(BUILD)/partkv) /usr/bin/python3 -m pytest -q -rsx tests/fault
+
 # The fault-cycle tests with long schedules: 40 cycles each (make test
-# runs 10); and the fault harness (tests/fault: iptables cuts, kill -9,
-# SIGSTOP, etcd leader kills; work in progress, not yet in make test).
+# runs 10); and the long schedules of the fault harness (tests/fault).
 test-faults: deps
 	@$(MAKE) --no-print-directory all
 	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_CYCLES=40 \
