@@ -339,25 +339,28 @@ static int node_states(pk_ctrl *c, pk_pmap *m, const char *names)
 
 typedef struct cand {
     int answers;   /* followers that accepted the fence */
+    int leader;    /* the leader itself did, at the map's epoch */
     uint32_t best; /* in-sync follower with the highest position */
     uint64_t best_pos;
     uint32_t want; /* preferred on a tie (a handoff's target) */
 } cand;
 
-/* 1 if follower f of pt is the one in todo's fence for leader. */
+/* 1 if f is a replica of pt, which leader leads: a follower, or the
+ * leader itself (then f == leader). */
 static int fences(const pk_partition *pt, uint32_t f, uint32_t leader)
 {
     if (pt->nreplicas == 0 || pt->replicas[0] != leader)
         return 0;
-    for (int i = 1; i < pt->nreplicas; i++)
+    for (int i = 0; i < pt->nreplicas; i++)
         if (pt->replicas[i] == f)
             return 1;
     return 0;
 }
 
 /*
- * Fences, at follower f, every partition in `todo` led by `leader` that f
- * follows; records f's answers in cands.
+ * Fences, at replica f, every partition in `todo` led by `leader` that f
+ * holds; records f's answers in cands.  f == leader fences the leader
+ * itself: it stops serving them for good at the epoch it leads.
  */
 static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
                      const uint8_t *todo, cand *cands)
@@ -411,6 +414,12 @@ static void fence_at(pk_ctrl *c, const pk_pmap *m, uint32_t f, uint32_t leader,
         e = &r->elems[k++];
         if (e->type != PK_RR_ARRAY || e->n != 2)
             continue; /* BUSY: its promise to the leader runs */
+        if (f == leader) {
+            /* Every write acknowledged in this epoch, and before, is in
+             * the leader's log: its answer alone suffices. */
+            cands[p].leader = (uint64_t)e->elems[0].integer == pt->leader_epoch;
+            continue;
+        }
         /* Only a follower of this epoch can hold writes acknowledged in
          * it (a replacement that is still copying cannot): only its
          * answer counts toward the quorum that must intersect theirs. */
@@ -434,10 +443,14 @@ out:
  * Fences the followers (those ask[] allows) of every partition in todo and
  * makes the in-sync one with the highest position leader, at leader epoch
  * + 1, once at least half of the replicas answered.  want: preferred
- * followers, or NULL.  Returns the partitions changed.
+ * followers, or NULL.  self: the leaders (those ask[] allows) are fenced as
+ * well, and one that answers leads again at epoch + 1 -- a promotion that
+ * found too few followers of the current epoch (a lagging follower cannot
+ * count) is finished once the old leader is back.  Returns the partitions
+ * changed.
  */
 static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
-                        const uint8_t *ask, const uint32_t *want)
+                        const uint8_t *ask, const uint32_t *want, int self)
 {
     uint32_t np = m->npartitions, changed = 0;
     cand *cands = calloc(np, sizeof(*cands));
@@ -453,7 +466,7 @@ static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
     }
     for (uint32_t l = 0; l < m->nnodes; l++)
         for (uint32_t f = 0; leads[l] && f < m->nnodes; f++)
-            if (ask[f] && f != l)
+            if (ask[f] && (f != l || self))
                 fence_at(c, m, f, l, todo, cands);
     if (c->npend < np) {
         uint64_t *n = realloc(c->pend, np * sizeof(*n));
@@ -464,13 +477,23 @@ static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
         }
     }
     for (uint32_t p = 0; p < np && p < c->npend; p++)
-        if (todo[p] && cands[p].answers)
+        if (todo[p] && (cands[p].answers || cands[p].leader))
             c->pend[p] = m->parts[p].leader_epoch + 1;
     for (uint32_t p = 0; p < np; p++) {
         pk_partition *pt = &m->parts[p];
         uint32_t old, to;
         int j = 1;
-        if (!todo[p] || cands[p].best == PK_NODE_NONE ||
+        if (!todo[p])
+            continue;
+        if (cands[p].leader) {
+            /* It has the highest position of all: it leads on. */
+            if (pk_pmap_moving(m, p, &to))
+                pk_pmap_move_cancel(m, p);
+            pt->leader_epoch++;
+            changed++;
+            continue;
+        }
+        if (cands[p].best == PK_NODE_NONE ||
             cands[p].answers < (pt->nreplicas + 1) / 2)
             continue; /* not enough answers yet: next tick */
         if (pk_pmap_moving(m, p, &to))
@@ -510,7 +533,7 @@ static int retry(pk_ctrl *c, pk_pmap *m, const char *names)
         else if (m->parts[p].nreplicas >= 2)
             todo[p] = any = 1;
     }
-    if (any && (changed = promote(c, m, todo, ask, NULL)) > 0)
+    if (any && (changed = promote(c, m, todo, ask, NULL, 1)) > 0)
         fprintf(stderr, "partkv: controller: %u fenced partitions promoted\n",
                 changed);
 out:
@@ -551,7 +574,7 @@ static int orphans(pk_ctrl *c, pk_pmap *m, const char *names)
         }
         pk_rr_free(r);
     }
-    if (any && (changed = promote(c, m, todo, ask, NULL)) > 0)
+    if (any && (changed = promote(c, m, todo, ask, NULL, 1)) > 0)
         fprintf(stderr,
                 "partkv: controller: %u partitions fenced by an "
                 "earlier controller promoted\n",
@@ -581,7 +604,7 @@ static int failover(pk_ctrl *c, pk_pmap *m, const char *names)
         if (pt->nreplicas >= 2 && !ask[pt->replicas[0]])
             todo[p] = any = 1;
     }
-    if (any && (changed = promote(c, m, todo, ask, NULL)) > 0)
+    if (any && (changed = promote(c, m, todo, ask, NULL, 0)) > 0)
         fprintf(stderr, "partkv: controller: %u partitions have a new leader\n",
                 changed);
 out:
@@ -691,7 +714,7 @@ static int balance(pk_ctrl *c, pk_pmap *m, const char *names)
         goto out;
     for (uint32_t l = 0; l < m->nnodes; l++)
         handoff(c, m, l, todo);
-    changed = promote(c, m, todo, ask, want);
+    changed = promote(c, m, todo, ask, want, 0);
     if (changed)
         fprintf(stderr,
                 "partkv: controller: %u leaderships handed over to "

@@ -279,7 +279,8 @@ static int lease_ok(pk_repl *rp, const pk_partition *pt, uint32_t p,
 
     if (pt->nreplicas <= 1)
         return 1;
-    if (rp->stepped[p] || pk_repl_handing_off(rp->srv, p))
+    if (rp->stepped[p] || pk_repl_handing_off(rp->srv, p) ||
+        rp->fence_epoch[p] > rp->lead_epoch[p])
         return 0;
     need = pt->nreplicas / 2;
     for (int i = 1; i < pt->nreplicas && have < need; i++) {
@@ -1255,10 +1256,36 @@ static void repl_push(pk_cmd_ctx *x, pk_repl *rp)
 }
 
 /*
+ * The controller fences p at us, its leader: we stop serving it for good
+ * below epoch (the fence epoch is persisted; lease_ok) and answer
+ * [the epoch we lead it at, our last seq] -- every write acknowledged in
+ * that epoch is in our log, so the controller may let us lead on at epoch.
+ * A partition we do not lead is answered [0, last], which does not count.
+ */
+static void fence_self(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t p,
+                       uint64_t ep)
+{
+    uint64_t last = 0;
+
+    if (ep > rp->fence_epoch[p]) {
+        rp->fence_epoch[p] = ep;
+        rp->state_dirty = 1;
+    }
+    if (rp->lead_epoch[p] && rp->lead_epoch[p] < ep)
+        step_down(rp, p);
+    pk_store_log_last(t, p, &last);
+    pk_reply_array(x->out, 2);
+    pk_reply_int(x->out,
+                 (int64_t)(rp->lead_epoch[p] < ep ? rp->lead_epoch[p] : 0));
+    pk_reply_int(x->out, (int64_t)last);
+}
+
+/*
  * PK.REPL FENCE old_leader {part epoch}...: the controller is about to
  * promote a follower of each part at epoch.  Refused while our promise to
  * old_leader runs; else nothing below epoch is accepted any more, and the
- * answer is our [follow_epoch, last_seq] per part.
+ * answer is our [follow_epoch, last_seq] per part.  old_leader may be us
+ * (fence_self).
  */
 static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
 {
@@ -1291,6 +1318,10 @@ static void repl_fence(pk_cmd_ctx *x, pk_repl *rp)
         uint64_t p = 0, ep = 0, last = 0;
         u64_arg(&x->argv[i], &p);
         u64_arg(&x->argv[i + 1], &ep);
+        if (leader == x->srv->cluster.self) {
+            fence_self(x, rp, t, (uint32_t)p, ep);
+            continue;
+        }
         /* Our promise covers p unless its leader released it to us. */
         if (promised && (rp->released[p] < ep || now >= rp->released_ms[p])) {
             pk_reply_error(x->out, "BUSY this node still follows that "

@@ -227,6 +227,38 @@ def test_stopped_leader_replaced_and_acknowledges_nothing(cluster_factory):
     raw.close()
 
 
+def test_leader_back_before_promotion_leads_on(cluster_factory):
+    """A leader and one of its two followers stopped past their leases:
+    the one follower left cannot promote itself (half of the replicas must
+    answer).  When the old leader is back the controller fences it too and
+    it leads on at the next epoch, with the other follower still stopped;
+    every acknowledged value reads back."""
+    c = up(cluster_factory)
+    lead, other = c.nodes[1], c.nodes[2]
+    k = key_led_by(c, lead.port)
+    cl = SlotClient(ports(c), timeout=0.3)
+    assert cl.call("SET", k, "before") == ("ok", True)
+    lpid, opid = node_pid(lead.port), node_pid(other.port)
+    assert signal_node(lpid, signal.SIGSTOP, c.dir)
+    assert signal_node(opid, signal.SIGSTOP, c.dir)
+    try:
+        time.sleep(3.0)  # both leases (1.5 s) ran out; fences went out
+        assert cl.call("SET", k, "during")[0] != "ok"  # 1 copy of 3
+        assert signal_node(lpid, signal.SIGCONT, c.dir)
+        took = _write_until_ok(cl, k, "after", timeout=15.0)
+        assert took is not None, "old leader not serving again\n" + \
+            _diagnose(c)
+        assert leader_port(c, k) == lead.port
+    finally:
+        signal_node(lpid, signal.SIGCONT, c.dir)
+        signal_node(opid, signal.SIGCONT, c.dir)
+    assert cl.call("GET", k) == ("ok", "after")
+    assert _wait_node_up(c, other.port)
+    assert wait_until(lambda: _leaders(c) == {x.port for x in c.nodes},
+                      20.0, 0.2)[0], _diagnose(c)
+    cl.close()
+
+
 def test_failover_time(cluster_factory):
     """Time from stopping a leader (SIGSTOP: it stays dead) to the first
     acknowledged write to one of its partitions; and from kill -9 (which
@@ -258,10 +290,10 @@ def test_failover_time(cluster_factory):
             kills.append(took)
         assert took is not None and took < 10, (i, took, c.logs())
         assert _wait_node_up(c, n.port)
-        # The controller gives it back its share of leaderships (not
-        # asserted: balancing waits until every follower streams again).
-        wait_until(lambda: _leaders(c) == {x.port for x in c.nodes}, 20.0,
-                   0.2)
+        # The controller gives it back its share of leaderships (balancing
+        # waits until every follower streams again).
+        assert wait_until(lambda: _leaders(c) == {x.port for x in c.nodes},
+                          20.0, 0.2)[0], (i, _diagnose(c))
     print("failover after SIGSTOP: %s s; after kill -9 + restart: %s s"
           % (["%.2f" % t for t in stops], ["%.2f" % t for t in kills]))
     cl.close()
@@ -287,16 +319,7 @@ def _diagnose(c):
 # kill -9 and SIGSTOP cycles under load
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("faults", [
-    "kill",
-    # Known liveness bug (safety holds): a follower fenced while it lagged
-    # cannot catch up from the fenced leader nor count for the promotion,
-    # and some partitions stay without a leader.  Only in make test-faults
-    # until it is fixed.
-    pytest.param("mixed", marks=pytest.mark.skipif(
-        os.environ.get("PARTKV_FAULT_CYCLES") is None,
-        reason="make test-faults only (known liveness bug)")),
-])
+@pytest.mark.parametrize("faults", ["kill", "mixed"])
 def test_fault_cycles(cluster_factory, tmp_path, faults):
     """Writers with unique values at acks=quorum while nodes, leaders
     included, are killed with kill -9 (cluster up restarts them) or, in
