@@ -742,23 +742,33 @@ def wait_all_served(hosts, keys, timeout=30.0, op_timeout=1.0):
         cl.close()
 
 
-def final_reads(history, hosts, keys, client_id=1000, op_timeout=1.0):
+def final_reads(history, hosts, keys, client_id=1000, op_timeout=1.0,
+                timeout=15.0):
     """Reads every key once more into the history; returns {key: value}
-    (replfault.final_reads)."""
+    (replfault.final_reads).  A GET that fails (a leadership moving back,
+    a timeout) is recorded as failed and tried again, until timeout: a key
+    missing from the result could not be checked for lost writes."""
     cl = HostSlotClient(hosts, timeout=op_timeout)
     out = {}
+    deadline = time.monotonic() + timeout
     try:
-        for k in keys:
-            h = history.invoke(client_id, "get", k)
-            st, rep = cl.call("GET", k)
-            if st == "ok":
-                history.ok(h, rep)
-                out[k] = rep
-            else:
-                history.fail(h)
+        while True:
+            for k in keys:
+                if k in out:
+                    continue
+                h = history.invoke(client_id, "get", k)
+                st, rep = cl.call("GET", k)
+                if st == "ok":
+                    history.ok(h, rep)
+                    out[k] = rep
+                else:
+                    history.fail(h)
+            if len(out) == len(keys) or time.monotonic() >= deadline:
+                return out
+            time.sleep(0.2)
+            cl.refresh()
     finally:
         cl.close()
-    return out
 
 
 # ---------------------------------------------------------------------------

@@ -327,7 +327,12 @@ class Run:
         if not served:
             self.liveness.append("some keys not served (GET) %.0fs after "
                                  "the last fault" % wait)
-        finals = F.final_reads(self.hist, hosts, self.keys)
+        finals = F.final_reads(self.hist, hosts, self.keys,
+                               timeout=3.0 if self.liveness else 15.0)
+        if len(finals) < len(self.keys):
+            self.liveness.append(
+                "no final read of %s (their writes could not be checked)"
+                % [k for k in self.keys if k not in finals])
         path = self.tmp_path / ("%s.history.jsonl" % self.name)
         self.hist.save(str(path))
         bad = lost_writes(self.hist, finals)
@@ -335,12 +340,15 @@ class Run:
         res = self.hist.check(timeout_s=120)
         check_s = time.monotonic() - t
         F.note("%s: %.1fs of load, %d ops in history, acked writes %d, "
-               "unknown %d, errors %d, reads %d; final reads %d of %d keys; "
+               "unknown %d, errors %d, reads %d; final reads %d of %d keys "
+               "(%d failed final GETs retried); "
                "lost writes %d; linearizability %s (%.2fs); failed replies "
                "%s" % (
                    self.name, t_end, len(self.hist), counts["acked"],
                    counts["unknown"], counts["errors"], counts["reads"],
-                   len(finals), len(self.keys), len(bad),
+                   len(finals), len(self.keys),
+                   sum(1 for o in self.hist.ops() if o.client == 1000
+                       and o.status == "fail"), len(bad),
                    res.verdict.upper(), check_s,
                    self.w.error_kinds() or "none"))
         for e in self.events:
