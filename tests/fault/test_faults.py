@@ -225,8 +225,9 @@ class Run:
         ops = self.hist.ops()
         lines, bad = [], []
         for st in self.minority:
-            w = [ops[h] for h, port in self.w.acked_by.items()
-                 if port == st["port"] and ops[h].call >= st["from"]
+            w = [ops[h] for h, port in list(self.w.acked_by.items())
+                 if port == st["port"] and h < len(ops)
+                 and ops[h].call >= st["from"]
                  and ops[h].ret is not None and ops[h].ret < st["until"]]
             wsent = sum(1 for o in ops if isinstance(o.client, int)
                         and o.op == "set" and st["from"] <= o.call
