@@ -496,6 +496,11 @@ def test_coordinator_isolated(fcluster, net, tmp_path):
         fails = F.failed_in(run.hist, run.keys, t_cut, t_heal)
         fails_after = F.failed_in(run.hist, run.keys, t_heal, t_after)
         acked = len(F.acked_in(run.hist, run.keys, t_cut, t_heal))
+        t_before = max(run.t0, t_cut - int(1e9))
+        before_rate = len(F.acked_in(run.hist, run.keys, t_before, t_cut)) \
+            / max(1e-3, (t_cut - t_before) / 1e9)
+        run.event("writes acked in the %.1fs before the cut: %.0f/s" % (
+            (t_cut - t_before) / 1e9, before_rate))
         run.event("during the cut: %d writes acked (%.0f/s), %d ops "
                   "failed; writes acked per node per second %r; in the "
                   "2 s after the heal %d ops failed; map %s" % (
