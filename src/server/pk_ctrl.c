@@ -18,6 +18,9 @@
 
 #define KEEPALIVE_MS 500
 #define CALL_MS 1000
+/* A poll or a hint a stopped node would hold the controller up with: the
+ * failover of that node waits for the controller's next tick. */
+#define SHORT_CALL_MS 250
 #define CTRL_KEY PK_CLUSTER_PREFIX "controller"
 #define NODES_PREFIX PK_CLUSTER_PREFIX "nodes/"
 
@@ -50,7 +53,8 @@ struct pk_ctrl {
     /* Partitions whose followers we fenced at leader epoch + 1 but did
      * not promote yet (not enough answers, a lost CAS): retried until
      * their epoch moves on, live leader or not -- it cannot serve them. */
-    uint64_t *pend; /* leader epoch + 1 fenced at, or 0 */
+    uint64_t *pend; /* 2 * (leader epoch + 1 fenced at) + 1 if for a
+                     * handoff, or 0 */
     uint32_t npend;
 };
 
@@ -69,8 +73,9 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Connects to host:port and presents the secret; NULL on failure. */
-static pk_sclient *dial(pk_ctrl *c, const char *addr)
+/* Connects to host:port and presents the secret, each within timeout_ms;
+ * NULL on failure. */
+static pk_sclient *dial(pk_ctrl *c, const char *addr, int timeout_ms)
 {
     const char *colon = strrchr(addr, ':');
     const char *auth[] = {"PK.AUTH", c->secret};
@@ -83,7 +88,7 @@ static pk_sclient *dial(pk_ctrl *c, const char *addr)
         return NULL;
     snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
     if (pk_sclient_connect_from(c->srv->cfg.bind, host, atoi(colon + 1),
-                                CALL_MS, &cli) != PK_OK)
+                                timeout_ms, &cli) != PK_OK)
         return NULL;
     ok = pk_sclient_call(cli, 2, auth, NULL, &r) == PK_OK &&
          r->type == PK_RR_STATUS;
@@ -95,20 +100,27 @@ static pk_sclient *dial(pk_ctrl *c, const char *addr)
     return cli;
 }
 
-/* One call on *cli; a transport failure closes it. */
-static int call(pk_sclient **cli, pk_rr **r, int argc, const char *const *argv,
-                const size_t *lens)
+/* One call on *cli, given timeout_ms; a transport failure closes it. */
+static int call_for(pk_sclient **cli, pk_rr **r, int argc,
+                    const char *const *argv, const size_t *lens, int timeout_ms)
 {
     int rc;
 
     if (*cli == NULL)
         return PK_EIO;
+    pk_sclient_set_timeout(*cli, timeout_ms);
     rc = pk_sclient_call(*cli, argc, argv, lens, r);
     if (rc != PK_OK) {
         pk_sclient_free(*cli);
         *cli = NULL;
     }
     return rc;
+}
+
+static int call(pk_sclient **cli, pk_rr **r, int argc, const char *const *argv,
+                const size_t *lens)
+{
+    return call_for(cli, r, argc, argv, lens, CALL_MS);
 }
 
 static pk_sclient **peer_of(pk_ctrl *c, const char *addr)
@@ -128,7 +140,7 @@ static pk_sclient **peer_of(pk_ctrl *c, const char *addr)
         p->cli = NULL;
     }
     if (p->cli == NULL)
-        p->cli = dial(c, addr);
+        p->cli = dial(c, addr, SHORT_CALL_MS);
     return p->cli ? &p->cli : NULL;
 }
 
@@ -443,18 +455,18 @@ out:
  * Fences the followers (those ask[] allows) of every partition in todo and
  * makes the in-sync one with the highest position leader, at leader epoch
  * + 1, once at least half of the replicas answered.  want: preferred
- * followers, or NULL.  self: the leaders (those ask[] allows) are fenced as
- * well, and one that answers leads again at epoch + 1 -- a promotion that
- * found too few followers of the current epoch (a lagging follower cannot
- * count) is finished once the old leader is back.  Returns the partitions
- * changed.
+ * followers, or NULL.  self: where too few followers of the current epoch
+ * answered (a lagging one cannot count), the leader (if ask[] allows) is
+ * fenced as well, and if it answers it leads on at epoch + 1 -- a
+ * promotion stuck that way is finished once the old leader is back.
+ * Returns the partitions changed.
  */
 static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
                         const uint8_t *ask, const uint32_t *want, int self)
 {
     uint32_t np = m->npartitions, changed = 0;
     cand *cands = calloc(np, sizeof(*cands));
-    uint8_t *leads = calloc(m->nnodes ? m->nnodes : 1, 1);
+    uint8_t *leads = calloc(m->nnodes ? m->nnodes : 1, 1), *stuck;
 
     if (cands == NULL || leads == NULL)
         goto out;
@@ -466,8 +478,19 @@ static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
     }
     for (uint32_t l = 0; l < m->nnodes; l++)
         for (uint32_t f = 0; leads[l] && f < m->nnodes; f++)
-            if (ask[f] && (f != l || self))
+            if (ask[f] && f != l)
                 fence_at(c, m, f, l, todo, cands);
+    if (self && (stuck = calloc(np, 1)) != NULL) {
+        /* The leader only where its followers could not finish it: a
+         * handoff left unfinished still goes to a follower. */
+        for (uint32_t p = 0; p < np; p++)
+            stuck[p] =
+                todo[p] && cands[p].answers < (m->parts[p].nreplicas + 1) / 2;
+        for (uint32_t l = 0; l < m->nnodes; l++)
+            if (leads[l] && ask[l])
+                fence_at(c, m, l, l, stuck, cands);
+        free(stuck);
+    }
     if (c->npend < np) {
         uint64_t *n = realloc(c->pend, np * sizeof(*n));
         if (n != NULL) {
@@ -478,7 +501,7 @@ static uint32_t promote(pk_ctrl *c, pk_pmap *m, const uint8_t *todo,
     }
     for (uint32_t p = 0; p < np && p < c->npend; p++)
         if (todo[p] && (cands[p].answers || cands[p].leader))
-            c->pend[p] = m->parts[p].leader_epoch + 1;
+            c->pend[p] = 2 * (m->parts[p].leader_epoch + 1) + (want != NULL);
     for (uint32_t p = 0; p < np; p++) {
         pk_partition *pt = &m->parts[p];
         uint32_t old, to;
@@ -513,14 +536,15 @@ out:
     return changed;
 }
 
-/* Completes promotions whose fences went out earlier.  Returns the
- * partitions changed. */
+/* Completes promotions whose fences went out earlier: those of a handoff
+ * as they began, the others with the leader asked too (promote's self).
+ * Returns the partitions changed. */
 static int retry(pk_ctrl *c, pk_pmap *m, const char *names)
 {
     uint32_t np = m->npartitions, changed = 0;
-    uint8_t *todo = calloc(np ? np : 1, 1);
+    uint8_t *todo = calloc(np ? 2 * (size_t)np : 1, 1);
     uint8_t *ask = calloc(m->nnodes ? m->nnodes : 1, 1);
-    int any = 0;
+    int any[2] = {0, 0};
 
     if (todo == NULL || ask == NULL)
         goto out;
@@ -528,12 +552,23 @@ static int retry(pk_ctrl *c, pk_pmap *m, const char *names)
         ask[i] = m->nodes[i].state != PK_NODE_REMOVED &&
                  is_live(names, m->nodes[i].name);
     for (uint32_t p = 0; p < np && p < c->npend; p++) {
-        if (c->pend[p] != m->parts[p].leader_epoch + 1)
+        int h = (int)(c->pend[p] & 1);
+        if (c->pend[p] / 2 != m->parts[p].leader_epoch + 1)
             c->pend[p] = 0; /* promoted since, or never */
         else if (m->parts[p].nreplicas >= 2)
-            todo[p] = any = 1;
+            todo[(size_t)h * np + p] = any[h] = 1;
     }
-    if (any && (changed = promote(c, m, todo, ask, NULL, 1)) > 0)
+    if (any[0])
+        changed += promote(c, m, todo, ask, NULL, 1);
+    if (any[1]) { /* still a handoff, with no preferred target now */
+        uint32_t *none = malloc(np * sizeof(*none));
+        for (uint32_t p = 0; none && p < np; p++)
+            none[p] = PK_NODE_NONE;
+        if (none)
+            changed += promote(c, m, todo + np, ask, none, 0);
+        free(none);
+    }
+    if (changed > 0)
         fprintf(stderr, "partkv: controller: %u fenced partitions promoted\n",
                 changed);
 out:
@@ -564,7 +599,7 @@ static int orphans(pk_ctrl *c, pk_pmap *m, const char *names)
         ask[i] = m->nodes[i].state != PK_NODE_REMOVED &&
                  is_live(names, m->nodes[i].name);
         if (!ask[i] || (cli = peer_of(c, m->nodes[i].addr)) == NULL ||
-            call(cli, &r, 2, argv, NULL) != PK_OK)
+            call_for(cli, &r, 2, argv, NULL, SHORT_CALL_MS) != PK_OK)
             continue;
         for (size_t k = 0; r->type == PK_RR_ARRAY && k < r->n; k++) {
             int64_t p = r->elems[k].integer;
@@ -638,7 +673,7 @@ static void handoff(pk_ctrl *c, const pk_pmap *m, uint32_t l,
                 argv[a] = nums + 12 * (a - 2);
                 a++;
             }
-        if (call(cli, &r, 2 + (int)n, argv, NULL) == PK_OK)
+        if (call_for(cli, &r, 2 + (int)n, argv, NULL, SHORT_CALL_MS) == PK_OK)
             pk_rr_free(r);
     }
     free(argv);
@@ -827,7 +862,7 @@ static void *ctrl_main(void *arg)
             char addr[300];
             snprintf(addr, sizeof(addr), "%s:%d", c->host, c->port);
             c->lease = 0;
-            c->co = dial(c, addr);
+            c->co = dial(c, addr, CALL_MS);
         }
         if (c->co && hold_lease(c))
             step(c);

@@ -159,6 +159,12 @@ fail:
     return rc;
 }
 
+void pk_sclient_set_timeout(pk_sclient *c, int timeout_ms)
+{
+    if (c && timeout_ms > 0)
+        c->timeout_ms = timeout_ms;
+}
+
 void pk_sclient_free(pk_sclient *c)
 {
     if (!c)

@@ -70,6 +70,9 @@ int pk_sclient_connect(const char *host, int port, int timeout_ms,
 int pk_sclient_call(pk_sclient *c, int argc, const char *const *argv,
                     const size_t *lens, struct pk_rr **reply);
 
+/* Sets the per-operation timeout of later calls (as at connect; > 0). */
+void pk_sclient_set_timeout(pk_sclient *c, int timeout_ms);
+
 /* Closes the connection and frees the client; NULL does nothing. */
 void pk_sclient_free(pk_sclient *c);
 

@@ -5,6 +5,7 @@
 #include "server/pk_server.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,9 @@ int pk_server_run(const pk_server_config *cfg)
 
     if (s == NULL)
         return 1;
+    /* A peer that closed its end makes a write fail with EPIPE, which
+     * every writer handles; the signal would kill the whole node. */
+    signal(SIGPIPE, SIG_IGN);
     s->cfg = *cfg;
     s->rates = calloc(PK_SLOTS, sizeof(*s->rates));
     if (s->rates == NULL || uv_loop_init(&s->loop) != 0) {

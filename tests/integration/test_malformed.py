@@ -4,6 +4,7 @@ server closing the connection, or a defined non-error outcome.  After
 every case a fresh client gets PONG and a key written before is intact."""
 import random
 import socket
+import struct
 import threading
 import time
 
@@ -410,3 +411,25 @@ def test_client_that_never_reads(server_factory, target):
     print("hog: sent %d GETs, closed=%s, peak growth %.1f MB, others' worst "
           "latency %.3f s" % (state["sent"], state["closed"], growth_mb,
                               worst))
+
+
+def test_client_reset_while_replies_flow(srv):
+    """Clients that pipeline large replies and reset the connection (RST,
+    unread data) while the server writes: a write to a reset socket fails
+    with EPIPE, which must cost that connection only -- not the process
+    (SIGPIPE is ignored, as in redis-server)."""
+    with srv.raw() as c:
+        assert c.call("SET", "big", "x" * 256 * 1024) == "OK"
+    req = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n" * 64
+    for _ in range(30):
+        s = socket.create_connection((srv.host, srv.port), timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+        s.sendall(req)
+        s.recv(1)  # the server is writing replies now
+        s.close()  # RST: the rest of its writes hit a reset socket
+        time.sleep(0.01)
+    assert srv.alive(), "server died:\n" + srv.logs()
+    with open("/proc/%d/status" % srv.pid) as f:
+        ign = next(int(l.split()[1], 16) for l in f if l.startswith("SigIgn"))
+    assert ign & (1 << (13 - 1)), "SIGPIPE not ignored (SigIgn %x)" % ign
