@@ -607,30 +607,6 @@ class HostSlotClient(SlotClient):
             self.conns[port] = c
         return c
 
-    def call(self, *args):
-        """SlotClient.call, also noting in last_port the node whose reply
-        it returns (after any MOVED): who acknowledged a write."""
-        key = args[1]
-        port = self.port_of(key)
-        self.last_port = port
-        for _ in range(6):
-            self.last_port = port
-            try:
-                return "ok", self.conn(port).execute_command(*args)
-            except redis.exceptions.ResponseError as e:
-                msg = str(e)
-                if msg.startswith("MOVED"):
-                    port = int(msg.rsplit(":", 1)[1])
-                    self.owner[keyslot(key)] = port
-                    continue
-                return "error", msg
-            except (redis.exceptions.ConnectionError,
-                    redis.exceptions.TimeoutError, OSError) as e:
-                self.drop(port)
-                self.refresh()
-                return "unknown", str(e)
-        return "error", "too many redirects"
-
 
 def run_worker(history, make_client, keys, stop, client_id, counts, rng,
                write_ratio=0.5, errors=None, acked_by=None):

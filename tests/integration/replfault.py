@@ -62,10 +62,12 @@ class SlotClient:
 
     def call(self, *args):
         """Runs args on the key's owner.  Returns ("ok", reply),
-        ("error", text) or ("unknown", text)."""
+        ("error", text) or ("unknown", text); last_port is the node whose
+        reply it returns (after any MOVED): who acknowledged a write."""
         key = args[1]
         port = self.port_of(key)
         for _ in range(6):
+            self.last_port = port
             try:
                 return "ok", self.conn(port).execute_command(*args)
             except redis.exceptions.ResponseError as e:
