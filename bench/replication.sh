@@ -39,6 +39,15 @@
 # keys too).  If this partkv's `cluster up` does not accept --acks yet,
 # every mode runs without it and the output says so.
 #
+# Steady state: a fresh node's journal grows into new file pages; once it
+# reaches its retention budget (1/16 of the map, 512 MiB) the head is
+# deleted as the tail grows and LMDB reuses freed pages, which costs more
+# per write (page faults and writeback on reused pages).  BENCH_WARM=N
+# writes N SETs (-P 16) into each fresh partkv cluster, and into Redis,
+# before the measured runs of every mode, and prints the warm-up rates and
+# the size of partkv's data files after it: ~3,000,000 brings R=3 nodes to
+# the budget (about 2 minutes more per mode).
+#
 # Environment: BENCH_N (requests per test per run at -P 1, default 150000),
 # BENCH_N_P16 (at -P 16, default 1000000), BENCH_RUNS (default 3),
 # REPL_R (1..3, default 3), REPL_ACKS (the modes to run, comma- or
@@ -61,6 +70,8 @@ N=${BENCH_N:-150000}
 [[ $N =~ ^[1-9][0-9]{0,8}$ ]] || bad_env "BENCH_N must be a positive integer below 1e9, got '$N'"
 N16=${BENCH_N_P16:-1000000}
 [[ $N16 =~ ^[1-9][0-9]{0,9}$ ]] || bad_env "BENCH_N_P16 must be a positive integer below 1e10, got '$N16'"
+WARM=${BENCH_WARM:-0}
+[[ $WARM =~ ^(0|[1-9][0-9]{0,9})$ ]] || bad_env "BENCH_WARM must be 0 or a positive integer below 1e10, got '$WARM'"
 RUNS=${BENCH_RUNS:-3}
 [[ $RUNS =~ ^[1-9][0-9]{0,2}$ ]] || bad_env "BENCH_RUNS must be an integer from 1 to 999, got '$RUNS'"
 R=${REPL_R:-3}
@@ -260,6 +271,7 @@ echo "$PROG: redis $rd_version: $NODES masters (ports ${rd_masters[*]}) +" \
     "asynchronous replication, appendonly everysec, no RDB"
 echo "$PROG: -t $TESTS -c $CLIENTS -r $KEYSPACE -d $VALSIZE --cluster," \
     "-n $N at -P 1, -n $N16 at -P 16, runs per case and mode: $RUNS," \
+    "warm-up SETs per mode: $WARM," \
     "$(nproc) CPUs (redis-benchmark shares them)"
 
 declare -A NREQ=([1]=$N [16]=$N16) # requests per test, by pipeline depth
@@ -295,6 +307,19 @@ one() {
     done <<<"$rows"
 }
 
+# warm MODE: BENCH_WARM SETs into both systems (not measured; rates shown).
+warm() {
+    local srv out
+    for srv in partkv redis; do
+        out=$(timeout 1800 "$REDIS_BENCHMARK" -h 127.0.0.1 -p "${PORT[$srv]}" \
+            --cluster -t set -n "$WARM" -r "$KEYSPACE" -c "$CLIENTS" \
+            -d "$VALSIZE" -P 16 --csv 2>"$work/rb.err") ||
+            { cat "$work/rb.err" >&2; die "warm-up against $srv (acks $1) failed"; }
+        echo "  $1 $srv warm-up: $WARM SETs at P16, $(rb_rows <<<"$out" | awk -F'\t' '{printf "%.0f", $2}') req/s"
+    done
+    echo "  $1 partkv data files after warm-up: $(du -sm "$work/pk-$1" | cut -f1) MiB (3 nodes)"
+}
+
 turn=0 # swaps the system going first every run, across modes too
 for mode in "${MODES[@]}"; do
     echo
@@ -304,6 +329,7 @@ for mode in "${MODES[@]}"; do
     echo "acks=$mode: partkv nodes ports ${pkc_ports[*]} pids ${pkc_pids[*]}" \
         "(cluster up pid $pkc_pid, $flag)"
     declare -A PORT=([partkv]=${pkc_ports[0]} [redis]=${rd_masters[0]})
+    ((WARM)) && warm "$mode"
     for p in "${PIPES[@]}"; do
         for ((run = 1; run <= RUNS; run++)); do
             if ((turn++ % 2 == 0)); then order=(partkv redis); else order=(redis partkv); fi

@@ -1195,7 +1195,7 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
             pk_reply_error(x->out, "RESYNC");
             return;
         }
-        rc = pk_store_log_apply(t, (uint32_t)p, seq, a[4].ptr, a[4].len);
+        rc = pk_store_log_defer(t, (uint32_t)p, seq, a[4].ptr, a[4].len);
         if (rc == PK_OK || rc == PK_EEXIST)
             pk_reply_int(x->out, (int64_t)seq);
         else if (rc == PK_ERANGE)

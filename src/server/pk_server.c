@@ -22,10 +22,16 @@
 #include "server/pk_move.h"
 #include "server/pk_repl.h"
 #include "server/pk_srv.h"
+#include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
 
 #define EXPIRE_HZ_MS 100
 #define EXPIRE_MAX_KEYS 200
+/* A follower's deferred records (pk_store_log_defer) reach its data at
+ * least this often, or once there are this many: the larger the batch,
+ * the more of its keys share leaf pages (see pk_store_settle.c). */
+#define SETTLE_MS 250
+#define SETTLE_BATCH 65536u
 
 void pk_server_config_default(pk_server_config *c)
 {
@@ -99,6 +105,8 @@ static void on_check(uv_check_t *h)
     pk_server *s = h->data;
     pk_conn *c, *next;
 
+    if (s->txn && pk_store_log_unsettled(s->txn) >= SETTLE_BATCH)
+        pk_store_log_settle(s->txn, 0, NULL);
     if (s->txn) {
         int rc = pk_txn_commit(s->txn);
         s->txn = NULL;
@@ -145,6 +153,22 @@ static void on_expire(uv_timer_t *t)
         else
             pk_txn_abort(txn);
     }
+}
+
+/* Settles what the last SETTLE_MS deferred, unless a command is open. */
+static void on_settle(uv_timer_t *t)
+{
+    pk_server *s = t->data;
+    pk_txn *txn;
+
+    if (s->store == NULL || s->txn != NULL ||
+        pk_txn_begin(s->store, 0, &txn) != PK_OK)
+        return;
+    if (pk_store_log_unsettled(txn) > 0 &&
+        pk_store_log_settle(txn, 0, NULL) == PK_OK)
+        pk_txn_commit(txn);
+    else
+        pk_txn_abort(txn);
 }
 
 /* Samples per-partition counters once a second for reads/s, writes/s. */
@@ -398,6 +422,9 @@ static void init_handles(pk_server *s)
     uv_timer_init(&s->loop, &s->expire_timer);
     s->expire_timer.data = s;
     uv_timer_start(&s->expire_timer, on_expire, EXPIRE_HZ_MS, EXPIRE_HZ_MS);
+    uv_timer_init(&s->loop, &s->settle_timer);
+    s->settle_timer.data = s;
+    uv_timer_start(&s->settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
     uv_timer_init(&s->loop, &s->rate_timer);
     s->rate_timer.data = s;
     uv_timer_start(&s->rate_timer, on_rate, 1000, 1000);

@@ -97,7 +97,7 @@ struct pk_server {
     uv_idle_t idle;      /* runs while connections wait on srv->resume */
     pk_conn *resume;     /* unblocked connections with commands buffered */
     uint64_t resume_gen; /* idle rounds run so far */
-    uv_timer_t expire_timer, rate_timer, sync_timer;
+    uv_timer_t expire_timer, rate_timer, sync_timer, settle_timer;
     pk_expire_pos expire_pos; /* where active expiry goes on */
     uv_signal_t sigterm, sigint;
     uv_work_t sync_work;

@@ -210,7 +210,8 @@ int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out)
     mdb_reader_check(s->env, &dead); /* slots left by a crashed process */
     s->log_keep = PK_STORE_LOG_KEEP_DEFAULT(
         o.map_size ? o.map_size : PK_STORE_MAP_SIZE_DEFAULT);
-    if ((rc = open_dbs(s)) != 0 || (rc = pk__stat_recover(s)) != 0) {
+    if ((rc = open_dbs(s)) != 0 || (rc = pk__stat_recover(s)) != 0 ||
+        (rc = pk__settle_open(s)) != 0) {
         goto fail;
     }
     *out = s;
@@ -292,6 +293,7 @@ static void cursors_close(pk_txn *t)
 static void txn_free(pk_txn *t, int committed)
 {
     if (!t->rdonly) {
+        pk__settle_end(t, committed);
         pk__stat_end(t, committed);
         t->s->wtxn_open = 0;
     }

@@ -29,10 +29,13 @@
  *                  varints: keys (bit 0), bytes (1), log last (2),
  *                  log last - log trim (3), log pos (4)
  *   journal key    u64 position (1, 2, ... in append order, big-endian)
- *   journal value  u32 part | u64 seq | u64 prev (position of the part's
- *                  previous record, 0 none) | u64 keys | u64 bytes (the
- *                  part's counts after the record) | change record
+ *   journal value  u32 part (top bit: deferred) | u64 seq | u64 prev
+ *                  (position of the part's previous record, 0 none)
+ *                  | u64 keys | u64 bytes (the part's counts after the
+ *                  record) | change record
  *   info "stats"   u64 journal position the stats DB reflects
+ *   info "settled" u64 journal position up to which deferred records
+ *                  are in the data DB (pk_store_settle.c)
  *   change record  (u8 op | u16 klen | key without part
  *                  | PUT only: u32 vlen | value)+
  *
@@ -71,6 +74,11 @@ enum pk__type { PK__T_STRING = 1, PK__T_HASH = 2, PK__T_ZSET = 3 };
 /* pk__op_begin flags. */
 #define PK__OP_NOLOG 1u /* do not append a change record */
 #define PK__OP_QUIET 2u /* do not count as a write command */
+#define PK__OP_DEFER 4u /* appends a deferred record (pk_store_settle.c) */
+#define PK__OP_RAW 8u   /* data behind the log is fine: no settling first */
+
+/* In a journal header's part field: the record is deferred. */
+#define PK__JDEFER 0x80000000u
 
 typedef struct pk__ctr {
     uint64_t reads;
@@ -83,6 +91,9 @@ typedef struct pk__stat {
     uint64_t log_last;
     uint64_t log_trim; /* records with seq <= log_trim are gone */
     uint64_t log_pos;  /* journal position of record log_last, 0 none */
+    /* Memory only (the stats DB does not hold it): journal position of
+     * the newest deferred record not yet settled, 0 none. */
+    uint64_t pend;
 } pk__stat;
 
 /*
@@ -125,6 +136,7 @@ typedef struct pk__ovl {
 typedef struct pk__jrec {
     uint64_t pos;
     uint32_t part;
+    int deferred; /* appended by pk_store_log_defer */
     uint64_t seq;
     uint64_t prev;      /* position of the partition's previous record */
     uint64_t keys;      /* the partition's keys after this record */
@@ -148,6 +160,11 @@ struct pk_store {
     size_t npending, pending_cap;
     uint64_t since_ckpt; /* journal records committed since a checkpoint */
     uint64_t log_top;    /* highest journal position ever committed */
+    /* Deferred records (pk_store_settle.c): those at journal positions
+     * <= settled are in the data DB, the unsettled ones above are not. */
+    uint64_t settled;
+    uint64_t unsettled;
+    int settle_open; /* unsettled is known (pk_store_open got that far) */
     /* In-memory read/write counters, pages of PK__CTR_PAGE partitions
      * allocated on first use; partitions >= PK_PARTITIONS_MAX are not
      * counted. */
@@ -185,6 +202,10 @@ struct pk_txn {
     uint64_t saves;
     uint64_t appended;
     uint64_t op_appended;
+    /* Deferred records: settled as the transaction sees it (0: the
+     * store's), and its change to the store's unsettled count. */
+    uint64_t settled;
+    int64_t unsettled;
     /* Stats, read transactions (pk_store_stat.c): the partitions changed
      * since the checkpoint they see, sorted (once ovl_ok).  Both kinds:
      * the stats group last decoded from the stats DB (owned, or NULL;
@@ -324,5 +345,35 @@ int pk__log_walk(pk_txn *t, uint32_t part, const pk__stat *st, uint64_t first,
                  pk_log_cb cb, void *ctx);
 
 int pk__scratch_copy(pk_txn *t, const void *p, size_t n, const void **out);
+
+/* One entry of a change record (pk_store_log.h); key and val borrow it. */
+typedef struct pk__entry {
+    uint8_t op;
+    const uint8_t *key;
+    size_t klen;
+    const uint8_t *val;
+    size_t vlen;
+} pk__entry;
+
+/* Parses the entry at *off of rec; 0 or PK_ECORRUPT (pk_store_log.c). */
+int pk__entry_next(const uint8_t *rec, size_t len, size_t *off, pk__entry *e);
+/* Checks a whole record from another node; 0 or PK_ECORRUPT. */
+int pk__rec_valid(uint32_t part, const uint8_t *rec, size_t len);
+
+/*
+ * Deferred records (pk_store_settle.c).  pk__part_ready makes part's data
+ * current before a use of it: a write transaction settles, a read-only
+ * one gets PK_EBUSY while part has deferred records.  pk__settled is the
+ * settled position t sees.  pk__settle_end folds t's changes into the
+ * store (committed != 0).
+ */
+int pk__part_ready(pk_txn *t, uint32_t part);
+uint64_t pk__settled(const pk_txn *t);
+void pk__settle_end(pk_txn *t, int committed);
+/* At a checkpoint: with nothing unsettled, settled may rise to top. */
+int pk__settle_mark(pk_txn *t, uint64_t top);
+int pk__settle_open(pk_store *s);
+/* The pend of part in the stats cache (0 when never loaded). */
+uint64_t pk__stat_pend(pk_store *s, uint32_t part);
 
 #endif

@@ -55,7 +55,8 @@ static int jparse(const MDB_val *k, const MDB_val *v, jrec *r)
         return PK_ECORRUPT;
     }
     r->pos = pk_be64_get(k->mv_data);
-    r->part = pk_be32_get(p);
+    r->part = pk_be32_get(p) & ~PK__JDEFER;
+    r->deferred = (pk_be32_get(p) & PK__JDEFER) != 0;
     r->seq = pk_be64_get(p + 4);
     r->prev = pk_be64_get(p + 12);
     r->keys = pk_be64_get(p + 20);
@@ -98,7 +99,7 @@ int pk__log_append(pk_txn *t, uint64_t seq, const void *rec, size_t len)
         return pk__err(rc);
     }
     p = v.mv_data;
-    pk_be32_put(p, t->op_part);
+    pk_be32_put(p, t->op_part | (t->op_flags & PK__OP_DEFER ? PK__JDEFER : 0));
     pk_be64_put(p + 4, seq);
     pk_be64_put(p + 12, t->st.log_pos);
     pk_be64_put(p + 20, t->st.keys);
@@ -277,6 +278,9 @@ int pk__log_retain(pk_txn *t)
         rc = rc ? rc : pk__stat_load(t, r.part, &st);
         if (rc != 0) {
             return pk__fail(t, rc);
+        }
+        if (r.deferred && r.pos > pk__settled(t)) {
+            return 0; /* not in the data yet (pk_store_settle.c) */
         }
         if (r.seq > st.log_trim) {
             hold = pk__stat_hold(t->s, r.part);

@@ -12,17 +12,9 @@
 #include "store/pk_store_int.h"
 #include "store/pk_store_log.h"
 
-/* One parsed entry; key and val borrow the record. */
-typedef struct entry {
-    uint8_t op;
-    const uint8_t *key;
-    size_t klen;
-    const uint8_t *val;
-    size_t vlen;
-} entry;
+typedef pk__entry entry;
 
-/* Parses the entry at *off; returns 0 or PK_ECORRUPT. */
-static int entry_next(const uint8_t *p, size_t len, size_t *off, entry *e)
+int pk__entry_next(const uint8_t *p, size_t len, size_t *off, entry *e)
 {
     size_t o = *off;
 
@@ -70,6 +62,25 @@ static int entry_check(uint32_t part, const entry *e, uint8_t *kb)
         return pk_keyenc_parse(kb, 4 + e->klen, &kp);
     }
     return 0; /* any prefix stays inside the partition */
+}
+
+int pk__rec_valid(uint32_t part, const uint8_t *rec, size_t len)
+{
+    uint8_t kb[PK_KEYENC_MAX];
+    size_t off = 0;
+    entry e;
+    int rc;
+
+    if (len == 0) {
+        return PK_ECORRUPT;
+    }
+    while (off < len) {
+        if ((rc = pk__entry_next(rec, len, &off, &e)) != 0 ||
+            (rc = entry_check(part, &e, kb)) != 0) {
+            return rc;
+        }
+    }
+    return 0;
 }
 
 void pk_store_log_retain(pk_store *s, uint64_t bytes)
@@ -138,16 +149,8 @@ int pk_store_log_apply(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
     entry e;
     int rc;
 
-    if (len == 0) {
-        return PK_ECORRUPT;
-    }
-    while (off < len) {
-        if ((rc = entry_next(rec, len, &off, &e)) != 0 ||
-            (rc = entry_check(part, &e, kb)) != 0) {
-            return rc;
-        }
-    }
-    if ((rc = pk__op_begin(t, part, PK__OP_NOLOG)) != 0) {
+    if ((rc = pk__rec_valid(part, rec, len)) != 0 ||
+        (rc = pk__op_begin(t, part, PK__OP_NOLOG)) != 0) {
         return rc;
     }
     if (seq != t->st.log_last + 1) {
@@ -155,7 +158,7 @@ int pk_store_log_apply(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
         return pk__op_end(t, rc);
     }
     for (off = 0; rc == 0 && off < len;) {
-        entry_next(rec, len, &off, &e);
+        pk__entry_next(rec, len, &off, &e);
         entry_check(part, &e, kb);
         if (e.op == PK__LOG_PUT) {
             rc = pk__rec_put(t, kb, 4 + e.klen, e.val, e.vlen);

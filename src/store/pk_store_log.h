@@ -113,4 +113,24 @@ int pk_store_log_trim(pk_txn *t, uint32_t part, uint64_t upto_seq);
 int pk_store_log_apply(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
                        size_t len);
 
+/*
+ * Deferred records (pk_store_settle.c): a follower's log may run ahead of
+ * its data.  pk_store_log_defer takes record seq of part as
+ * pk_store_log_apply does, with the same checks and return codes, but
+ * only appends it to the log; the data follows at the next settle.  Until
+ * then any use of part's data settles first in a write transaction, and
+ * gets PK_EBUSY in a read-only one (which sees a snapshot).  The log
+ * itself -- pk_store_log_last, pk_store_log_read -- has the record at once.
+ *
+ * pk_store_log_settle applies deferred records, oldest first, at most
+ * max_records of them (0: all) in one pass; *n (may be NULL) gets how
+ * many.  A settle's commit is a checkpoint.  Returns 0 or a sticky error.
+ * pk_store_log_unsettled is the number of deferred records not settled,
+ * as t sees them.  pk_store_open settles whatever a crash left.
+ */
+int pk_store_log_defer(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
+                       size_t len);
+int pk_store_log_settle(pk_txn *t, size_t max_records, size_t *n);
+uint64_t pk_store_log_unsettled(const pk_txn *t);
+
 #endif

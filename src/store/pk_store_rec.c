@@ -28,9 +28,13 @@ static_assert(PK__META_AGG == PK__META_HDR + 8, "META of hash/zset: count");
 int pk__read_begin(pk_txn *t, uint32_t part)
 {
     pk__ctr *c;
+    int rc;
 
     if (t->err != 0) {
         return t->err;
+    }
+    if ((rc = pk__part_ready(t, part)) != 0) {
+        return rc;
     }
     c = pk__ctr_get(t->s, part);
     if (c != NULL) {
@@ -49,6 +53,10 @@ int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags)
     }
     if (t->rdonly || t->op_open) {
         return PK_EINVAL;
+    }
+    if (!(flags & (PK__OP_RAW | PK__OP_DEFER)) &&
+        (rc = pk__part_ready(t, part)) != 0) {
+        return rc;
     }
     rc = pk__stat_load(t, part, &t->st);
     if (rc != 0) {

@@ -77,6 +77,7 @@ int pk_export_new(pk_txn *t, uint32_t part, pk_export **out)
     pk_export *e;
     int rc = t->err;
 
+    rc = rc ? rc : pk__part_ready(t, part);
     rc = rc ? rc : pk__stat_load(t, part, &st);
     if (rc != 0) {
         return rc;

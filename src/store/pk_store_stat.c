@@ -101,7 +101,7 @@ static int entry_get(const uint8_t *p, size_t len, size_t *off, pk__stat *st)
     if (f[3] > f[2]) {
         return PK_ECORRUPT; /* log trim below 0 */
     }
-    *st = (pk__stat){f[0], f[1], f[2], f[2] - f[3], f[4]};
+    *st = (pk__stat){f[0], f[1], f[2], f[2] - f[3], f[4], 0};
     return 0;
 }
 

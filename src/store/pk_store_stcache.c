@@ -371,6 +371,7 @@ int pk__stat_checkpoint(pk_txn *t)
     free(buf);
     pk_be64_put(vb, top);
     rc = rc ? rc : pk__err(mdb_put(t->txn, s->info, &k, &v, 0));
+    rc = rc ? rc : pk__settle_mark(t, top);
     return pk__fail(t, rc);
 }
 
@@ -418,6 +419,13 @@ void pk__stat_end(pk_txn *t, int committed)
         s->npending = 0;
         s->since_ckpt = 0;
     }
+}
+
+uint64_t pk__stat_pend(pk_store *s, uint32_t part)
+{
+    pk__sgrp *e = stc_find(s, part / PK__SGROUP);
+
+    return e != NULL && e->valid ? e->st[part % PK__SGROUP].pend : 0;
 }
 
 uint64_t pk__stat_hold(pk_store *s, uint32_t part)

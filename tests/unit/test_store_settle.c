@@ -1,0 +1,380 @@
+/*
+ * Deferred records (pk_store_log_defer / pk_store_log_settle): a store
+ * that defers node A's log records and settles them later, in one go or
+ * in small batches, ends byte-identical to A with the same counters; until
+ * it settles, the log has the records at once, a read-only use of the
+ * partition's data is refused and a write transaction settles first;
+ * aborts undo deferrals and settles; a reopen settles what was left;
+ * retention never drops a record that is not settled.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "store/pk_hmap.h"
+#include "store/pk_key.h"
+#include "store/pk_store_log.h"
+#include "store/pk_store_part.h"
+#include "store/pk_store_snap.h"
+#include "store/pk_str.h"
+#include "store_testutil.h"
+
+#define NOW 1700000000000ull
+#define NPARTS 4
+
+typedef struct two {
+    tstore *a, *b;
+} two;
+
+static int setup(void **state)
+{
+    two *w = calloc(1, sizeof(*w));
+
+    if (w == NULL || (w->a = tstore_new()) == NULL ||
+        (w->b = tstore_new()) == NULL) {
+        return -1;
+    }
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    two *w = *state;
+
+    tstore_free(w->a);
+    tstore_free(w->b);
+    free(w);
+    return 0;
+}
+
+static uint32_t rng = 2463534242u;
+
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+}
+
+/*
+ * Writes on A: strings rewritten many times (so a batch holds several
+ * writes of one key), hashes, deletes (DELPREFIX entries) and a string
+ * turned into a hash and back.
+ */
+static void writes(pk_store *s, int ops)
+{
+    char k[16], v[24], f[8];
+    pk_txn *t = wtxn(s);
+    uint64_t n;
+    int done;
+
+    assert_non_null(t);
+    for (int i = 0; i < ops; i++) {
+        uint32_t part = rnd() % NPARTS, r = rnd() % 10;
+        snprintf(k, sizeof(k), "k%u", rnd() % 30);
+        snprintf(v, sizeof(v), "v%d-%u", i, rnd() % 1000);
+        snprintf(f, sizeof(f), "f%u", rnd() % 5);
+        pk_slice fs = {f, strlen(f)}, vs = {v, strlen(v)};
+        int rc;
+        if (r < 5) {
+            rc = pk_str_set(t, part, S(k), S(v), NULL, NOW, &done, NULL);
+        } else if (r < 8) {
+            rc = pk_hmap_set(t, part, S(k), 1, &fs, &vs, NOW, &n);
+        } else {
+            rc = pk_key_del(t, part, S(k), NOW, &done);
+        }
+        assert_true(rc == 0 || rc == PK_STORE_WRONGTYPE);
+        if (rnd() % 40 == 0) {
+            assert_int_equal(pk_txn_commit(t), 0);
+            assert_non_null(t = wtxn(s));
+        }
+    }
+    assert_int_equal(pk_txn_commit(t), 0);
+}
+
+typedef struct defer_ctx {
+    pk_txn *t;
+    uint32_t part;
+    int n;
+} defer_ctx;
+
+static int defer_cb(void *ctx, uint64_t seq, const void *rec, size_t len)
+{
+    defer_ctx *dc = ctx;
+
+    dc->n++;
+    return pk_store_log_defer(dc->t, dc->part, seq, rec, len);
+}
+
+/* Defers A's records of every partition from seq from on to B. */
+static int ship(pk_store *a, pk_store *b, uint64_t from)
+{
+    pk_txn *ta = rtxn(a);
+    defer_ctx dc = {wtxn(b), 0, 0};
+
+    for (dc.part = 0; dc.part < NPARTS; dc.part++) {
+        uint64_t last = 0;
+        pk_txn *tb = rtxn(b);
+        assert_int_equal(pk_store_log_last(tb, dc.part, &last), 0);
+        pk_txn_abort(tb);
+        assert_int_equal(pk_store_log_read(ta, dc.part,
+                                           from > last ? from : last + 1,
+                                           defer_cb, &dc),
+                         0);
+    }
+    assert_int_equal(pk_txn_commit(dc.t), 0);
+    pk_txn_abort(ta);
+    return dc.n;
+}
+
+typedef struct buf {
+    uint8_t *p;
+    size_t len;
+} buf;
+
+static int buf_cb(void *ctx, const void *chunk, size_t len)
+{
+    buf *b = ctx;
+
+    b->p = realloc(b->p, b->len + len);
+    assert_non_null(b->p);
+    memcpy(b->p + b->len, chunk, len);
+    b->len += len;
+    return 0;
+}
+
+static int export_rc(pk_store *s, uint32_t part, buf *b)
+{
+    pk_txn *t = rtxn(s);
+    int rc;
+
+    b->p = NULL;
+    b->len = 0;
+    rc = pk_store_part_export(t, part, buf_cb, b);
+    pk_txn_abort(t);
+    return rc;
+}
+
+/* Every partition byte-identical on both stores, with the same stats. */
+static void expect_same(pk_store *a, pk_store *b)
+{
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        buf x, y;
+        pk_part_stats sa, sb;
+        pk_txn *ta = rtxn(a), *tb = rtxn(b);
+        assert_int_equal(export_rc(a, p, &x), 0);
+        assert_int_equal(export_rc(b, p, &y), 0);
+        assert_int_equal(x.len, y.len);
+        assert_memory_equal(x.p, y.p, x.len);
+        assert_int_equal(pk_store_part_stats(ta, p, &sa), 0);
+        assert_int_equal(pk_store_part_stats(tb, p, &sb), 0);
+        assert_int_equal(sa.keys, sb.keys);
+        assert_int_equal(sa.bytes, sb.bytes);
+        assert_int_equal(sa.log_last, sb.log_last);
+        pk_txn_abort(ta);
+        pk_txn_abort(tb);
+        free(x.p);
+        free(y.p);
+    }
+}
+
+static uint64_t unsettled(pk_store *s)
+{
+    pk_txn *t = rtxn(s);
+    uint64_t n = pk_store_log_unsettled(t);
+
+    pk_txn_abort(t);
+    return n;
+}
+
+static void settle_all(pk_store *s, size_t batch)
+{
+    while (unsettled(s) > 0) {
+        pk_txn *t = wtxn(s);
+        size_t n = 0;
+        assert_int_equal(pk_store_log_settle(t, batch, &n), 0);
+        assert_true(n > 0 && (batch == 0 || n <= batch));
+        assert_int_equal(pk_txn_commit(t), 0);
+    }
+}
+
+static void test_settle_reproduces(void **state)
+{
+    two *w = *state;
+    uint64_t la, lb;
+    int n;
+    buf x;
+
+    writes(w->a->s, 2000);
+    n = ship(w->a->s, w->b->s, 1);
+    assert_true(n > 0);
+    assert_int_equal(unsettled(w->b->s), (uint64_t)n);
+    /* The log has the records at once; the data does not. */
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        pk_txn *ta = rtxn(w->a->s), *tb = rtxn(w->b->s);
+        assert_int_equal(pk_store_log_last(ta, p, &la), 0);
+        assert_int_equal(pk_store_log_last(tb, p, &lb), 0);
+        assert_int_equal(la, lb);
+        pk_txn_abort(ta);
+        pk_txn_abort(tb);
+        assert_int_equal(export_rc(w->b->s, p, &x), PK_EBUSY);
+        free(x.p);
+    }
+    settle_all(w->b->s, 0);
+    expect_same(w->a->s, w->b->s);
+    /* In small batches, several rounds of writes. */
+    for (int round = 0; round < 3; round++) {
+        writes(w->a->s, 700);
+        assert_true(ship(w->a->s, w->b->s, 1) > 0);
+        settle_all(w->b->s, 7);
+        expect_same(w->a->s, w->b->s);
+    }
+}
+
+static void test_use_settles_first(void **state)
+{
+    two *w = *state;
+    pk_slice v;
+    pk_txn *t;
+    int done;
+
+    writes(w->a->s, 300);
+    t = wtxn(w->a->s);
+    assert_int_equal(
+        pk_str_set(t, 1, S("x"), S("fresh"), NULL, NOW, &done, NULL), 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    assert_true(ship(w->a->s, w->b->s, 1) > 0);
+    /* A read in a write transaction settles first; its abort undoes it. */
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_str_get(t, 1, S("x"), NOW, &v), 0);
+    assert_int_equal(v.len, 5);
+    assert_memory_equal(v.ptr, "fresh", 5);
+    assert_int_equal(pk_store_log_unsettled(t), 0);
+    pk_txn_abort(t);
+    assert_true(unsettled(w->b->s) > 0);
+    /* A write settles first too, and its commit keeps the settle. */
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_str_set(t, 2, S("y"), S("b"), NULL, NOW, &done, NULL),
+                     0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    assert_int_equal(unsettled(w->b->s), 0);
+    t = wtxn(w->a->s);
+    assert_int_equal(pk_str_set(t, 2, S("y"), S("b"), NULL, NOW, &done, NULL),
+                     0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    /* A's partition 2 has one more record than B's: compare the rest. */
+    for (uint32_t p = 0; p < NPARTS; p++) {
+        buf x, y;
+        assert_int_equal(export_rc(w->a->s, p, &x), 0);
+        assert_int_equal(export_rc(w->b->s, p, &y), 0);
+        assert_int_equal(x.len, y.len);
+        assert_memory_equal(x.p, y.p, x.len);
+        free(x.p);
+        free(y.p);
+    }
+}
+
+static void test_defer_rules_and_abort(void **state)
+{
+    two *w = *state;
+    const uint8_t bad[] = {9, 0, 1, 'k'};
+    uint64_t last = 0;
+    pk_txn *t;
+    int n;
+
+    writes(w->a->s, 200);
+    /* An aborted deferral leaves nothing behind. */
+    {
+        pk_txn *ta = rtxn(w->a->s);
+        defer_ctx dc = {wtxn(w->b->s), 0, 0};
+        assert_int_equal(pk_store_log_read(ta, 0, 1, defer_cb, &dc), 0);
+        assert_true(dc.n > 0);
+        pk_txn_abort(dc.t);
+        pk_txn_abort(ta);
+    }
+    assert_int_equal(unsettled(w->b->s), 0);
+    t = rtxn(w->b->s);
+    assert_int_equal(pk_store_log_last(t, 0, &last), 0);
+    assert_int_equal(last, 0);
+    pk_txn_abort(t);
+    n = ship(w->a->s, w->b->s, 1);
+    assert_true(n > 0);
+    /* Sequence rules as for apply; a malformed record costs nothing. */
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_store_log_last(t, 0, &last), 0);
+    assert_int_equal(pk_store_log_defer(t, 0, last, bad, sizeof(bad)),
+                     PK_ECORRUPT);
+    assert_int_equal(pk_store_log_defer(t, 0, last, "\x03\x00\x00", 3),
+                     PK_EEXIST);
+    assert_int_equal(pk_store_log_defer(t, 0, last + 2, "\x03\x00\x00", 3),
+                     PK_ERANGE);
+    assert_int_equal(pk_txn_error(t), 0);
+    /* An aborted settle leaves the records deferred. */
+    assert_int_equal(pk_store_log_settle(t, 0, NULL), 0);
+    assert_int_equal(pk_store_log_unsettled(t), 0);
+    pk_txn_abort(t);
+    assert_int_equal(unsettled(w->b->s), (uint64_t)n);
+    settle_all(w->b->s, 0);
+    expect_same(w->a->s, w->b->s);
+}
+
+static void test_reopen_settles(void **state)
+{
+    two *w = *state;
+    buf x;
+
+    writes(w->a->s, 1500);
+    assert_true(ship(w->a->s, w->b->s, 1) > 0);
+    assert_true(unsettled(w->b->s) > 0);
+    assert_int_equal(tstore_reopen(w->b), 0);
+    assert_int_equal(unsettled(w->b->s), 0);
+    assert_int_equal(export_rc(w->b->s, 0, &x), 0);
+    free(x.p);
+    expect_same(w->a->s, w->b->s);
+    assert_int_equal(tstore_reopen(w->b), 0);
+    expect_same(w->a->s, w->b->s);
+}
+
+static void test_retention_keeps_unsettled(void **state)
+{
+    two *w = *state;
+
+    /* A budget of one byte: every checkpoint trims what it may. */
+    pk_store_log_retain(w->b->s, 1);
+    for (int round = 0; round < 4; round++) {
+        writes(w->a->s, 3000);
+        assert_true(ship(w->a->s, w->b->s, 1) > 0);
+        /* B's own writes elsewhere force checkpoints (retention). */
+        for (int i = 0; i < 3; i++) {
+            pk_txn *t = wtxn(w->b->s);
+            int done;
+            for (int j = 0; j < 3000; j++) {
+                char k[16];
+                snprintf(k, sizeof(k), "own%d", j % 50);
+                assert_int_equal(pk_str_set(t, NPARTS + 1, S(k), S("v"), NULL,
+                                            NOW, &done, NULL),
+                                 0);
+            }
+            assert_int_equal(pk_txn_commit(t), 0);
+        }
+        settle_all(w->b->s, round % 2 ? 100 : 0);
+        expect_same(w->a->s, w->b->s);
+    }
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_settle_reproduces),         T(test_use_settles_first),
+        T(test_defer_rules_and_abort),     T(test_reopen_settles),
+        T(test_retention_keeps_unsettled),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
