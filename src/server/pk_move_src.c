@@ -173,7 +173,10 @@ static int may_send(pk_msess *ss)
 static int begin_snapshot(pk_msess *ss)
 {
     pk_server *s = ss->mv->srv;
-    int rc = pk_txn_begin(s->store, 1, &ss->snap);
+    int rc;
+
+    pk_srv_settle(s); /* a partition we followed may have records waiting */
+    rc = pk_txn_begin(s->store, 1, &ss->snap);
 
     for (uint32_t i = 0; rc == PK_OK && i < ss->n; i++) {
         rc = pk_store_log_last(ss->snap, ss->parts[i], &ss->seq[i]);

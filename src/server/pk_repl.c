@@ -1484,6 +1484,7 @@ void pk_repl_map_changed(pk_server *s)
     const pk_pmap *m = s->cluster.map;
     uint32_t self = s->cluster.self;
     pk_txn *t = NULL;
+    int settle = 0;
 
     if (rp == NULL || m == NULL)
         return;
@@ -1518,6 +1519,7 @@ void pk_repl_map_changed(pk_server *s)
              * epoch is a prefix of ours: followers that are not past our
              * position then may go on from theirs. */
             uint64_t last = 0;
+            settle = 1;
             if (t)
                 pk_store_log_last(t, p, &last);
             rp->prev_epoch[p] = rp->follow_epoch[p] != le ? rp->follow_epoch[p]
@@ -1559,6 +1561,8 @@ void pk_repl_map_changed(pk_server *s)
                 st->epoch[p] = 0;
     if (t)
         pk_txn_abort(t);
+    if (settle) /* what we followed is ready to serve and export */
+        pk_srv_settle(s);
     if (rp->state_dirty)
         state_save(rp);
     pump_all(rp);

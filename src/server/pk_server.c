@@ -106,7 +106,7 @@ static void on_check(uv_check_t *h)
     pk_conn *c, *next;
 
     if (s->txn && pk_store_log_unsettled(s->txn) >= SETTLE_BATCH)
-        pk_store_log_settle(s->txn, 0, NULL);
+        pk_srv_settle(s);
     if (s->txn) {
         int rc = pk_txn_commit(s->txn);
         s->txn = NULL;
@@ -155,20 +155,27 @@ static void on_expire(uv_timer_t *t)
     }
 }
 
-/* Settles what the last SETTLE_MS deferred, unless a command is open. */
-static void on_settle(uv_timer_t *t)
+void pk_srv_settle(pk_server *s)
 {
-    pk_server *s = t->data;
-    pk_txn *txn;
+    pk_txn *txn = s->txn;
 
-    if (s->store == NULL || s->txn != NULL ||
-        pk_txn_begin(s->store, 0, &txn) != PK_OK)
+    if (s->store == NULL ||
+        (txn == NULL && pk_txn_begin(s->store, 0, &txn) != PK_OK))
         return;
+    if (txn == s->txn) {
+        pk_store_log_settle(txn, 0, NULL); /* the check phase commits */
+        return;
+    }
     if (pk_store_log_unsettled(txn) > 0 &&
         pk_store_log_settle(txn, 0, NULL) == PK_OK)
         pk_txn_commit(txn);
     else
         pk_txn_abort(txn);
+}
+
+static void on_settle(uv_timer_t *t)
+{
+    pk_srv_settle(t->data);
 }
 
 /* Samples per-partition counters once a second for reads/s, writes/s. */

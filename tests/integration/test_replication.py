@@ -98,6 +98,68 @@ def test_acks_and_wait(cluster_factory, acks):
     r.close()
 
 
+def test_follower_data_current_after_wait_and_kill(cluster_factory):
+    """Followers put records in their log at once and into their data in
+    batches (pk_store_log_defer / settle): a READONLY read right after
+    WAIT still sees every write, and a follower killed -9 before it
+    settled has every value after its restart."""
+    c = up(cluster_factory)
+    lead = c.nodes[0]
+    tag = key_led_by(c, lead.port, prefix="t")
+    r = redis.Redis(port=lead.port, decode_responses=True)
+    followers = [n for n in c.nodes if n.port != lead.port]
+
+    def write_round(rnd):
+        pipe = r.pipeline(transaction=False)
+        for i in range(3000):
+            pipe.set("{%s}:%d" % (tag, i), "r%d-%d" % (rnd, i))
+        pipe.delete("{%s}:7" % tag)
+        pipe.hset("{%s}:h" % tag, mapping={"a": rnd, "b": "x"})
+        assert all(pipe.execute())
+        assert r.execute_command("WAIT", 2, 5000) == 2
+
+    def check(port, rnd):
+        f = redis.Redis(port=port, decode_responses=True)
+        try:
+            f.execute_command("READONLY")
+            pipe = f.pipeline(transaction=False)
+            for i in range(3000):
+                pipe.get("{%s}:%d" % (tag, i))
+            pipe.hgetall("{%s}:h" % tag)
+            got = pipe.execute()
+        finally:
+            f.close()
+        want = ["r%d-%d" % (rnd, i) if i != 7 else None for i in range(3000)]
+        assert got[:3000] == want
+        assert got[3000] == {"a": str(rnd), "b": "x"}
+
+    write_round(1)
+    for f in followers:
+        check(f.port, 1)  # read at once: no settle timer has run yet
+    write_round(2)
+    victim = followers[0]
+    pid = node_pid(victim.port)
+    assert signal_node(pid, signal.SIGKILL, c.dir)
+    # `cluster up` restarts it; it settles what it had at open.
+    def back():
+        try:
+            return node_pid(victim.port) not in (None, pid) and \
+                redis.Redis(port=victim.port).ping()
+        except Exception:
+            return False
+    assert wait_until(back, 15.0, 0.1)[0]
+    deadline = time.time() + 10
+    while True:  # until it has a map and serves READONLY reads
+        try:
+            check(victim.port, 2)
+            break
+        except redis.exceptions.RedisError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+    r.close()
+
+
 def test_cluster_commands_list_replicas(cluster_factory):
     c = up(cluster_factory)
     with c.nodes[0].raw() as raw:

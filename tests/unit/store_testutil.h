@@ -14,6 +14,7 @@
 
 #include "core/pk_err.h"
 #include "store/pk_store.h"
+#include "store/pk_store_log.h"
 
 #define S(s) (s), strlen(s)
 
@@ -77,6 +78,89 @@ static inline pk_txn *wtxn(pk_store *s)
     pk_txn *t = NULL;
 
     return pk_txn_begin(s, 0, &t) == 0 ? t : NULL;
+}
+
+/* A xorshift generator: tests repeat exactly. */
+static uint64_t trnd_state = 88172645463325252ull;
+
+static inline uint32_t trnd(void)
+{
+    trnd_state ^= trnd_state << 13;
+    trnd_state ^= trnd_state >> 7;
+    trnd_state ^= trnd_state << 17;
+    return (uint32_t)(trnd_state >> 11);
+}
+
+/* Bytes gathered by an export callback (tbuf_cb); p is owned. */
+typedef struct tbuf {
+    uint8_t *p;
+    size_t len;
+} tbuf;
+
+static inline int tbuf_cb(void *ctx, const void *chunk, size_t len)
+{
+    tbuf *b = ctx;
+    uint8_t *p = realloc(b->p, b->len + len);
+
+    if (p == NULL) {
+        return PK_ENOMEM;
+    }
+    memcpy(p + b->len, chunk, len);
+    b->p = p;
+    b->len += len;
+    return 0;
+}
+
+/* A pk_store_log_read callback that ships records into t: applied, or
+ * deferred (pk_store_log_defer) when defer is set; n counts them. */
+typedef struct tship {
+    pk_txn *t;
+    uint32_t part;
+    int n;
+    int defer;
+} tship;
+
+static inline int tship_cb(void *ctx, uint64_t seq, const void *rec, size_t len)
+{
+    tship *sh = ctx;
+
+    sh->n++;
+    return sh->defer ? pk_store_log_defer(sh->t, sh->part, seq, rec, len)
+                     : pk_store_log_apply(sh->t, sh->part, seq, rec, len);
+}
+
+/* Two stores, for tests that ship one's log to the other (cmocka
+ * setup/teardown). */
+typedef struct two {
+    tstore *a, *b;
+} two;
+
+static inline void two_free(two *w)
+{
+    if (w != NULL) {
+        tstore_free(w->a);
+        tstore_free(w->b);
+        free(w);
+    }
+}
+
+static inline int two_setup(void **state)
+{
+    two *w = calloc(1, sizeof(*w));
+
+    if (w == NULL || (w->a = tstore_new()) == NULL ||
+        (w->b = tstore_new()) == NULL) {
+        two_free(w);
+        return -1;
+    }
+    *state = w;
+    return 0;
+}
+
+static inline int two_teardown(void **state)
+{
+    two_free(*state);
+    return 0;
 }
 
 static inline pk_txn *rtxn(pk_store *s)

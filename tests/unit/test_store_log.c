@@ -29,42 +29,6 @@
 #define NOW 1700000000000ull
 #define NPARTS 6
 
-typedef struct two {
-    tstore *a, *b;
-} two;
-
-static int setup(void **state)
-{
-    two *w = calloc(1, sizeof(*w));
-
-    if (w == NULL || (w->a = tstore_new()) == NULL ||
-        (w->b = tstore_new()) == NULL) {
-        return -1;
-    }
-    *state = w;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    two *w = *state;
-
-    tstore_free(w->a);
-    tstore_free(w->b);
-    free(w);
-    return 0;
-}
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
-}
-
 /* A mixed workload over NPARTS partitions, several transactions. */
 static void workload(pk_store *s, int ops)
 {
@@ -72,11 +36,11 @@ static void workload(pk_store *s, int ops)
     pk_txn *t = NULL;
 
     for (int i = 0; i < ops; i++) {
-        uint32_t part = rnd() % NPARTS;
-        int kn = (int)(rnd() % 40), rc, done;
+        uint32_t part = trnd() % NPARTS;
+        int kn = (int)(trnd() % 40), rc, done;
         uint64_t n;
         int64_t out;
-        double sc = (double)(rnd() % 100) - 50;
+        double sc = (double)(trnd() % 100) - 50;
         pk_zadd_result zr;
 
         if (t == NULL) {
@@ -84,9 +48,9 @@ static void workload(pk_store *s, int ops)
             assert_non_null(t);
         }
         snprintf(k, sizeof(k), "%c%d", "shz"[kn % 3], kn);
-        snprintf(f, sizeof(f), "f%u", rnd() % 8);
+        snprintf(f, sizeof(f), "f%u", trnd() % 8);
         pk_slice fs = {f, strlen(f)}, ks = {k, strlen(k)};
-        switch (rnd() % 10) {
+        switch (trnd() % 10) {
         case 0:
         case 1:
             rc = pk_str_set(t, part, S(k), S(f), NULL, NOW, &done, NULL);
@@ -107,7 +71,7 @@ static void workload(pk_store *s, int ops)
             rc = pk_zset_rem(t, part, S(k), 1, &fs, NOW, &n);
             break;
         case 7:
-            rc = pk_key_expire(t, part, S(k), NOW + 1 + rnd() % 1000, 0, NOW,
+            rc = pk_key_expire(t, part, S(k), NOW + 1 + trnd() % 1000, 0, NOW,
                                &done);
             break;
         case 8:
@@ -119,7 +83,7 @@ static void workload(pk_store *s, int ops)
         }
         assert_true(rc == 0 || rc == PK_STORE_WRONGTYPE ||
                     rc == PK_STORE_NOTINT);
-        if (rnd() % 50 == 0) {
+        if (trnd() % 50 == 0) {
             assert_int_equal(pk_txn_commit(t), 0);
             t = NULL;
         }
@@ -129,28 +93,14 @@ static void workload(pk_store *s, int ops)
     }
 }
 
-typedef struct buf {
-    uint8_t *p;
-    size_t len;
-} buf;
-
-static int buf_cb(void *ctx, const void *chunk, size_t len)
-{
-    buf *b = ctx;
-
-    b->p = realloc(b->p, b->len + len);
-    assert_non_null(b->p);
-    memcpy(b->p + b->len, chunk, len);
-    b->len += len;
-    return 0;
-}
+typedef tbuf buf;
 
 static buf export_part(pk_store *s, uint32_t part)
 {
     buf b = {NULL, 0};
     pk_txn *t = rtxn(s);
 
-    assert_int_equal(pk_store_part_export(t, part, buf_cb, &b), 0);
+    assert_int_equal(pk_store_part_export(t, part, tbuf_cb, &b), 0);
     pk_txn_abort(t);
     return b;
 }
@@ -175,27 +125,13 @@ static void expect_same(pk_store *a, pk_store *b, uint32_t part)
     free(y.p);
 }
 
-typedef struct apply_ctx {
-    pk_txn *t;
-    uint32_t part;
-    int n;
-} apply_ctx;
-
-static int apply_cb(void *ctx, uint64_t seq, const void *rec, size_t len)
-{
-    apply_ctx *ac = ctx;
-
-    ac->n++;
-    return pk_store_log_apply(ac->t, ac->part, seq, rec, len);
-}
-
 /* Ships every log record of part from a with seq >= from to b. */
 static int ship(pk_store *a, pk_store *b, uint32_t part, uint64_t from)
 {
     pk_txn *ta = rtxn(a);
-    apply_ctx ac = {wtxn(b), part, 0};
+    tship ac = {wtxn(b), part, 0, 0};
 
-    assert_int_equal(pk_store_log_read(ta, part, from, apply_cb, &ac), 0);
+    assert_int_equal(pk_store_log_read(ta, part, from, tship_cb, &ac), 0);
     assert_int_equal(pk_txn_commit(ac.t), 0);
     pk_txn_abort(ta);
     return ac.n;
@@ -292,8 +228,8 @@ static void test_log_seq_rules(void **state)
     assert_int_equal(ship(w->a->s, w->b->s, 4, 1), 3);
     pk_txn *ta = rtxn(w->a->s);
     t = wtxn(w->b->s);
-    apply_ctx ac = {t, 4, 0};
-    assert_int_equal(pk_store_log_read(ta, 4, 2, apply_cb, &ac), PK_EEXIST);
+    tship ac = {t, 4, 0, 0};
+    assert_int_equal(pk_store_log_read(ta, 4, 2, tship_cb, &ac), PK_EEXIST);
     assert_int_equal(pk_txn_error(t), 0);
     pk_txn_abort(t);
     pk_txn_abort(ta);
@@ -306,8 +242,8 @@ static void test_log_seq_rules(void **state)
     assert_int_equal(pk_txn_commit(t), 0);
     ta = rtxn(w->a->s);
     t = wtxn(w->b->s);
-    ac = (apply_ctx){t, 4, 0};
-    assert_int_equal(pk_store_log_read(ta, 4, 5, apply_cb, &ac), PK_ERANGE);
+    ac = (tship){t, 4, 0, 0};
+    assert_int_equal(pk_store_log_read(ta, 4, 5, tship_cb, &ac), PK_ERANGE);
     pk_txn_abort(t);
     pk_txn_abort(ta);
     assert_int_equal(ship(w->a->s, w->b->s, 4, 4), 2);
@@ -427,7 +363,7 @@ static void test_export_import_chunked(void **state)
     assert_int_equal(pk_export_new(ta, 3, &e), 0);
     assert_int_equal(pk_import_new(3, &im), 0);
     for (;;) {
-        size_t cap = 1 + rnd() % sizeof(chunk);
+        size_t cap = 1 + trnd() % sizeof(chunk);
         assert_int_equal(pk_export_read(e, chunk, cap, &n), 0);
         if (n == 0) {
             break;
@@ -438,7 +374,7 @@ static void test_export_import_chunked(void **state)
         }
         assert_int_equal(pk_import_feed(im, tb, chunk, n), 0);
         /* Commit now and then: an import spans transactions. */
-        if (rnd() % 500 == 0) {
+        if (trnd() % 500 == 0) {
             assert_int_equal(pk_txn_commit(tb), 0);
             tb = NULL;
         }
@@ -504,9 +440,9 @@ static void test_import_rejects_corruption(void **state)
     assert_int_equal(try_import(w->b->s, 1, longer, snap.len + 1), PK_ECORRUPT);
     /* Random garbage of all sizes never crashes. */
     for (int i = 0; i < 300; i++) {
-        size_t len = rnd() % 200;
+        size_t len = trnd() % 200;
         for (size_t j = 0; j < len; j++) {
-            copy[j] = (uint8_t)rnd();
+            copy[j] = (uint8_t)trnd();
         }
         if (len >= 4) {
             memcpy(copy, "PKSN", 4);
@@ -905,7 +841,7 @@ static void test_trimmed_records_go(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, two_setup, two_teardown)
     const struct CMUnitTest tests[] = {
         T(test_log_apply_reproduces),
         T(test_log_seq_rules),

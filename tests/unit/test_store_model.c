@@ -546,21 +546,7 @@ static int ship_cb(void *ctx, uint64_t seq, const void *rec, size_t len)
     return pk_store_log_apply(sh->t, sh->part, seq, rec, len);
 }
 
-typedef struct buf {
-    uint8_t *p;
-    size_t len;
-} buf;
-
-static int buf_cb(void *ctx, const void *chunk, size_t len)
-{
-    buf *b = ctx;
-
-    b->p = realloc(b->p, b->len + len);
-    assert_non_null(b->p);
-    memcpy(b->p + b->len, chunk, len);
-    b->len += len;
-    return 0;
-}
+typedef tbuf buf;
 
 static void final_checks(world *w)
 {
@@ -601,10 +587,10 @@ static void final_checks(world *w)
         t = rtxn(s);
         assert_int_equal(pk_store_log_read(t, p, 1, ship_cb, &sh), 0);
         assert_int_equal(pk_txn_commit(sh.t), 0);
-        assert_int_equal(pk_store_part_export(t, p, buf_cb, &x), 0);
+        assert_int_equal(pk_store_part_export(t, p, tbuf_cb, &x), 0);
         pk_txn_abort(t);
         tb = rtxn(w->b->s);
-        assert_int_equal(pk_store_part_export(tb, p, buf_cb, &y), 0);
+        assert_int_equal(pk_store_part_export(tb, p, tbuf_cb, &y), 0);
         pk_txn_abort(tb);
         assert_int_equal(x.len, y.len);
         assert_memory_equal(x.p, y.p, x.len);

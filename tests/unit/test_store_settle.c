@@ -25,42 +25,6 @@
 #define NOW 1700000000000ull
 #define NPARTS 4
 
-typedef struct two {
-    tstore *a, *b;
-} two;
-
-static int setup(void **state)
-{
-    two *w = calloc(1, sizeof(*w));
-
-    if (w == NULL || (w->a = tstore_new()) == NULL ||
-        (w->b = tstore_new()) == NULL) {
-        return -1;
-    }
-    *state = w;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    two *w = *state;
-
-    tstore_free(w->a);
-    tstore_free(w->b);
-    free(w);
-    return 0;
-}
-
-static uint32_t rng = 2463534242u;
-
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng;
-}
-
 /*
  * Writes on A: strings rewritten many times (so a batch holds several
  * writes of one key), hashes, deletes (DELPREFIX entries) and a string
@@ -75,10 +39,10 @@ static void writes(pk_store *s, int ops)
 
     assert_non_null(t);
     for (int i = 0; i < ops; i++) {
-        uint32_t part = rnd() % NPARTS, r = rnd() % 10;
-        snprintf(k, sizeof(k), "k%u", rnd() % 30);
-        snprintf(v, sizeof(v), "v%d-%u", i, rnd() % 1000);
-        snprintf(f, sizeof(f), "f%u", rnd() % 5);
+        uint32_t part = trnd() % NPARTS, r = trnd() % 10;
+        snprintf(k, sizeof(k), "k%u", trnd() % 30);
+        snprintf(v, sizeof(v), "v%d-%u", i, trnd() % 1000);
+        snprintf(f, sizeof(f), "f%u", trnd() % 5);
         pk_slice fs = {f, strlen(f)}, vs = {v, strlen(v)};
         int rc;
         if (r < 5) {
@@ -89,7 +53,7 @@ static void writes(pk_store *s, int ops)
             rc = pk_key_del(t, part, S(k), NOW, &done);
         }
         assert_true(rc == 0 || rc == PK_STORE_WRONGTYPE);
-        if (rnd() % 40 == 0) {
+        if (trnd() % 40 == 0) {
             assert_int_equal(pk_txn_commit(t), 0);
             assert_non_null(t = wtxn(s));
         }
@@ -97,25 +61,11 @@ static void writes(pk_store *s, int ops)
     assert_int_equal(pk_txn_commit(t), 0);
 }
 
-typedef struct defer_ctx {
-    pk_txn *t;
-    uint32_t part;
-    int n;
-} defer_ctx;
-
-static int defer_cb(void *ctx, uint64_t seq, const void *rec, size_t len)
-{
-    defer_ctx *dc = ctx;
-
-    dc->n++;
-    return pk_store_log_defer(dc->t, dc->part, seq, rec, len);
-}
-
 /* Defers A's records of every partition from seq from on to B. */
 static int ship(pk_store *a, pk_store *b, uint64_t from)
 {
     pk_txn *ta = rtxn(a);
-    defer_ctx dc = {wtxn(b), 0, 0};
+    tship dc = {wtxn(b), 0, 0, 1};
 
     for (dc.part = 0; dc.part < NPARTS; dc.part++) {
         uint64_t last = 0;
@@ -124,7 +74,7 @@ static int ship(pk_store *a, pk_store *b, uint64_t from)
         pk_txn_abort(tb);
         assert_int_equal(pk_store_log_read(ta, dc.part,
                                            from > last ? from : last + 1,
-                                           defer_cb, &dc),
+                                           tship_cb, &dc),
                          0);
     }
     assert_int_equal(pk_txn_commit(dc.t), 0);
@@ -132,21 +82,7 @@ static int ship(pk_store *a, pk_store *b, uint64_t from)
     return dc.n;
 }
 
-typedef struct buf {
-    uint8_t *p;
-    size_t len;
-} buf;
-
-static int buf_cb(void *ctx, const void *chunk, size_t len)
-{
-    buf *b = ctx;
-
-    b->p = realloc(b->p, b->len + len);
-    assert_non_null(b->p);
-    memcpy(b->p + b->len, chunk, len);
-    b->len += len;
-    return 0;
-}
+typedef tbuf buf;
 
 static int export_rc(pk_store *s, uint32_t part, buf *b)
 {
@@ -155,7 +91,7 @@ static int export_rc(pk_store *s, uint32_t part, buf *b)
 
     b->p = NULL;
     b->len = 0;
-    rc = pk_store_part_export(t, part, buf_cb, b);
+    rc = pk_store_part_export(t, part, tbuf_cb, b);
     pk_txn_abort(t);
     return rc;
 }
@@ -291,8 +227,8 @@ static void test_defer_rules_and_abort(void **state)
     /* An aborted deferral leaves nothing behind. */
     {
         pk_txn *ta = rtxn(w->a->s);
-        defer_ctx dc = {wtxn(w->b->s), 0, 0};
-        assert_int_equal(pk_store_log_read(ta, 0, 1, defer_cb, &dc), 0);
+        tship dc = {wtxn(w->b->s), 0, 0, 1};
+        assert_int_equal(pk_store_log_read(ta, 0, 1, tship_cb, &dc), 0);
         assert_true(dc.n > 0);
         pk_txn_abort(dc.t);
         pk_txn_abort(ta);
@@ -369,7 +305,7 @@ static void test_retention_keeps_unsettled(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, two_setup, two_teardown)
     const struct CMUnitTest tests[] = {
         T(test_settle_reproduces),         T(test_use_settles_first),
         T(test_defer_rules_and_abort),     T(test_reopen_settles),
