@@ -115,7 +115,8 @@ def test_follower_data_current_after_wait_and_kill(cluster_factory):
             pipe.set("{%s}:%d" % (tag, i), "r%d-%d" % (rnd, i))
         pipe.delete("{%s}:7" % tag)
         pipe.hset("{%s}:h" % tag, mapping={"a": rnd, "b": "x"})
-        assert all(pipe.execute())
+        res = pipe.execute()
+        assert all(x is True for x in res[:3000]) and res[3000] == 1, res
         assert r.execute_command("WAIT", 2, 5000) == 2
 
     def check(port, rnd):
