@@ -30,8 +30,8 @@
 /* A follower's deferred records (pk_store_log_defer) reach its data at
  * least this often, or once there are this many: the larger the batch,
  * the more of its keys share leaf pages (see pk_store_settle.c). */
-#define SETTLE_MS 250
-#define SETTLE_BATCH 65536u
+#define SETTLE_MS 1000
+#define SETTLE_BATCH 262144u
 
 void pk_server_config_default(pk_server_config *c)
 {
