@@ -229,6 +229,9 @@ void pk_store_close(pk_store *s)
     }
     mdb_env_close(s->env);
     pk__stat_free(s);
+    for (size_t i = 0; i < PK__WCACHE_WAYS; i++) {
+        free(s->wcache[i].pos);
+    }
     for (size_t i = 0; i < PK_PARTITIONS_MAX / PK__CTR_PAGE; i++) {
         free(s->ctr[i]);
     }

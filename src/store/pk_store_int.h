@@ -145,6 +145,22 @@ typedef struct pk__jrec {
     size_t len;
 } pk__jrec;
 
+/*
+ * The walk cache (pk_store_journal.c): journal positions of one
+ * partition's records first..first + n - 1, so that a reader that is far
+ * behind does not walk the whole chain back for every batch it reads.
+ * Memory only, never trusted: each position is checked on use.
+ */
+#define PK__WCACHE_WAYS 8u        /* entries, by part % ways */
+#define PK__WCACHE_MAX (1u << 20) /* positions worth keeping */
+
+typedef struct pk__wcache {
+    uint32_t part;
+    uint64_t first, n;
+    uint64_t *pos; /* owned, cap entries */
+    size_t cap;
+} pk__wcache;
+
 struct pk_store {
     MDB_env *env; /* owned */
     MDB_dbi data, log, expiry, stats, info;
@@ -165,6 +181,7 @@ struct pk_store {
     uint64_t settled;
     uint64_t unsettled;
     int settle_open; /* unsettled is known (pk_store_open got that far) */
+    pk__wcache wcache[PK__WCACHE_WAYS];
     /* In-memory read/write counters, pages of PK__CTR_PAGE partitions
      * allocated on first use; partitions >= PK_PARTITIONS_MAX are not
      * counted. */

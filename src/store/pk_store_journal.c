@@ -167,42 +167,121 @@ int pk__log_scan(pk_txn *t, uint64_t after,
     return mrc == MDB_NOTFOUND ? 0 : pk__fail(t, pk__err(mrc));
 }
 
-int pk__log_walk(pk_txn *t, uint32_t part, const pk__stat *st, uint64_t first,
-                 pk_log_cb cb, void *ctx)
+/*
+ * Extends w (part's entry of the walk cache) to seq st->log_last by
+ * walking the chain back from st->log_pos to the first seq w lacks.
+ * PK_ECORRUPT when the chain is not what the stats promise.
+ */
+static int walk_extend(MDB_cursor *c, pk__wcache *w, const pk__stat *st)
 {
-    uint64_t n = st->log_last - first + 1, pos = st->log_pos;
-    MDB_val *recs;
-    MDB_cursor *c;
+    uint64_t have = w->first + w->n, pos = st->log_pos, k;
     jrec r;
     int rc;
 
-    if (n > SIZE_MAX / sizeof(*recs)) {
+    if (st->log_last < have) {
+        return 0; /* the cache knows more than this transaction sees */
+    }
+    k = st->log_last - have + 1;
+    if (w->n + k > SIZE_MAX / sizeof(*w->pos)) {
         return PK_ENOMEM;
     }
+    if (w->n + k > w->cap) {
+        size_t cap = (size_t)(w->n + k) * 2;
+        uint64_t *p = realloc(w->pos, cap * sizeof(*p));
+        if (p == NULL) {
+            return PK_ENOMEM;
+        }
+        w->pos = p;
+        w->cap = cap;
+    }
+    for (uint64_t i = k; i-- > 0; pos = r.prev) {
+        rc = jget(c, pos, &r);
+        if (rc == PK_ENOTFOUND ||
+            (rc == 0 && (r.part != w->part || r.seq != have + i))) {
+            rc = PK_ECORRUPT;
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        w->pos[w->n + i] = pos;
+    }
+    w->n += k;
+    return 0;
+}
+
+/*
+ * One pass over part's records *from..st->log_last: 0, a callback's
+ * value, or an error.  When a cached position no longer holds its record,
+ * w is emptied, *stale set and *from left at that record.
+ */
+static int walk(pk_txn *t, MDB_cursor *c, pk__wcache *w, const pk__stat *st,
+                uint64_t *from, pk_log_cb cb, void *ctx, int *stale)
+{
+    uint64_t first = *from;
+    jrec r;
+    int rc;
+
+    *stale = 0;
+    if (w->n == 0 || first < w->first || first > w->first + w->n) {
+        w->first = first; /* start over from here */
+        w->n = 0;
+    } else if (first - w->first > PK__WCACHE_MAX / 2) {
+        uint64_t d = first - w->first; /* every reader is past these */
+        memmove(w->pos, w->pos + d, (size_t)(w->n - d) * sizeof(*w->pos));
+        w->first = first;
+        w->n -= d;
+    }
+    if ((rc = walk_extend(c, w, st)) != 0) {
+        w->n = 0;
+        return pk__fail(t, rc);
+    }
+    for (uint64_t seq = first; seq <= st->log_last; seq++) {
+        rc = jget(c, w->pos[seq - w->first], &r);
+        if (rc == PK_ENOTFOUND ||
+            (rc == 0 && (r.part != w->part || r.seq != seq))) {
+            w->n = 0;
+            *stale = 1;
+            *from = seq;
+            return 0;
+        }
+        if (rc != 0) {
+            return pk__fail(t, rc);
+        }
+        if ((rc = cb(ctx, seq, r.rec, r.len)) != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int pk__log_walk(pk_txn *t, uint32_t part, const pk__stat *st, uint64_t first,
+                 pk_log_cb cb, void *ctx)
+{
+    pk__wcache *w = &t->s->wcache[part % PK__WCACHE_WAYS];
+    MDB_cursor *c;
+    int rc, stale;
+
     if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
         return rc;
     }
-    recs = malloc((size_t)n * sizeof(*recs));
-    if (recs == NULL) {
-        return PK_ENOMEM;
+    if (w->part != part) {
+        w->part = part;
+        w->n = 0;
     }
-    /* Backwards along the chain, then the callbacks in seq order. */
-    for (uint64_t i = n; i-- > 0; pos = r.prev) {
-        rc = jget(c, pos, &r);
-        if (rc == PK_ENOTFOUND ||
-            (rc == 0 && (r.part != part || r.seq != first + i))) {
-            rc = PK_ECORRUPT; /* the stats promise this record */
-        }
-        if (rc != 0) {
-            free(recs);
-            return pk__fail(t, rc);
-        }
-        recs[i] = (MDB_val){r.len, (void *)r.rec};
+    /* A cached position that no longer holds its record (an aborted
+     * transaction's, a dropped partition's) costs one walk from scratch,
+     * which checks the chain itself; callbacks already called are not
+     * called again. */
+    rc = walk(t, c, w, st, &first, cb, ctx, &stale);
+    if (rc == 0 && stale) {
+        rc = walk(t, c, w, st, &first, cb, ctx, &stale);
+        rc = rc == 0 && stale ? pk__fail(t, PK_ECORRUPT) : rc;
     }
-    for (uint64_t i = 0; rc == 0 && i < n; i++) {
-        rc = cb(ctx, first + i, recs[i].mv_data, recs[i].mv_size);
+    if (w->cap > PK__WCACHE_MAX && w->n < PK__WCACHE_MAX / 4) {
+        free(w->pos); /* a long walk's array is not kept */
+        w->pos = NULL;
+        w->cap = w->n = 0;
     }
-    free(recs);
     return rc;
 }
 
