@@ -27,11 +27,14 @@
 
 #define EXPIRE_HZ_MS 100
 #define EXPIRE_MAX_KEYS 200
-/* A follower's deferred records (pk_store_log_defer) reach its data at
- * least this often, or once there are this many: the larger the batch,
- * the more of its keys share leaf pages (see pk_store_settle.c). */
+/* A follower's deferred records (pk_store_log_defer) reach its data in
+ * batches, at least every SETTLE_MS or once SETTLE_BATCH wait: the larger
+ * the batch, the more of its keys share leaf pages (pk_store_settle.c).
+ * A batch goes in slices of SETTLE_SLICE changes, one a loop iteration,
+ * so that the node answers in between. */
 #define SETTLE_MS 1000
 #define SETTLE_BATCH 262144u
+#define SETTLE_SLICE 4096u
 
 void pk_server_config_default(pk_server_config *c)
 {
@@ -99,14 +102,17 @@ static void fail_iteration(pk_server *s, int rc)
     s->commit_failures++;
 }
 
+static void on_settle(uv_timer_t *t);
+
 /* The check phase: commit, then send.  Runs once per loop iteration. */
 static void on_check(uv_check_t *h)
 {
     pk_server *s = h->data;
     pk_conn *c, *next;
 
-    if (s->txn && pk_store_log_unsettled(s->txn) >= SETTLE_BATCH)
-        pk_srv_settle(s);
+    if (s->txn && pk_store_log_unsettled(s->txn) >= SETTLE_BATCH &&
+        !pk_store_log_settling(s->store))
+        uv_timer_start(&s->settle_timer, on_settle, 0, 0);
     if (s->txn) {
         int rc = pk_txn_commit(s->txn);
         s->txn = NULL;
@@ -173,9 +179,22 @@ void pk_srv_settle(pk_server *s)
         pk_txn_abort(txn);
 }
 
+/* One slice of the batch under way, or a new batch; then the next. */
 static void on_settle(uv_timer_t *t)
 {
-    pk_srv_settle(t->data);
+    pk_server *s = t->data;
+    pk_txn *txn;
+
+    if (s->store == NULL)
+        return;
+    if (s->txn == NULL && pk_txn_begin(s->store, 0, &txn) == PK_OK) {
+        if (pk_store_log_settle(txn, SETTLE_SLICE, NULL) == PK_OK)
+            pk_txn_commit(txn);
+        else
+            pk_txn_abort(txn);
+    }
+    uv_timer_start(&s->settle_timer, on_settle,
+                   pk_store_log_settling(s->store) ? 0 : SETTLE_MS, 0);
 }
 
 /* Samples per-partition counters once a second for reads/s, writes/s. */
@@ -431,7 +450,7 @@ static void init_handles(pk_server *s)
     uv_timer_start(&s->expire_timer, on_expire, EXPIRE_HZ_MS, EXPIRE_HZ_MS);
     uv_timer_init(&s->loop, &s->settle_timer);
     s->settle_timer.data = s;
-    uv_timer_start(&s->settle_timer, on_settle, SETTLE_MS, SETTLE_MS);
+    uv_timer_start(&s->settle_timer, on_settle, SETTLE_MS, 0);
     uv_timer_init(&s->loop, &s->rate_timer);
     s->rate_timer.data = s;
     uv_timer_start(&s->rate_timer, on_rate, 1000, 1000);

@@ -169,9 +169,10 @@ uint64_t pk_srv_wall_ms(void);
 /* The iteration's write transaction, begun on first use; NULL after
  * replying an error when the store cannot begin one. */
 pk_txn *pk_srv_txn(pk_cmd_ctx *x);
-/* Settles the follower records the store deferred (pk_store_log_defer),
- * in the iteration's transaction if one is open, else in its own: every
- * SETTLE_MS, and before data that was followed is read in a snapshot. */
+/* Settles every follower record the store deferred (pk_store_log_defer),
+ * in the iteration's transaction if one is open, else in its own: before
+ * data that was followed is read in a snapshot (a new lead, a move).  The
+ * settle timer does the same in slices (pk_server.c). */
 void pk_srv_settle(pk_server *s);
 /* The partition of a key (Redis Cluster slot). */
 uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len);

@@ -232,6 +232,7 @@ void pk_store_close(pk_store *s)
     for (size_t i = 0; i < PK__WCACHE_WAYS; i++) {
         free(s->wcache[i].pos);
     }
+    pk__sbatch_free(s->sb);
     for (size_t i = 0; i < PK_PARTITIONS_MAX / PK__CTR_PAGE; i++) {
         free(s->ctr[i]);
     }

@@ -154,6 +154,9 @@ typedef struct pk__jrec {
 #define PK__WCACHE_WAYS 8u        /* entries, by part % ways */
 #define PK__WCACHE_MAX (1u << 20) /* positions worth keeping */
 
+typedef struct pk__sbatch pk__sbatch; /* pk_store_settle.c */
+void pk__sbatch_free(pk__sbatch *b);
+
 typedef struct pk__wcache {
     uint32_t part;
     uint64_t first, n;
@@ -181,6 +184,7 @@ struct pk_store {
     uint64_t settled;
     uint64_t unsettled;
     int settle_open; /* unsettled is known (pk_store_open got that far) */
+    pk__sbatch *sb;  /* the batch being settled, owned, or NULL */
     pk__wcache wcache[PK__WCACHE_WAYS];
     /* In-memory read/write counters, pages of PK__CTR_PAGE partitions
      * allocated on first use; partitions >= PK_PARTITIONS_MAX are not
@@ -223,6 +227,12 @@ struct pk_txn {
      * store's), and its change to the store's unsettled count. */
     uint64_t settled;
     int64_t unsettled;
+    /* The store's batch: sb_made when this transaction made it, else
+     * sb_touched with its next as it found it; sb_fin (owned) one it
+     * finished, freed at the commit and back at an abort. */
+    int sb_made, sb_touched;
+    size_t sb_next;
+    pk__sbatch *sb_fin;
     /* Stats, read transactions (pk_store_stat.c): the partitions changed
      * since the checkpoint they see, sorted (once ovl_ok).  Both kinds:
      * the stats group last decoded from the stats DB (owned, or NULL;

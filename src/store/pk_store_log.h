@@ -122,15 +122,21 @@ int pk_store_log_apply(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
  * gets PK_EBUSY in a read-only one (which sees a snapshot).  The log
  * itself -- pk_store_log_last, pk_store_log_read -- has the record at once.
  *
- * pk_store_log_settle applies deferred records, oldest first, at most
- * max_records of them (0: all) in one pass; *n (may be NULL) gets how
- * many.  A settle's commit is a checkpoint.  Returns 0 or a sticky error.
- * pk_store_log_unsettled is the number of deferred records not settled,
- * as t sees them.  pk_store_open settles whatever a crash left.
+ * pk_store_log_settle works in batches: a batch holds every record that
+ * was unsettled when it was made, and each call applies up to
+ * max_changes more of its changes (0: every deferred record, through
+ * this batch and one of what came since), so that a large batch can be
+ * spread over many short transactions.  *n (may be NULL) gets the
+ * records settled (0 until a batch completes).  A settle's commit is a
+ * checkpoint.  Returns 0 or a sticky error.  pk_store_log_unsettled is
+ * the number of deferred records not settled, as t sees them;
+ * pk_store_log_settling whether a batch is under way.  pk_store_open
+ * settles whatever a crash left.
  */
 int pk_store_log_defer(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
                        size_t len);
-int pk_store_log_settle(pk_txn *t, size_t max_records, size_t *n);
+int pk_store_log_settle(pk_txn *t, size_t max_changes, size_t *n);
 uint64_t pk_store_log_unsettled(const pk_txn *t);
+int pk_store_log_settling(const pk_store *s);
 
 #endif

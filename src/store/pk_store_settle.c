@@ -14,10 +14,13 @@
  *                         ^settled            ^top    . other records
  *                         deferred records above it are not in the data
  *
+ * A batch is applied a slice at a time (pk_store_log_settle's
+ * max_changes), so that a node keeps serving while it settles.
+ *
  * Invariants:
  *   - info "settled" = S: every deferred record at a journal position
- *     <= S is in the data DB, none above it is; retention keeps those
- *     above (pk__log_retain).
+ *     <= S is in the data DB; those above are not, or (while a batch is
+ *     under way) partly; retention keeps them (pk__log_retain).
  *   - A partition's stats entry names in pend its newest deferred record
  *     above S (memory only; at open every deferred record is settled).
  *     Any use of a partition's data waits for it: a write transaction
@@ -38,26 +41,31 @@
 #include "store/pk_store_int.h"
 #include "store/pk_store_log.h"
 
-#define SETTLE_STOP 1 /* collect: the batch is full */
-
-/* One entry of a deferred record, borrowed from the journal. */
-typedef struct sent {
+/*
+ * A batch: every deferred record that was unsettled when it was made,
+ * its entries copied (the journal pages may move between transactions),
+ * sorted and with superseded writes dropped, applied a slice at a time
+ * from next.  Only when the last slice is applied do its partitions lose
+ * their pend and settled rise to upto; a crash in between replays the
+ * whole batch at open, which is harmless (each entry sets or deletes
+ * whole records, and the record layer recounts against the data).
+ */
+typedef struct sop {
     uint32_t part;
-    uint32_t klen;
-    uint64_t order; /* its place in journal order */
-    const uint8_t *key;
-    const uint8_t *val;
-    uint32_t vlen;
+    uint32_t klen, vlen;
     uint8_t op;
-} sent;
+    uint64_t order; /* its place in journal order */
+    size_t off;     /* key at arena + off, its value right after */
+} sop;
 
-typedef struct batch {
-    size_t max;    /* records to take, 0 no bound */
-    size_t nrec;   /* records taken */
-    uint64_t upto; /* journal position of the last one */
-    sent *e;       /* owned */
-    size_t n, cap;
-} batch;
+struct pk__sbatch {
+    sop *ops; /* owned */
+    size_t n, cap, next;
+    uint8_t *arena; /* owned */
+    size_t alen, acap;
+    uint64_t upto; /* journal position of its last record */
+    uint64_t nrec; /* records in it */
+};
 
 static const uint8_t settled_key[7] = {'s', 'e', 't', 't', 'l', 'e', 'd'};
 
@@ -86,15 +94,38 @@ int pk__settle_mark(pk_txn *t, uint64_t top)
     return mark(t, top);
 }
 
+void pk__sbatch_free(pk__sbatch *b)
+{
+    if (b != NULL) {
+        free(b->ops);
+        free(b->arena);
+        free(b);
+    }
+}
+
 void pk__settle_end(pk_txn *t, int committed)
 {
-    if (!committed) {
-        return;
+    pk_store *s = t->s;
+
+    if (committed) {
+        if (t->settled != 0) {
+            s->settled = t->settled;
+        }
+        s->unsettled += (uint64_t)t->unsettled;
+        pk__sbatch_free(t->sb_fin);
+    } else {
+        if (t->sb_made) {
+            pk__sbatch_free(s->sb); /* it may hold this txn's records */
+            s->sb = NULL;
+        }
+        if (t->sb_fin != NULL) {
+            s->sb = t->sb_fin;
+        }
+        if (t->sb_touched && s->sb != NULL) {
+            s->sb->next = t->sb_next; /* its slices are undone */
+        }
     }
-    if (t->settled != 0) {
-        t->s->settled = t->settled;
-    }
-    t->s->unsettled += (uint64_t)t->unsettled;
+    t->sb_fin = NULL;
 }
 
 uint64_t pk_store_log_unsettled(const pk_txn *t)
@@ -102,9 +133,33 @@ uint64_t pk_store_log_unsettled(const pk_txn *t)
     return t->s->unsettled + (uint64_t)t->unsettled;
 }
 
+int pk_store_log_settling(const pk_store *s)
+{
+    return s->sb != NULL;
+}
+
+static int reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+    size_t n = *cap ? *cap : 1024;
+    void *q;
+
+    if (need <= *cap) {
+        return 0;
+    }
+    while (n < need) {
+        n *= 2;
+    }
+    if (n > SIZE_MAX / size || (q = realloc(*p, n * size)) == NULL) {
+        return PK_ENOMEM;
+    }
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
 static int collect(void *ctx, const pk__jrec *r)
 {
-    batch *b = ctx;
+    pk__sbatch *b = ctx;
     pk__entry e;
     size_t off = 0;
     int rc;
@@ -112,24 +167,21 @@ static int collect(void *ctx, const pk__jrec *r)
     if (!r->deferred) {
         return 0;
     }
-    if (b->max != 0 && b->nrec == b->max) {
-        return SETTLE_STOP;
-    }
     while (off < r->len) {
-        if ((rc = pk__entry_next(r->rec, r->len, &off, &e)) != 0) {
+        if ((rc = pk__entry_next(r->rec, r->len, &off, &e)) != 0 ||
+            (rc = reserve((void **)&b->ops, &b->cap, b->n + 1,
+                          sizeof(*b->ops))) != 0 ||
+            (rc = reserve((void **)&b->arena, &b->acap,
+                          b->alen + e.klen + e.vlen, 1)) != 0) {
             return rc;
         }
-        if (b->n == b->cap) {
-            size_t cap = b->cap ? b->cap * 2 : 1024;
-            sent *p = realloc(b->e, cap * sizeof(*p));
-            if (p == NULL) {
-                return PK_ENOMEM;
-            }
-            b->e = p;
-            b->cap = cap;
+        b->ops[b->n] = (sop){r->part, (uint32_t)e.klen, (uint32_t)e.vlen, e.op,
+                             b->n,    b->alen};
+        memcpy(b->arena + b->alen, e.key, e.klen);
+        if (e.vlen > 0) {
+            memcpy(b->arena + b->alen + e.klen, e.val, e.vlen);
         }
-        b->e[b->n] = (sent){r->part, (uint32_t)e.klen, b->n, e.key,
-                            e.val,   (uint32_t)e.vlen, e.op};
+        b->alen += e.klen + e.vlen;
         b->n++;
     }
     b->nrec++;
@@ -137,7 +189,7 @@ static int collect(void *ctx, const pk__jrec *r)
     return 0;
 }
 
-static int cmp_key(const sent *x, const sent *y)
+static int cmp_key(const sop *x, const sop *y, const uint8_t *arena)
 {
     size_t n = x->klen < y->klen ? x->klen : y->klen;
     int c;
@@ -145,22 +197,66 @@ static int cmp_key(const sent *x, const sent *y)
     if (x->part != y->part) {
         return x->part < y->part ? -1 : 1;
     }
-    if ((c = memcmp(x->key, y->key, n)) != 0) {
+    if ((c = memcmp(arena + x->off, arena + y->off, n)) != 0) {
         return c;
     }
     return (x->klen > y->klen) - (x->klen < y->klen);
 }
 
-static int cmp_sent(const void *a, const void *b)
+static int cmp_sop(const void *a, const void *b, void *arena)
 {
-    const sent *x = a, *y = b;
-    int c = cmp_key(x, y);
+    const sop *x = a, *y = b;
+    int c = cmp_key(x, y, arena);
 
     return c != 0 ? c : (x->order > y->order) - (x->order < y->order);
 }
 
-/* Makes part the open operation's partition; its pend goes if settled. */
-static int frame(pk_txn *t, uint32_t part, uint64_t upto)
+/* Sorts the runs between DELPREFIX entries and keeps a key's last. */
+static void batch_order(pk__sbatch *b)
+{
+    size_t i = 0, j, out = 0;
+
+    while (i < b->n) {
+        if (b->ops[i].op == PK__LOG_DELPREFIX) {
+            b->ops[out++] = b->ops[i++];
+            continue;
+        }
+        for (j = i; j < b->n && b->ops[j].op != PK__LOG_DELPREFIX; j++) {
+        }
+        qsort_r(b->ops + i, j - i, sizeof(*b->ops), cmp_sop, b->arena);
+        for (; i < j; i++) {
+            if (i + 1 < j &&
+                cmp_key(&b->ops[i], &b->ops[i + 1], b->arena) == 0) {
+                continue; /* a later entry writes this key */
+            }
+            b->ops[out++] = b->ops[i];
+        }
+    }
+    b->n = out;
+}
+
+/* Makes the store's batch of every unsettled record (t made it). */
+static int batch_make(pk_txn *t)
+{
+    pk__sbatch *b = calloc(1, sizeof(*b));
+    int rc;
+
+    if (b == NULL) {
+        return pk__fail(t, PK_ENOMEM);
+    }
+    rc = pk__log_scan(t, pk__settled(t), collect, b);
+    if (rc != 0) {
+        pk__sbatch_free(b);
+        return pk__fail(t, rc);
+    }
+    batch_order(b);
+    t->s->sb = b;
+    t->sb_made = 1;
+    return 0;
+}
+
+/* Makes part the open operation's partition. */
+static int frame(pk_txn *t, uint32_t part)
 {
     int rc;
 
@@ -170,86 +266,112 @@ static int frame(pk_txn *t, uint32_t part, uint64_t upto)
     if (t->op_open && (rc = pk__op_end(t, 0)) != 0) {
         return rc;
     }
-    if ((rc = pk__op_begin(t, part,
-                           PK__OP_NOLOG | PK__OP_QUIET | PK__OP_RAW)) != 0) {
-        return rc;
-    }
-    if (t->st.pend != 0 && t->st.pend <= upto) {
-        t->st.pend = 0;
-        t->st_dirty = 1;
-    }
-    return 0;
+    return pk__op_begin(t, part, PK__OP_NOLOG | PK__OP_QUIET | PK__OP_RAW);
 }
 
-static int apply(pk_txn *t, const sent *e, uint64_t upto)
+static int apply(pk_txn *t, const pk__sbatch *b, const sop *e)
 {
     uint8_t kb[PK_KEYENC_MAX];
+    const uint8_t *val = b->arena + e->off + e->klen;
     int rc;
 
     if (e->klen + 4 > sizeof(kb)) {
         return pk__fail(t, PK_ECORRUPT);
     }
-    if ((rc = frame(t, e->part, upto)) != 0) {
+    if ((rc = frame(t, e->part)) != 0) {
         return rc;
     }
     pk_be32_put(kb, e->part);
-    memcpy(kb + 4, e->key, e->klen);
+    memcpy(kb + 4, b->arena + e->off, e->klen);
     switch (e->op) {
     case PK__LOG_PUT:
-        return pk__rec_put(t, kb, 4 + e->klen, e->val, e->vlen);
+        return pk__rec_put(t, kb, 4 + e->klen, val, e->vlen);
     case PK__LOG_DEL:
         return pk__rec_del(t, kb, 4 + e->klen, NULL);
     }
     return pk__rec_delprefix(t, kb, 4 + e->klen, 0, NULL);
 }
 
-/* Applies b's entries: sorted runs between DELPREFIX entries. */
-static int apply_batch(pk_txn *t, batch *b)
+/* The batch is applied: its partitions lose their pend, settled rises,
+ * and it goes (at the commit, if an earlier transaction made it). */
+static int batch_finish(pk_txn *t, pk__sbatch *b)
 {
-    size_t i = 0, j;
+    uint32_t prev = UINT32_MAX;
+    pk__stat st;
     int rc = 0;
 
-    while (rc == 0 && i < b->n) {
-        if (b->e[i].op == PK__LOG_DELPREFIX) {
-            rc = apply(t, &b->e[i++], b->upto);
+    for (size_t i = 0; rc == 0 && i < b->n; prev = b->ops[i++].part) {
+        if (b->ops[i].part == prev) {
             continue;
         }
-        for (j = i; j < b->n && b->e[j].op != PK__LOG_DELPREFIX; j++) {
+        rc = pk__stc_load(t, b->ops[i].part, &st);
+        if (rc == 0 && st.pend != 0 && st.pend <= b->upto) {
+            st.pend = 0;
+            rc = pk__stat_save(t, b->ops[i].part, &st);
         }
-        qsort(b->e + i, j - i, sizeof(*b->e), cmp_sent);
-        for (; rc == 0 && i < j; i++) {
-            if (i + 1 < j && cmp_key(&b->e[i], &b->e[i + 1]) == 0) {
-                continue; /* a later entry writes this key */
-            }
-            rc = apply(t, &b->e[i], b->upto);
-        }
+    }
+    if (rc == 0 && b->nrec > 0) {
+        rc = mark(t, b->upto);
+    }
+    if (rc != 0) {
+        return pk__fail(t, rc);
+    }
+    t->unsettled -= (int64_t)b->nrec;
+    t->s->sb = NULL;
+    if (t->sb_made) {
+        t->sb_made = 0;
+        pk__sbatch_free(b);
+    } else {
+        t->sb_fin = b;
+    }
+    return 0;
+}
+
+/* Applies up to max of the batch's changes (0 all); *n: records settled. */
+static int batch_run(pk_txn *t, size_t max, size_t *n)
+{
+    pk__sbatch *b = t->s->sb;
+    size_t end = max == 0 || b->n - b->next < max ? b->n : b->next + max;
+    uint64_t nrec = b->nrec;
+    int rc = 0;
+
+    *n = 0;
+    if (!t->sb_made && !t->sb_touched) {
+        t->sb_touched = 1;
+        t->sb_next = b->next;
+    }
+    while (rc == 0 && b->next < end) {
+        rc = apply(t, b, &b->ops[b->next++]);
     }
     if (t->op_open) {
         rc = pk__op_end(t, rc);
     }
+    if (rc == 0 && b->next == b->n && (rc = batch_finish(t, b)) == 0) {
+        *n = nrec;
+    }
     return rc;
 }
 
-/* Settles up to max records (0 no bound); *n gets how many. */
-static int settle(pk_txn *t, size_t max, size_t *n)
+/* Settles every deferred record: the batch under way, then one of what
+ * came since; *n gets how many. */
+static int settle_all(pk_txn *t, size_t *n)
 {
-    batch b = {max, 0, 0, NULL, 0, 0};
-    int rc = pk__log_scan(t, pk__settled(t), collect, &b);
+    size_t done;
+    int rc = 0;
 
-    if (rc == SETTLE_STOP) {
-        rc = 0;
+    *n = 0;
+    for (int round = 0; rc == 0 && round < 2; round++) {
+        if (t->s->sb == NULL &&
+            (pk_store_log_unsettled(t) == 0 || (rc = batch_make(t)) != 0)) {
+            break;
+        }
+        rc = batch_run(t, 0, &done);
+        *n += done;
     }
-    rc = rc ? pk__fail(t, rc) : apply_batch(t, &b);
-    free(b.e);
-    if (rc == 0 && b.nrec > 0) {
-        t->unsettled -= (int64_t)b.nrec;
-        rc = mark(t, b.upto);
-    }
-    *n = rc == 0 ? b.nrec : 0;
     return rc;
 }
 
-int pk_store_log_settle(pk_txn *t, size_t max_records, size_t *n)
+int pk_store_log_settle(pk_txn *t, size_t max_changes, size_t *n)
 {
     size_t done = 0;
     int rc = t->err;
@@ -257,8 +379,11 @@ int pk_store_log_settle(pk_txn *t, size_t max_records, size_t *n)
     if (rc == 0 && (t->rdonly || t->op_open)) {
         rc = PK_EINVAL;
     }
-    if (rc == 0 && pk_store_log_unsettled(t) > 0) {
-        rc = settle(t, max_records, &done);
+    if (rc == 0 && max_changes == 0) {
+        rc = settle_all(t, &done);
+    } else if (rc == 0 && (t->s->sb != NULL || (pk_store_log_unsettled(t) > 0 &&
+                                                (rc = batch_make(t)) == 0))) {
+        rc = batch_run(t, max_changes, &done);
     }
     if (n != NULL) {
         *n = done;
@@ -290,6 +415,7 @@ int pk_store_log_defer(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
 int pk__part_ready(pk_txn *t, uint32_t part)
 {
     pk__stat st;
+    size_t n;
     int rc;
 
     if (pk_store_log_unsettled(t) == 0 && !t->rdonly) {
@@ -301,7 +427,7 @@ int pk__part_ready(pk_txn *t, uint32_t part)
     if ((rc = pk__stc_load(t, part, &st)) != 0) {
         return pk__fail(t, rc);
     }
-    return st.pend != 0 ? pk_store_log_settle(t, 0, NULL) : 0;
+    return st.pend != 0 ? settle_all(t, &n) : 0;
 }
 
 int pk__settle_open(pk_store *s)
@@ -323,7 +449,8 @@ int pk__settle_open(pk_store *s)
     }
     /* What was deferred before a crash or a close is settled now; the
      * count starts from 0. */
-    rc = settle(t, 0, &n);
+    rc = batch_make(t);
+    rc = rc ? rc : batch_run(t, 0, &n);
     t->unsettled = 0;
     if (rc != 0 || n == 0) {
         pk_txn_abort(t);

@@ -270,6 +270,9 @@ class FNode:
         assert not self.alive(), "node %d already runs" % self.index
         with open(self.log, "ab") as f:
             f.write(b"--- start %d ---\n" % self.starts)
+            # Flushed before the child writes to the same file: else its
+            # ready line can land before the marker, cut at start_at.
+            f.flush()
             start_at = f.tell()
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                          stdout=f, stderr=f,

@@ -128,15 +128,22 @@ static uint64_t unsettled(pk_store *s)
     return n;
 }
 
-static void settle_all(pk_store *s, size_t batch)
+/* Settles everything, slice changes per transaction (0: at once). */
+static void settle_all(pk_store *s, size_t slice)
 {
-    while (unsettled(s) > 0) {
+    uint64_t before = unsettled(s), got = 0;
+
+    for (int i = 0; unsettled(s) > 0; i++) {
         pk_txn *t = wtxn(s);
         size_t n = 0;
-        assert_int_equal(pk_store_log_settle(t, batch, &n), 0);
-        assert_true(n > 0 && (batch == 0 || n <= batch));
+        assert_true(i < 100000);
+        assert_int_equal(pk_store_log_settle(t, slice, &n), 0);
+        assert_true(slice != 0 || n > 0);
+        got += n;
         assert_int_equal(pk_txn_commit(t), 0);
     }
+    assert_int_equal(got, before);
+    assert_false(pk_store_log_settling(s));
 }
 
 static void test_settle_reproduces(void **state)
@@ -303,13 +310,70 @@ static void test_retention_keeps_unsettled(void **state)
     }
 }
 
+/* A batch spread over transactions: an abort undoes its slices, a read
+ * in the middle finishes it, a crash in the middle replays it at open,
+ * and records deferred meanwhile wait for the next batch. */
+static void test_batch_in_slices(void **state)
+{
+    two *w = *state;
+    pk_slice v;
+    size_t n;
+    pk_txn *t;
+
+    writes(w->a->s, 2000);
+    assert_true(ship(w->a->s, w->b->s, 1) > 0);
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_store_log_settle(t, 50, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    assert_true(pk_store_log_settling(w->b->s));
+    for (int i = 0; i < 3; i++) { /* slices that are aborted */
+        t = wtxn(w->b->s);
+        assert_int_equal(pk_store_log_settle(t, 30, &n), 0);
+        pk_txn_abort(t);
+    }
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_store_log_settle(t, 100, &n), 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    /* New records while the batch is under way. */
+    writes(w->a->s, 500);
+    assert_true(ship(w->a->s, w->b->s, 1) > 0);
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_store_log_settle(t, 100, &n), 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    /* A crash in the middle: the batch is replayed at open. */
+    assert_int_equal(tstore_reopen(w->b), 0);
+    assert_int_equal(unsettled(w->b->s), 0);
+    expect_same(w->a->s, w->b->s);
+    /* A read in the middle finishes the batch and what came after it. */
+    writes(w->a->s, 1500);
+    assert_true(ship(w->a->s, w->b->s, 1) > 0);
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_store_log_settle(t, 200, &n), 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    writes(w->a->s, 300);
+    assert_true(ship(w->a->s, w->b->s, 1) > 0);
+    t = wtxn(w->b->s);
+    assert_int_equal(pk_store_log_settle(t, 200, &n), 0);
+    assert_int_equal(pk_str_get(t, 0, S("k1"), NOW, &v) < 0 ? -1 : 0, 0);
+    assert_int_equal(pk_store_log_unsettled(t), 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    assert_false(pk_store_log_settling(w->b->s));
+    expect_same(w->a->s, w->b->s);
+    /* Slices of one change at a time to the end. */
+    writes(w->a->s, 400);
+    assert_true(ship(w->a->s, w->b->s, 1) > 0);
+    settle_all(w->b->s, 1);
+    expect_same(w->a->s, w->b->s);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, two_setup, two_teardown)
     const struct CMUnitTest tests[] = {
         T(test_settle_reproduces),         T(test_use_settles_first),
         T(test_defer_rules_and_abort),     T(test_reopen_settles),
-        T(test_retention_keeps_unsettled),
+        T(test_retention_keeps_unsettled), T(test_batch_in_slices),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
