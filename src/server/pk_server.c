@@ -31,10 +31,11 @@
  * batches, at least every SETTLE_MS or once SETTLE_BATCH wait: the larger
  * the batch, the more of its keys share leaf pages (pk_store_settle.c).
  * A batch goes in slices of SETTLE_SLICE changes, one a loop iteration,
- * so that the node answers in between. */
+ * so that the node answers in between: a long pause would also hold the
+ * promises that its leaders' leases rest on. */
 #define SETTLE_MS 1000
 #define SETTLE_BATCH 262144u
-#define SETTLE_SLICE 4096u
+#define SETTLE_SLICE 16384u
 
 void pk_server_config_default(pk_server_config *c)
 {
