@@ -39,14 +39,13 @@
 # keys too).  If this partkv's `cluster up` does not accept --acks yet,
 # every mode runs without it and the output says so.
 #
-# Steady state: a fresh node's journal grows into new file pages; once it
-# reaches its retention budget (1/16 of the map, 512 MiB) the head is
-# deleted as the tail grows and LMDB reuses freed pages, which costs more
-# per write (page faults and writeback on reused pages).  BENCH_WARM=N
-# writes N SETs (-P 16) into each fresh partkv cluster, and into Redis,
-# before the measured runs of every mode, and prints the warm-up rates and
-# the size of partkv's data files after it: ~3,000,000 brings R=3 nodes to
-# the budget (about 2 minutes more per mode).
+# Steady state: a fresh node's journal grows into new file pages (on this
+# VM a page touched for the first time costs more than the write); once it
+# reaches its retention budget (64 MiB) the head is deleted as the tail
+# grows and LMDB reuses freed pages.  BENCH_WARM=N writes N SETs (-P 16)
+# into each fresh partkv cluster, and into Redis, before the measured runs
+# of every mode, and prints the warm-up rates and the size of partkv's
+# data files after it: 1,000,000 brings R=3 nodes past the budget.
 #
 # Environment: BENCH_N (requests per test per run at -P 1, default 150000),
 # BENCH_N_P16 (at -P 16, default 1000000), BENCH_RUNS (default 3),

@@ -172,12 +172,14 @@ static int collect(void *ctx, const pk__jrec *r)
             (rc = reserve((void **)&b->ops, &b->cap, b->n + 1,
                           sizeof(*b->ops))) != 0 ||
             (rc = reserve((void **)&b->arena, &b->acap,
-                          b->alen + e.klen + e.vlen, 1)) != 0) {
+                          b->alen + e.klen + e.vlen + 1, 1)) != 0) {
             return rc;
         }
         b->ops[b->n] = (sop){r->part, (uint32_t)e.klen, (uint32_t)e.vlen, e.op,
                              b->n,    b->alen};
-        memcpy(b->arena + b->alen, e.key, e.klen);
+        if (e.klen > 0) {
+            memcpy(b->arena + b->alen, e.key, e.klen);
+        }
         if (e.vlen > 0) {
             memcpy(b->arena + b->alen + e.klen, e.val, e.vlen);
         }
