@@ -416,20 +416,14 @@ int pk_store_log_defer(pk_txn *t, uint32_t part, uint64_t seq, const void *rec,
 
 int pk__part_ready(pk_txn *t, uint32_t part)
 {
-    pk__stat st;
     size_t n;
-    int rc;
 
-    if (pk_store_log_unsettled(t) == 0 && !t->rdonly) {
+    /* Per command: the cache entry only, no stats copied. */
+    if ((!t->rdonly && pk_store_log_unsettled(t) == 0) ||
+        pk__stat_pend(t->s, part) == 0) {
         return 0;
     }
-    if (t->rdonly) {
-        return pk__stat_pend(t->s, part) != 0 ? PK_EBUSY : 0;
-    }
-    if ((rc = pk__stc_load(t, part, &st)) != 0) {
-        return pk__fail(t, rc);
-    }
-    return st.pend != 0 ? settle_all(t, &n) : 0;
+    return t->rdonly ? PK_EBUSY : settle_all(t, &n);
 }
 
 int pk__settle_open(pk_store *s)

@@ -15,6 +15,8 @@
 #include "core/pk_err.h"
 #include "store/pk_store.h"
 #include "store/pk_store_log.h"
+#include "store/pk_store_part.h"
+#include "store/pk_store_snap.h"
 
 #define S(s) (s), strlen(s)
 
@@ -127,6 +129,36 @@ static inline int tship_cb(void *ctx, uint64_t seq, const void *rec, size_t len)
     sh->n++;
     return sh->defer ? pk_store_log_defer(sh->t, sh->part, seq, rec, len)
                      : pk_store_log_apply(sh->t, sh->part, seq, rec, len);
+}
+
+/*
+ * 0 when partition part is byte-identical on both stores (snapshot
+ * streams) with the same keys, bytes and last log seq; else 1 (streams
+ * differ), 2 (stats differ) or an export's error.
+ */
+static inline int tstore_same(pk_store *a, pk_store *b, uint32_t part)
+{
+    tbuf x = {NULL, 0}, y = {NULL, 0};
+    pk_part_stats sa, sb;
+    pk_txn *ta = NULL, *tb = NULL;
+    int rc = pk_txn_begin(a, 1, &ta);
+
+    rc = rc ? rc : pk_txn_begin(b, 1, &tb);
+    rc = rc ? rc : pk_store_part_export(ta, part, tbuf_cb, &x);
+    rc = rc ? rc : pk_store_part_export(tb, part, tbuf_cb, &y);
+    rc = rc ? rc : pk_store_part_stats(ta, part, &sa);
+    rc = rc ? rc : pk_store_part_stats(tb, part, &sb);
+    if (rc == 0 && (x.len != y.len || memcmp(x.p, y.p, x.len) != 0)) {
+        rc = 1;
+    } else if (rc == 0 && (sa.keys != sb.keys || sa.bytes != sb.bytes ||
+                           sa.log_last != sb.log_last)) {
+        rc = 2;
+    }
+    pk_txn_abort(ta);
+    pk_txn_abort(tb);
+    free(x.p);
+    free(y.p);
+    return rc;
 }
 
 /* Two stores, for tests that ship one's log to the other (cmocka

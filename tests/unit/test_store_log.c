@@ -108,21 +108,7 @@ static buf export_part(pk_store *s, uint32_t part)
 /* Asserts that partition part is byte-identical on both stores. */
 static void expect_same(pk_store *a, pk_store *b, uint32_t part)
 {
-    buf x = export_part(a, part), y = export_part(b, part);
-    pk_part_stats sa, sb;
-    pk_txn *ta = rtxn(a), *tb = rtxn(b);
-
-    assert_int_equal(x.len, y.len);
-    assert_memory_equal(x.p, y.p, x.len);
-    assert_int_equal(pk_store_part_stats(ta, part, &sa), 0);
-    assert_int_equal(pk_store_part_stats(tb, part, &sb), 0);
-    assert_int_equal(sa.keys, sb.keys);
-    assert_int_equal(sa.bytes, sb.bytes);
-    assert_int_equal(sa.log_last, sb.log_last);
-    pk_txn_abort(ta);
-    pk_txn_abort(tb);
-    free(x.p);
-    free(y.p);
+    assert_int_equal(tstore_same(a, b, part), 0);
 }
 
 /* Ships every log record of part from a with seq >= from to b. */

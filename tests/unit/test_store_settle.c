@@ -100,22 +100,7 @@ static int export_rc(pk_store *s, uint32_t part, buf *b)
 static void expect_same(pk_store *a, pk_store *b)
 {
     for (uint32_t p = 0; p < NPARTS; p++) {
-        buf x, y;
-        pk_part_stats sa, sb;
-        pk_txn *ta = rtxn(a), *tb = rtxn(b);
-        assert_int_equal(export_rc(a, p, &x), 0);
-        assert_int_equal(export_rc(b, p, &y), 0);
-        assert_int_equal(x.len, y.len);
-        assert_memory_equal(x.p, y.p, x.len);
-        assert_int_equal(pk_store_part_stats(ta, p, &sa), 0);
-        assert_int_equal(pk_store_part_stats(tb, p, &sb), 0);
-        assert_int_equal(sa.keys, sb.keys);
-        assert_int_equal(sa.bytes, sb.bytes);
-        assert_int_equal(sa.log_last, sb.log_last);
-        pk_txn_abort(ta);
-        pk_txn_abort(tb);
-        free(x.p);
-        free(y.p);
+        assert_int_equal(tstore_same(a, b, p), 0);
     }
 }
 
