@@ -104,6 +104,8 @@ void pk_cmd_scan(pk_cmd_ctx *x)
             o.type = pk_arg_eq(ty, "string") ? PK_TYPE_STRING
                      : pk_arg_eq(ty, "hash") ? PK_TYPE_HASH
                      : pk_arg_eq(ty, "zset") ? PK_TYPE_ZSET
+                     : pk_arg_eq(ty, "list") ? PK_TYPE_LIST
+                     : pk_arg_eq(ty, "set")  ? PK_TYPE_SET
                                              : (pk_type)99;
         } else {
             pk_reply_syntax(x);

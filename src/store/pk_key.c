@@ -22,6 +22,10 @@ const char *pk_type_name(pk_type type)
         return "hash";
     case PK_TYPE_ZSET:
         return "zset";
+    case PK_TYPE_LIST:
+        return "list";
+    case PK_TYPE_SET:
+        return "set";
     default:
         return "none";
     }

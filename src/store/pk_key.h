@@ -27,6 +27,8 @@ typedef enum pk_type {
     PK_TYPE_STRING = 1,
     PK_TYPE_HASH = 2,
     PK_TYPE_ZSET = 3,
+    PK_TYPE_LIST = 4,
+    PK_TYPE_SET = 5,
 } pk_type;
 
 /* EXPIRE conditions (Redis 7). */

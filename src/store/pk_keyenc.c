@@ -89,7 +89,7 @@ int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out)
     if (i + 2 >= klen) {
         return PK_ECORRUPT;
     }
-    if (key[i + 2] < PK_TAG_META || key[i + 2] > PK_TAG_ZSCORE) {
+    if (key[i + 2] < PK_TAG_META || key[i + 2] > PK_TAG_LAST) {
         return PK_ECORRUPT;
     }
     out->part = pk_be32_get(key);

@@ -69,7 +69,14 @@
 enum pk__log_op { PK__LOG_PUT = 1, PK__LOG_DEL = 2, PK__LOG_DELPREFIX = 3 };
 
 /* Record types in META values; equal to the public pk_type values. */
-enum pk__type { PK__T_STRING = 1, PK__T_HASH = 2, PK__T_ZSET = 3 };
+enum pk__type {
+    PK__T_STRING = 1,
+    PK__T_HASH = 2,
+    PK__T_ZSET = 3,
+    PK__T_LIST = 4,
+    PK__T_SET = 5,
+    PK__T_LASTTYPE = PK__T_SET,
+};
 
 /* pk__op_begin flags. */
 #define PK__OP_NOLOG 1u /* do not append a change record */

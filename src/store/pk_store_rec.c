@@ -104,7 +104,7 @@ int pk__op_end(pk_txn *t, int rc)
 int pk__meta_parse(const uint8_t *v, size_t n, uint8_t *type, uint64_t *expire,
                    uint64_t *count)
 {
-    if (n < PK__META_HDR || v[0] < PK__T_STRING || v[0] > PK__T_ZSET ||
+    if (n < PK__META_HDR || v[0] < PK__T_STRING || v[0] > PK__T_LASTTYPE ||
         v[1] != 0 || (v[0] != PK__T_STRING && n != PK__META_AGG)) {
         return PK_ECORRUPT;
     }
