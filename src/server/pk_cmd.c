@@ -43,6 +43,7 @@ static const pk_cmd table[] = {
     {"expire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expire},
     {"flushall", -1, W, 0, 0, 0, "keyspace write slow dangerous",
      pk_cmd_flushall},
+    {"function", -2, S, 0, 0, 0, "slow scripting", pk_cmd_function},
     {"get", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_get},
     {"getdel", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_getdel},
     {"hdel", -3, W | F, 1, 1, 1, "write hash fast", pk_cmd_hdel},

@@ -76,7 +76,7 @@ static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
     X(command)                                                                 \
     X(config)                                                                  \
     X(dbsize)                                                                  \
-    X(decr) X(decrby) X(del) X(echo) X(exists) X(expire) X(flushall) X(get)    \
+    X(decr) X(decrby) X(del) X(echo) X(exists) X(expire) X(flushall) X(function) X(get)    \
         X(getdel) X(hdel) X(hello) X(hexists) X(hget) X(hgetall) X(hincrby)    \
             X(hlen) X(hmget) X(hset) X(incr) X(incrby) X(info) X(mget) X(mset) \
                 X(persist) X(pexpire) X(ping) X(pk_auth) X(pk_coord)           \
