@@ -91,27 +91,30 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
 {
     pk_cluster *cl = &x->srv->cluster;
     int asking = x->c->asking;
-    int last, slot = -1;
+    int nruns, slot = -1;
+    pk_keyrun r[PK_KEYRUNS_MAX];
     uint32_t leader;
 
     x->c->asking = 0;
-    if (!cl->enabled || cmd->first == 0)
+    if (!cl->enabled || (cmd->first == 0 && cmd->keys == NULL))
         return 1;
     if (cl->map == NULL) {
         pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
         return 0;
     }
-    last = cmd->last < 0 ? x->argc + cmd->last : cmd->last;
-    for (int i = cmd->first; i <= last && i < x->argc; i += cmd->step) {
-        int s = (int)pk_cluster_part(cl, x->argv[i].ptr, x->argv[i].len);
-        if (slot >= 0 && s != slot) {
-            if (x->srv->cfg.forward && splittable(cmd))
-                return route_split(x, cmd);
-            pk_reply_error(x->out, "CROSSSLOT Keys in request don't hash to "
-                                   "the same slot");
-            return 0;
+    nruns = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
+    for (int k = 0; k < nruns; k++) {
+        for (int i = r[k].first; i <= r[k].last; i += r[k].step) {
+            int s = (int)pk_cluster_part(cl, x->argv[i].ptr, x->argv[i].len);
+            if (slot >= 0 && s != slot) {
+                if (x->srv->cfg.forward && splittable(cmd))
+                    return route_split(x, cmd);
+                pk_reply_error(x->out, "CROSSSLOT Keys in request don't "
+                                       "hash to the same slot");
+                return 0;
+            }
+            slot = s;
         }
-        slot = s;
     }
     if (slot < 0)
         return 1;

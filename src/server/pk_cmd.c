@@ -27,73 +27,80 @@
 
 /* Sorted by name: pk_cmd_find is a binary search. */
 static const pk_cmd table[] = {
-    {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append},
-    {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking},
-    {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth},
-    {"client", -2, S | L, 0, 0, 0, "slow connection", pk_cmd_client},
-    {"cluster", -2, S, 0, 0, 0, "slow", pk_cmd_cluster},
-    {"command", -1, S | L, 0, 0, 0, "slow connection", pk_cmd_command},
-    {"config", -2, A | S | L, 0, 0, 0, "admin slow dangerous", pk_cmd_config},
-    {"dbsize", 1, R | F, 0, 0, 0, "keyspace read fast", pk_cmd_dbsize},
-    {"decr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_decr},
-    {"decrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_decrby},
-    {"del", -2, W, 1, -1, 1, "keyspace write slow", pk_cmd_del},
-    {"echo", 2, F, 0, 0, 0, "fast connection", pk_cmd_echo},
-    {"exists", -2, R | F, 1, -1, 1, "keyspace read fast", pk_cmd_exists},
-    {"expire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expire},
+    {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
+    {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
+    {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth, NULL},
+    {"client", -2, S | L, 0, 0, 0, "slow connection", pk_cmd_client, NULL},
+    {"cluster", -2, S, 0, 0, 0, "slow", pk_cmd_cluster, NULL},
+    {"command", -1, S | L, 0, 0, 0, "slow connection", pk_cmd_command, NULL},
+    {"config", -2, A | S | L, 0, 0, 0, "admin slow dangerous", pk_cmd_config,
+     NULL},
+    {"dbsize", 1, R | F, 0, 0, 0, "keyspace read fast", pk_cmd_dbsize, NULL},
+    {"decr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_decr, NULL},
+    {"decrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_decrby, NULL},
+    {"del", -2, W, 1, -1, 1, "keyspace write slow", pk_cmd_del, NULL},
+    {"echo", 2, F, 0, 0, 0, "fast connection", pk_cmd_echo, NULL},
+    {"exists", -2, R | F, 1, -1, 1, "keyspace read fast", pk_cmd_exists, NULL},
+    {"expire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expire, NULL},
     {"flushall", -1, W, 0, 0, 0, "keyspace write slow dangerous",
-     pk_cmd_flushall},
-    {"function", -2, S, 0, 0, 0, "slow scripting", pk_cmd_function},
-    {"get", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_get},
-    {"getdel", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_getdel},
-    {"hdel", -3, W | F, 1, 1, 1, "write hash fast", pk_cmd_hdel},
-    {"hello", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_hello},
-    {"hexists", 3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hexists},
-    {"hget", 3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hget},
-    {"hgetall", 2, R, 1, 1, 1, "read hash slow", pk_cmd_hgetall},
-    {"hincrby", 4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hincrby},
-    {"hlen", 2, R | F, 1, 1, 1, "read hash fast", pk_cmd_hlen},
-    {"hmget", -3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hmget},
-    {"hmset", -4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hset},
-    {"hset", -4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hset},
-    {"incr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_incr},
-    {"incrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrby},
-    {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info},
-    {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget},
-    {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset},
-    {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist},
-    {"pexpire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_pexpire},
-    {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping},
-    {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth},
-    {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord},
-    {"pk.map", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_map},
-    {"pk.move", -2, N, 0, 0, 0, "slow", pk_cmd_pk_move},
-    {"pk.moves", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_moves},
-    {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions},
-    {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl},
-    {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl},
-    {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit},
-    {"readonly", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readonly},
-    {"readwrite", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readwrite},
-    {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset},
-    {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan},
-    {"select", 2, F | S | L, 0, 0, 0, "fast connection", pk_cmd_select},
-    {"set", -3, W, 1, 1, 1, "write string slow", pk_cmd_set},
+     pk_cmd_flushall, NULL},
+    {"function", -2, S, 0, 0, 0, "slow scripting", pk_cmd_function, NULL},
+    {"get", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_get, NULL},
+    {"getdel", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_getdel, NULL},
+    {"hdel", -3, W | F, 1, 1, 1, "write hash fast", pk_cmd_hdel, NULL},
+    {"hello", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_hello,
+     NULL},
+    {"hexists", 3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hexists, NULL},
+    {"hget", 3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hget, NULL},
+    {"hgetall", 2, R, 1, 1, 1, "read hash slow", pk_cmd_hgetall, NULL},
+    {"hincrby", 4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hincrby, NULL},
+    {"hlen", 2, R | F, 1, 1, 1, "read hash fast", pk_cmd_hlen, NULL},
+    {"hmget", -3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hmget, NULL},
+    {"hmset", -4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hset, NULL},
+    {"hset", -4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hset, NULL},
+    {"incr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_incr, NULL},
+    {"incrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrby, NULL},
+    {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info, NULL},
+    {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
+    {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
+    {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist, NULL},
+    {"pexpire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_pexpire,
+     NULL},
+    {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping, NULL},
+    {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth, NULL},
+    {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord, NULL},
+    {"pk.map", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_map, NULL},
+    {"pk.move", -2, N, 0, 0, 0, "slow", pk_cmd_pk_move, NULL},
+    {"pk.moves", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_moves, NULL},
+    {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions, NULL},
+    {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
+    {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},
+    {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit, NULL},
+    {"readonly", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readonly,
+     NULL},
+    {"readwrite", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readwrite,
+     NULL},
+    {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset, NULL},
+    {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan, NULL},
+    {"select", 2, F | S | L, 0, 0, 0, "fast connection", pk_cmd_select, NULL},
+    {"set", -3, W, 1, 1, 1, "write string slow", pk_cmd_set, NULL},
     {"shutdown", -1, A | S | L, 0, 0, 0, "admin slow dangerous",
-     pk_cmd_shutdown},
-    {"strlen", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_strlen},
-    {"ttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_ttl},
-    {"type", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_type},
-    {"wait", 3, 0, 0, 0, 0, "slow connection", pk_cmd_wait},
-    {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd},
-    {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard},
-    {"zrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrange},
-    {"zrangebylex", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrangebylex},
+     pk_cmd_shutdown, NULL},
+    {"strlen", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_strlen, NULL},
+    {"ttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_ttl, NULL},
+    {"type", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_type, NULL},
+    {"wait", 3, 0, 0, 0, 0, "slow connection", pk_cmd_wait, NULL},
+    {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd, NULL},
+    {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard, NULL},
+    {"zrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrange, NULL},
+    {"zrangebylex", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrangebylex,
+     NULL},
     {"zrangebyscore", -4, R, 1, 1, 1, "read sortedset slow",
-     pk_cmd_zrangebyscore},
-    {"zrem", -3, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zrem},
-    {"zrevrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrevrange},
-    {"zscore", 3, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zscore},
+     pk_cmd_zrangebyscore, NULL},
+    {"zrem", -3, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zrem, NULL},
+    {"zrevrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrevrange,
+     NULL},
+    {"zscore", 3, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zscore, NULL},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
@@ -136,6 +143,44 @@ const pk_cmd *pk_cmd_find(const char *name, size_t len)
             lo = mid + 1;
     }
     return NULL;
+}
+
+/* Clamps run r to the arguments present; returns 1 if it keeps a key. */
+static int keyrun_clamp(pk_keyrun *r, int argc)
+{
+    if (r->step < 1 || r->first < 1)
+        return 0;
+    if (r->last >= argc)
+        r->last = argc - 1;
+    return r->last >= r->first;
+}
+
+int pk_cmd_keyruns(const pk_cmd *c, int argc, const pk_arg *argv, pk_keyrun *r)
+{
+    int n = 0, k;
+
+    if (c->keys) {
+        k = c->keys(argc, argv, r);
+        for (int i = 0; i < k && i < PK_KEYRUNS_MAX; i++)
+            if (keyrun_clamp(&r[i], argc))
+                r[n++] = r[i];
+        return n;
+    }
+    if (c->first == 0)
+        return 0;
+    r[0] =
+        (pk_keyrun){c->first, c->last < 0 ? argc + c->last : c->last, c->step};
+    return keyrun_clamp(&r[0], argc);
+}
+
+int pk_cmd_keys_numkeys(int argc, const pk_arg *argv, int i, pk_keyrun *r)
+{
+    int64_t n;
+
+    if (i >= argc || !pk_arg_i64(&argv[i], &n) || n < 1 || n > argc - i - 1)
+        return 0;
+    *r = (pk_keyrun){i + 1, i + (int)n, 1};
+    return 1;
 }
 
 int pk_arg_eq(const pk_arg *a, const char *lit)
@@ -276,10 +321,13 @@ static void reply_entry(pk_cmd_ctx *x, const pk_cmd *c)
     pk_reply_int(x->out, c->arity);
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         nflags += (c->flags & flags[i].flag) != 0;
-    pk_reply_set(x->out, x->proto, nflags);
+    pk_reply_set(x->out, x->proto, nflags + (c->keys != NULL));
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         if (c->flags & flags[i].flag)
             pk_reply_simple(x->out, flags[i].name);
+    /* Clients ask COMMAND GETKEYS for the keys of these. */
+    if (c->keys)
+        pk_reply_simple(x->out, "movablekeys");
     pk_reply_int(x->out, c->first);
     pk_reply_int(x->out, c->last);
     pk_reply_int(x->out, c->step);
@@ -325,21 +373,31 @@ void pk_cmd_command(pk_cmd_ctx *x)
             pk_reply_bulk_str(x->out, table[i].name);
     } else if (pk_arg_eq(&x->argv[1], "getkeys") && x->argc >= 3) {
         const pk_cmd *c = pk_cmd_find(x->argv[2].ptr, x->argv[2].len);
-        int nargs = x->argc - 2, last, n = 0;
+        const pk_arg *args = x->argv + 2;
+        int nargs = x->argc - 2, nruns, n = 0;
+        pk_keyrun r[PK_KEYRUNS_MAX];
         if (c == NULL) {
             pk_reply_error(x->out, "ERR Invalid command specified");
             return;
         }
-        if (c->first == 0) {
+        if ((c->arity > 0 && nargs != c->arity) ||
+            (c->arity < 0 && nargs < -c->arity)) {
+            pk_reply_error(x->out,
+                           "ERR Invalid number of arguments specified for "
+                           "command");
+            return;
+        }
+        nruns = pk_cmd_keyruns(c, nargs, args, r);
+        if (nruns == 0) {
             pk_reply_error(x->out, "ERR The command has no key arguments");
             return;
         }
-        last = c->last < 0 ? nargs + c->last : c->last;
-        for (int i = c->first; i <= last && i < nargs; i += c->step)
-            n++;
+        for (int k = 0; k < nruns; k++)
+            n += (r[k].last - r[k].first) / r[k].step + 1;
         pk_reply_array(x->out, (size_t)n);
-        for (int i = c->first; i <= last && i < nargs; i += c->step)
-            pk_reply_bulk(x->out, x->argv[2 + i].ptr, x->argv[2 + i].len);
+        for (int k = 0; k < nruns; k++)
+            for (int i = r[k].first; i <= r[k].last; i += r[k].step)
+                pk_reply_bulk(x->out, args[i].ptr, args[i].len);
     } else {
         pk_reply_errorf(
             x->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",

@@ -21,6 +21,23 @@
 
 typedef void (*pk_cmd_fn)(pk_cmd_ctx *x);
 
+/* A run of key arguments: argv[first], argv[first + step], ... argv[last]
+ * (last >= first; an empty run has last < first). */
+typedef struct pk_keyrun {
+    int first, last, step;
+} pk_keyrun;
+
+#define PK_KEYRUNS_MAX 2
+
+/*
+ * Key finder of a command whose key positions depend on its arguments
+ * (numkeys forms: LMPOP, ZUNIONSTORE, SINTERCARD ...): writes at most
+ * PK_KEYRUNS_MAX runs to r and returns how many, or 0 when the arguments
+ * do not say (malformed: routing then lets the command reply its own
+ * error).  Must not read beyond argv[argc - 1].
+ */
+typedef int (*pk_cmd_keys_fn)(int argc, const pk_arg *argv, pk_keyrun *r);
+
 typedef struct pk_cmd {
     const char *name; /* lower case; the table is sorted by name */
     int arity;        /* N: exactly N args (name included); -N: at least N */
@@ -28,7 +45,20 @@ typedef struct pk_cmd {
     int first, last, step; /* key positions as COMMAND reports them */
     const char *acl;       /* ACL categories, space separated, without '@' */
     pk_cmd_fn fn;
+    pk_cmd_keys_fn keys; /* NULL: first, last and step say it all */
 } pk_cmd;
+
+/*
+ * The key runs of command c with these arguments (argc includes the name):
+ * from c->keys when set (COMMAND reports such commands as movablekeys),
+ * else the one run first..last by step (none when first is 0).  Writes at
+ * most PK_KEYRUNS_MAX runs to r, clamped to the arguments present, and
+ * returns how many.
+ */
+int pk_cmd_keyruns(const pk_cmd *c, int argc, const pk_arg *argv, pk_keyrun *r);
+
+/* Finder for "numkeys key..." at argument i (LMPOP: i = 1). */
+int pk_cmd_keys_numkeys(int argc, const pk_arg *argv, int i, pk_keyrun *r);
 
 /* The command named by a (any case), or NULL. */
 const pk_cmd *pk_cmd_find(const char *name, size_t len);

@@ -54,10 +54,9 @@ void pk_cmd_function(pk_cmd_ctx *x)
     else if (pk_arg_eq(&x->argv[1], "list"))
         pk_reply_array(x->out, 0);
     else
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand '%.*s'. Try FUNCTION HELP.",
-                        (int)(x->argv[1].len > 64 ? 64 : x->argv[1].len),
-                        x->argv[1].ptr);
+        pk_reply_errorf(
+            x->out, "ERR unknown subcommand '%.*s'. Try FUNCTION HELP.",
+            (int)(x->argv[1].len > 64 ? 64 : x->argv[1].len), x->argv[1].ptr);
 }
 
 void pk_cmd_shutdown(pk_cmd_ctx *x)

@@ -46,7 +46,7 @@ enum pk_keyenc_tag {
     PK_TAG_HFIELD = 0x02,
     PK_TAG_ZMEMBER = 0x03,
     PK_TAG_ZSCORE = 0x04,
-    PK_TAG_LITEM = 0x05, /* list element (pk_list.c) */
+    PK_TAG_LITEM = 0x05,   /* list element (pk_list.c) */
     PK_TAG_SMEMBER = 0x06, /* set member (pk_set.c) */
     PK_TAG_LAST = PK_TAG_SMEMBER,
 };
