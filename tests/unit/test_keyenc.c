@@ -179,7 +179,7 @@ static void test_parse_rejects_malformed(void **state)
         pk_keyenc_parse((const uint8_t *)"\0\0\0\1a\0\1\0", 8, &kp),
         PK_ECORRUPT);
     assert_int_equal(
-        pk_keyenc_parse((const uint8_t *)"\0\0\0\1a\0\1\5", 8, &kp),
+        pk_keyenc_parse((const uint8_t *)"\0\0\0\1a\0\1\7", 8, &kp),
         PK_ECORRUPT);
     assert_int_equal(
         pk_keyenc_parse((const uint8_t *)"\0\0\0\1a\0\1\1", 8, &kp), 0);
