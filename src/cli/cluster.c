@@ -4,6 +4,7 @@
  *   partkv cluster up --nodes N [--base-port P] [--dir D] [--replicas R]
  *                     [--scheme slots|hash [--partitions P] [--hash H]]
  *                     [--route redirect|forward] [--coordinator embedded]
+ *                     [--announce-replicas yes|no]
  *                     [--secret S] [--fsync always|everysec|no]
  *                     [--acks leader|quorum|all] [--replace-after SECONDS]
  *
@@ -58,6 +59,7 @@ typedef struct up_args {
     int hash_scheme;           /* --scheme hash */
     pk_hash_kind hash;         /* --hash, for the hash scheme */
     int forward;               /* nodes forward instead of answering MOVED */
+    int announce_replicas;     /* --announce-replicas yes */
     const char *fsync;         /* --fsync for every node, or NULL */
     const char *acks;          /* --acks for every node, or NULL */
     const char *replace_after; /* --replace-after for every node, or NULL */
@@ -92,6 +94,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"partitions", required_argument, NULL, 'P'},
         {"hash", required_argument, NULL, 'H'},
         {"route", required_argument, NULL, 'R'},
+        {"announce-replicas", required_argument, NULL, 'N'},
         {"fsync", required_argument, NULL, 'f'},
         {"acks", required_argument, NULL, 'k'},
         {"replace-after", required_argument, NULL, 'A'},
@@ -153,6 +156,11 @@ static int parse_up(int argc, char **argv, up_args *a)
                 strcmp(optarg, "redirect") != 0)
                 goto bad;
             a->forward = strcmp(optarg, "forward") == 0;
+            break;
+        case 'N':
+            if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0)
+                goto bad;
+            a->announce_replicas = strcmp(optarg, "yes") == 0;
             break;
         case 'S':
             a->secret = optarg;
@@ -285,6 +293,10 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
     if (a->forward) {
         argv[k++] = "--route";
         argv[k++] = "forward";
+    }
+    if (a->announce_replicas) {
+        argv[k++] = "--announce-replicas";
+        argv[k++] = "yes";
     }
     if (a->fsync) {
         argv[k++] = "--fsync";

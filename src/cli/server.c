@@ -8,7 +8,7 @@
  *                 [--coordinator embedded|etcd://HOST:PORT[,...] |
  *                  --join HOST:PORT]
  *                 [--cluster-secret S] [--announce HOST:PORT]
- *                 [--route redirect|forward]
+ *                 [--route redirect|forward] [--announce-replicas yes|no]
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
  */
 #include <arpa/inet.h>
@@ -75,6 +75,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"cluster-secret", required_argument, NULL, 'S'},
         {"announce", required_argument, NULL, 'A'},
         {"route", required_argument, NULL, 'R'},
+        {"announce-replicas", required_argument, NULL, 'N'},
         {"acks", required_argument, NULL, 'k'},
         {"replace-after", required_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
@@ -154,6 +155,12 @@ static int parse(int argc, char **argv, pk_server_config *c)
                 c->forward = strcmp(optarg, "forward") == 0;
             else
                 rc = bad("--route", optarg, "must be redirect or forward");
+            break;
+        case 'N':
+            if (strcmp(optarg, "yes") == 0 || strcmp(optarg, "no") == 0)
+                c->announce_replicas = strcmp(optarg, "yes") == 0;
+            else
+                rc = bad("--announce-replicas", optarg, "must be yes or no");
             break;
         case 'k':
             if (strcmp(optarg, "leader") == 0)

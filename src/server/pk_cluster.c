@@ -212,21 +212,43 @@ void pk_cmd_asking(pk_cmd_ctx *x)
     pk_reply_simple(x->out, "OK");
 }
 
-/* Calls fn for each maximal run of slots [start, end] with one leader. */
+/*
+ * The topology clients see.  Redis Cluster gives a node one role: a
+ * master of its slots or a replica of one master.  A partkv node leads
+ * some partitions and follows others, so by default every node is shown
+ * as the master of the partitions it leads, with no replicas, and every
+ * client then sends each key to its leader and each broadcast to every
+ * leading node once.  --announce-replicas lists the followers too (for
+ * READONLY reads from them), at the cost that clients which keep one role
+ * per node take a node that leads and follows for a replica.
+ */
+static int announce(const pk_cmd_ctx *x)
+{
+    return x->srv->cfg.announce_replicas;
+}
+
+/* Calls fn for each maximal run of slots [start, end] with one leader
+ * (and, when followers are announced, the same followers). */
 typedef void (*run_fn)(pk_cmd_ctx *x, uint32_t start, uint32_t end,
                        uint32_t leader);
+
+static int same_replicas(const pk_pmap *m, uint32_t a, uint32_t b)
+{
+    return m->parts[a].nreplicas == m->parts[b].nreplicas &&
+           memcmp(m->parts[a].replicas, m->parts[b].replicas,
+                  m->parts[a].nreplicas * sizeof(uint32_t)) == 0;
+}
 
 static size_t each_run(pk_cmd_ctx *x, const pk_pmap *m, uint32_t only,
                        run_fn fn)
 {
     size_t runs = 0;
+    int followers = announce(x);
 
     for (uint32_t s = 0; s < m->npartitions;) {
         uint32_t leader = pk_pmap_leader(m, s), e = s;
         while (e + 1 < m->npartitions && pk_pmap_leader(m, e + 1) == leader &&
-               memcmp(m->parts[e + 1].replicas, m->parts[s].replicas,
-                      m->parts[s].nreplicas * sizeof(uint32_t)) == 0 &&
-               m->parts[e + 1].nreplicas == m->parts[s].nreplicas)
+               (!followers || same_replicas(m, s, e + 1)))
             e++;
         if (leader != PK_NODE_NONE &&
             (only == PK_NODE_NONE || only == leader)) {
@@ -256,13 +278,15 @@ static void slots_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
 {
     const pk_pmap *m = x->srv->cluster.map;
     const pk_partition *p = &m->parts[start];
+    uint32_t shown = announce(x) ? p->nreplicas : 1;
 
-    (void)leader;
-    pk_reply_array(x->out, 2 + (size_t)p->nreplicas);
+    pk_reply_array(x->out, 2 + (size_t)shown);
     pk_reply_int(x->out, start);
     pk_reply_int(x->out, end);
-    for (uint32_t i = 0; i < p->nreplicas; i++)
-        reply_node_entry(x, &m->nodes[p->replicas[i]]);
+    reply_node_entry(x, &m->nodes[leader]);
+    for (uint32_t i = 0; i < p->nreplicas && shown > 1; i++)
+        if (p->replicas[i] != leader)
+            reply_node_entry(x, &m->nodes[p->replicas[i]]);
 }
 
 static void cluster_slots(pk_cmd_ctx *x, const pk_pmap *m)
@@ -315,7 +339,7 @@ static void cluster_nodes(pk_cmd_ctx *x, const pk_pmap *m)
             continue;
         split_addr(n, host, sizeof(host), &port);
         leads = each_run(x, m, id, NULL) > 0;
-        master = leads ? PK_NODE_NONE : followed_leader(m, id);
+        master = leads || !announce(x) ? PK_NODE_NONE : followed_leader(m, id);
         len = snprintf(line, sizeof(line), "%s %s:%d@%d %s%s%s %s 0 0 %llu %s",
                        n->name, host, port, port + 10000,
                        id == x->srv->cluster.self ? "myself," : "",
@@ -368,6 +392,41 @@ static void shard_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
     pk_reply_int(x->out, end);
 }
 
+static void shard_node(pk_cmd_ctx *x, const pk_node *n, const char *role)
+{
+    char host[PK_ADDR_MAX + 1];
+    int port;
+
+    split_addr(n, host, sizeof(host), &port);
+    pk_reply_map(x->out, x->proto, 7);
+    pk_reply_bulk_str(x->out, "id");
+    pk_reply_bulk_str(x->out, n->name);
+    pk_reply_bulk_str(x->out, "port");
+    pk_reply_int(x->out, port);
+    pk_reply_bulk_str(x->out, "ip");
+    pk_reply_bulk_str(x->out, host);
+    pk_reply_bulk_str(x->out, "endpoint");
+    pk_reply_bulk_str(x->out, host);
+    pk_reply_bulk_str(x->out, "role");
+    pk_reply_bulk_str(x->out, role);
+    pk_reply_bulk_str(x->out, "replication-offset");
+    pk_reply_int(x->out, 0);
+    pk_reply_bulk_str(x->out, "health");
+    pk_reply_bulk_str(x->out, n->state == PK_NODE_DOWN ? "fail" : "online");
+}
+
+/* The first partition node id leads (it leads one). */
+static uint32_t first_led(const pk_pmap *m, uint32_t id)
+{
+    uint32_t p = 0;
+
+    while (p + 1 < m->npartitions && pk_pmap_leader(m, p) != id)
+        p++;
+    return p;
+}
+
+/* One shard per leading node; with announced followers, those of its
+ * first partition are its replicas. */
 static void cluster_shards(pk_cmd_ctx *x, const pk_pmap *m)
 {
     size_t nshards = 0;
@@ -376,34 +435,22 @@ static void cluster_shards(pk_cmd_ctx *x, const pk_pmap *m)
         nshards += each_run(x, m, id, NULL) > 0;
     pk_reply_array(x->out, nshards);
     for (uint32_t id = 0; id < m->nnodes; id++) {
-        const pk_node *n = &m->nodes[id];
-        char host[PK_ADDR_MAX + 1];
-        int port;
         size_t runs = each_run(x, m, id, NULL);
+        const pk_partition *p;
+        uint32_t nfollow;
         if (runs == 0)
             continue;
-        split_addr(n, host, sizeof(host), &port);
+        p = &m->parts[first_led(m, id)];
+        nfollow = announce(x) ? p->nreplicas - 1 : 0;
         pk_reply_map(x->out, x->proto, 2);
         pk_reply_bulk_str(x->out, "slots");
         pk_reply_array(x->out, 2 * runs);
         each_run(x, m, id, shard_run);
         pk_reply_bulk_str(x->out, "nodes");
-        pk_reply_array(x->out, 1);
-        pk_reply_map(x->out, x->proto, 7);
-        pk_reply_bulk_str(x->out, "id");
-        pk_reply_bulk_str(x->out, n->name);
-        pk_reply_bulk_str(x->out, "port");
-        pk_reply_int(x->out, port);
-        pk_reply_bulk_str(x->out, "ip");
-        pk_reply_bulk_str(x->out, host);
-        pk_reply_bulk_str(x->out, "endpoint");
-        pk_reply_bulk_str(x->out, host);
-        pk_reply_bulk_str(x->out, "role");
-        pk_reply_bulk_str(x->out, "master");
-        pk_reply_bulk_str(x->out, "replication-offset");
-        pk_reply_int(x->out, 0);
-        pk_reply_bulk_str(x->out, "health");
-        pk_reply_bulk_str(x->out, n->state == PK_NODE_DOWN ? "fail" : "online");
+        pk_reply_array(x->out, 1 + (size_t)nfollow);
+        shard_node(x, &m->nodes[id], "master");
+        for (uint32_t i = 1; i <= nfollow; i++)
+            shard_node(x, &m->nodes[p->replicas[i]], "replica");
     }
 }
 
@@ -429,7 +476,7 @@ static int collect_key(void *ctx, uint32_t part, pk_slice key)
 
 static void getkeysinslot(pk_cmd_ctx *x, int64_t slot, int64_t count)
 {
-    pk_scan_opts o = {NULL, 0, 1024, PK_TYPE_NONE};
+    pk_scan_opts o = {NULL, 0, 1024, PK_TYPE_NONE, NULL, NULL};
     pk_obuf keys;
     slot_keys k = {x, &keys, (uint32_t)slot, count, 0};
     uint64_t cursor = (uint64_t)slot << 32, next = 0;

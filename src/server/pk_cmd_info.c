@@ -133,9 +133,8 @@ static void sec_keyspace(pk_cmd_ctx *x, pk_obuf *b, pk_txn *t)
 {
     uint64_t n = 0;
 
-    (void)x;
     add(b, "# Keyspace\r\n");
-    if (t && pk_store_dbsize(t, &n) == PK_OK && n > 0)
+    if (t && pk_store_dbsize_if(t, pk_srv_leads, x->srv, &n) == PK_OK && n > 0)
         add(b, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)n);
     add(b, "\r\n");
 }

@@ -162,6 +162,16 @@ static void on_expire(uv_timer_t *t)
     }
 }
 
+int pk_srv_leads(void *server, uint32_t part)
+{
+    const pk_cluster *cl = &((pk_server *)server)->cluster;
+
+    if (!cl->enabled)
+        return 1;
+    return cl->map && part < cl->map->npartitions &&
+           pk_pmap_leader(cl->map, part) == cl->self;
+}
+
 void pk_srv_settle(pk_server *s)
 {
     pk_txn *txn = s->txn;

@@ -49,8 +49,15 @@ typedef struct pk_server_config {
     const char *cluster_secret; /* required in cluster mode */
     const char *announce;       /* "host:port" others use; default bind */
     int forward;                /* forward keys we do not own (no MOVED) */
-    const char *proxy_of;       /* proxy: "host:port" of any cluster node */
-    pk_acks acks;               /* default quorum */
+    /* List followers as replicas in CLUSTER SLOTS/SHARDS/NODES.  Off by
+     * default: a node that leads some partitions and follows others can
+     * have only one role in a Redis client's view, and clients that keep
+     * the last role they read (redis-py) then take leading nodes for
+     * replicas and skip them in broadcasts (DBSIZE, SCAN, FLUSHALL).  On,
+     * clients may read from followers (READONLY). */
+    int announce_replicas;
+    const char *proxy_of; /* proxy: "host:port" of any cluster node */
+    pk_acks acks;         /* default quorum */
     /* A node down this long has its replicas re-created elsewhere (the
      * controller; 0: never). */
     uint64_t replace_after_ms;

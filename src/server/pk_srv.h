@@ -174,6 +174,14 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x);
  * data that was followed is read in a snapshot (a new lead, a move).  The
  * settle timer does the same in slices (pk_server.c). */
 void pk_srv_settle(pk_server *s);
+/*
+ * Whether this node leads partition part (always, outside a cluster): the
+ * commands that cover a whole keyspace (DBSIZE, SCAN, KEYS, FLUSHALL,
+ * RANDOMKEY, INFO keyspace) cover the partitions a node leads, so that a
+ * client summing them over the primaries counts every key once.  A
+ * pk_part_filter; server is the pk_server.
+ */
+int pk_srv_leads(void *server, uint32_t part);
 /* The partition of a key (Redis Cluster slot). */
 uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len);
 void pk_srv_shutdown(pk_server *s);

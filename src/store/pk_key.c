@@ -213,7 +213,7 @@ static int scan_visit(const pk_keyparts *kp, const MDB_val *v,
 int pk_store_scan(pk_txn *t, uint64_t cursor, const pk_scan_opts *opts,
                   uint64_t now_ms, pk_scan_cb cb, void *ctx, uint64_t *next)
 {
-    pk_scan_opts o = {NULL, 0, 10, PK_TYPE_NONE};
+    pk_scan_opts o = {NULL, 0, 10, PK_TYPE_NONE, NULL, NULL};
     uint8_t seek[PK_KEYENC_MAX + 1];
     uint32_t last_part = 0, last_group = 0;
     size_t examined = 0;
@@ -243,6 +243,16 @@ int pk_store_scan(pk_txn *t, uint64_t cursor, const pk_scan_opts *opts,
         if (pk_keyenc_parse(k.mv_data, k.mv_size, &kp) != 0) {
             rc = PK_ECORRUPT;
             break;
+        }
+        if (o.may != NULL && !o.may(o.may_ctx, kp.part)) {
+            /* Skip the partition: seek to the next one's first key. */
+            if (kp.part == UINT32_MAX) {
+                mrc = MDB_NOTFOUND;
+                break;
+            }
+            pk_be64_put(seek, (uint64_t)(kp.part + 1) << 32);
+            k = (MDB_val){4, seek};
+            continue;
         }
         if (examined >= o.count &&
             (kp.part != last_part ||

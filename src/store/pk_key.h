@@ -93,6 +93,10 @@ typedef struct pk_scan_opts {
     size_t match_len;
     size_t count; /* keys to examine per call, hint; 0 means 10 */
     pk_type type; /* PK_TYPE_NONE for any type */
+    /* Partitions to visit: may(may_ctx, part) non-zero; NULL for all.  A
+     * refused partition is skipped whole, without examining its keys. */
+    int (*may)(void *ctx, uint32_t part);
+    void *may_ctx;
 } pk_scan_opts;
 
 /*

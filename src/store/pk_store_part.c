@@ -53,6 +53,11 @@ int pk_store_part_next(pk_txn *t, uint64_t from, uint32_t *part,
 
 int pk_store_dbsize(pk_txn *t, uint64_t *out)
 {
+    return pk_store_dbsize_if(t, NULL, NULL, out);
+}
+
+int pk_store_dbsize_if(pk_txn *t, pk_part_filter may, void *ctx, uint64_t *out)
+{
     pk_part_stats st;
     uint64_t n = 0;
     uint32_t part;
@@ -60,7 +65,9 @@ int pk_store_dbsize(pk_txn *t, uint64_t *out)
 
     for (uint64_t p = 0; (rc = pk_store_part_next(t, p, &part, &st)) == 0;
          p = (uint64_t)part + 1) {
-        n += st.keys;
+        if (may == NULL || may(ctx, part)) {
+            n += st.keys;
+        }
     }
     if (rc == PK_ENOTFOUND) {
         *out = n;
@@ -105,6 +112,11 @@ int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done)
 
 int pk_store_flushall(pk_txn *t)
 {
+    return pk_store_flushall_if(t, NULL, NULL);
+}
+
+int pk_store_flushall_if(pk_txn *t, pk_part_filter may, void *ctx)
+{
     pk_part_stats st;
     uint32_t part, *parts = NULL, *grown;
     size_t n = 0, cap = 0;
@@ -114,7 +126,8 @@ int pk_store_flushall(pk_txn *t)
     /* Collect first: the stats DB changes under each partition's clear. */
     for (uint64_t p = 0; (rc = pk_store_part_next(t, p, &part, &st)) == 0;
          p = (uint64_t)part + 1) {
-        if (st.keys == 0 && st.bytes == 0) {
+        if ((st.keys == 0 && st.bytes == 0) ||
+            (may != NULL && !may(ctx, part))) {
             continue;
         }
         if (n == cap) {
@@ -177,8 +190,8 @@ int pk_store_expire_cycle(pk_txn *t, uint64_t now_ms, size_t max_keys,
 }
 
 int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
-                             pk_expire_filter may, void *ctx,
-                             pk_expire_pos *pos, size_t *expired)
+                             pk_part_filter may, void *ctx, pk_expire_pos *pos,
+                             size_t *expired)
 {
     uint8_t from[PK_EXPIRE_POS_MAX];
     MDB_cursor *c;

@@ -54,8 +54,15 @@ int pk_store_part_next(pk_txn *t, uint64_t from, uint32_t *part,
  */
 int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done);
 
+/* Which partitions a call may touch: non-zero for those it may. */
+typedef int (*pk_part_filter)(void *ctx, uint32_t part);
+
 /* DBSIZE: keys in all partitions (expired ones not yet deleted too). */
 int pk_store_dbsize(pk_txn *t, uint64_t *out);
+
+/* The same, counting only the partitions may(ctx, part) accepts (a node
+ * of a cluster counts what it leads); may NULL accepts all. */
+int pk_store_dbsize_if(pk_txn *t, pk_part_filter may, void *ctx, uint64_t *out);
 
 /*
  * FLUSHALL: deletes every key of every partition.  Each partition's
@@ -63,6 +70,11 @@ int pk_store_dbsize(pk_txn *t, uint64_t *out);
  * and their sequence numbers stay.  Returns 0 or a sticky error.
  */
 int pk_store_flushall(pk_txn *t);
+
+/* The same for the partitions may accepts (NULL: all): a node of a
+ * cluster flushes what it leads, and its followers follow; deleting a
+ * followed copy would fork that partition's log. */
+int pk_store_flushall_if(pk_txn *t, pk_part_filter may, void *ctx);
 
 /*
  * Active expiry: deletes up to max_keys keys whose expiry is <= now_ms, in
@@ -87,9 +99,8 @@ typedef struct pk_expire_pos {
     uint8_t key[PK_EXPIRE_POS_MAX];
     size_t len;
 } pk_expire_pos;
-typedef int (*pk_expire_filter)(void *ctx, uint32_t part);
 int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
-                             pk_expire_filter may, void *ctx,
-                             pk_expire_pos *pos, size_t *expired);
+                             pk_part_filter may, void *ctx, pk_expire_pos *pos,
+                             size_t *expired);
 
 #endif

@@ -1190,7 +1190,7 @@ static void test_scan(void **state)
 {
     pk_store *s = st_of(state);
     pk_txn *t = wtxn(s);
-    pk_scan_opts o = {NULL, 0, 7, PK_TYPE_NONE};
+    pk_scan_opts o = {NULL, 0, 7, PK_TYPE_NONE, NULL, NULL};
     uint64_t cur = 0;
     char k[16];
     seen *sn = calloc(1, sizeof(*sn));
@@ -1224,7 +1224,7 @@ static void test_scan(void **state)
     }
     /* MATCH and TYPE filters. */
     memset(sn, 0, sizeof(*sn));
-    o = (pk_scan_opts){"k1?", 3, 1000, PK_TYPE_NONE};
+    o = (pk_scan_opts){"k1?", 3, 1000, PK_TYPE_NONE, NULL, NULL};
     t = rtxn(s);
     cur = 0;
     do {
@@ -1232,7 +1232,7 @@ static void test_scan(void **state)
     } while (cur != 0);
     assert_int_equal(sn->calls, 10);
     memset(sn, 0, sizeof(*sn));
-    o = (pk_scan_opts){"k?", 2, 1000, PK_TYPE_HASH};
+    o = (pk_scan_opts){"k?", 2, 1000, PK_TYPE_HASH, NULL, NULL};
     do {
         assert_int_equal(pk_store_scan(t, cur, &o, NOW, scan_cb, sn, &cur), 0);
     } while (cur != 0);
@@ -1261,7 +1261,7 @@ static void test_scan_edges(void **state)
 {
     pk_store *s = st_of(state);
     pk_txn *t = wtxn(s);
-    pk_scan_opts o = {"*", 1, 1, PK_TYPE_NONE};
+    pk_scan_opts o = {"*", 1, 1, PK_TYPE_NONE, NULL, NULL};
     pk_set_opts ex = {0, NOW + 1};
     keys ks = {0};
     uint64_t cur = 0;

@@ -571,7 +571,7 @@ static void final_checks(world *w)
         assert_true(ps.writes > 0 && ps.reads > 0);
     }
     assert_int_equal(sum, live);
-    pk_scan_opts o = {NULL, 0, 5, PK_TYPE_NONE};
+    pk_scan_opts o = {NULL, 0, 5, PK_TYPE_NONE, NULL, NULL};
     do {
         assert_int_equal(
             pk_store_scan(t, cur, &o, w->now, scan_count, &seen, &cur), 0);
