@@ -12,11 +12,24 @@ for p in $pkgs; do
         missing="$missing $p"
     fi
 done
-[ -z "$missing" ] && exit 0
-echo "deps: installing$missing"
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-# shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $missing
+# Node.js may come from elsewhere than Debian (with npm inside it).
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+if [ -n "$missing" ]; then
+    echo "deps: installing$missing"
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    # shellcheck disable=SC2086
+    $sudo apt-get install -y -qq --no-install-recommends $missing
+fi
+# ioredis, a cluster client from outside Debian, for the topology tests
+# (tests/integration/test_topology.py), from the npm registry.
+npm_dir="$(dirname "$0")/../build/npm"
+if [ ! -d "$npm_dir/node_modules/ioredis" ]; then
+    echo "deps: npm install ioredis@5 (into build/npm)"
+    mkdir -p "$npm_dir"
+    npm install --silent --no-audit --no-fund --prefix "$npm_dir" ioredis@5 \
+        >/dev/null 2>&1 || echo "deps: npm install ioredis failed"
+fi

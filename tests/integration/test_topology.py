@@ -8,6 +8,8 @@ and a broadcast (DBSIZE, SCAN, KEYS, FLUSHALL) reaches every key exactly
 once -- at R = 1, 2 and 3 alike.  --announce-replicas yes lists the
 followers for clients that read from replicas (READONLY).
 """
+import json
+import os
 import shutil
 import subprocess
 import time
@@ -105,6 +107,41 @@ def read_until(get, want, tries=200):
             return True
         time.sleep(0.01)
     return False
+
+
+NPM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "build", "npm", "node_modules")
+
+IOREDIS_JS = r"""
+const Redis = require("ioredis");
+const [host, ps, ns] = process.argv.slice(-3);
+const [port, n] = [+ps, +ns];
+(async () => {
+  const c = new Redis.Cluster([{host, port}], {redisOptions: {}});
+  await new Promise((ok, bad) => { c.once("ready", ok); c.once("error", bad); });
+  for (let i = 0; i < n; i++) await c.set("io:" + i, "v" + i);
+  let bad = 0;
+  for (let i = 0; i < n; i++) if ((await c.get("io:" + i)) !== "v" + i) bad++;
+  const masters = c.nodes("master");
+  let total = 0;
+  for (const m of masters) total += await m.dbsize();
+  console.log(JSON.stringify({masters: masters.length,
+                              slaves: c.nodes("slave").length, total, bad}));
+  c.disconnect();
+})().catch((e) => { console.error(String(e)); process.exit(1); });
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(NPM, "ioredis")),
+                    reason="ioredis not installed (scripts/deps.sh)")
+def test_ioredis_sees_every_primary(cl):
+    n = cl.nodes[0]
+    p = subprocess.run(["node", "-e", IOREDIS_JS, n.host, str(n.port), "200"],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, NODE_PATH=NPM))
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got == {"masters": 3, "slaves": 0, "total": 200, "bad": 0}, got
 
 
 def test_announce_replicas_reads_from_followers():
