@@ -77,6 +77,17 @@ void pk_reply_slice(pk_cmd_ctx *x, pk_slice v); /* bulk, or nil */
 /* A store read's result: v, nil for PK_ENOTFOUND, or the error. */
 void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v);
 
+/*
+ * The partitions a keyspace-wide read (DBSIZE, SCAN, KEYS, RANDOMKEY)
+ * covers, as a filter for the store's *_if calls (context: the server):
+ * those this node leads, or, on a connection that sent READONLY, every
+ * copy it holds (NULL), as a Redis replica reads its master's keys.
+ */
+static inline pk_part_filter pk_cmd_keyspace(const pk_cmd_ctx *x)
+{
+    return x->c->readonly ? NULL : pk_srv_leads;
+}
+
 /* The command's clock: wall-clock ms of the read that brought it. */
 #define NOW(x) ((x)->srv->now_ms)
 

@@ -21,7 +21,7 @@ void pk_cmd_dbsize(pk_cmd_ctx *x)
 {
     TXN_OR_RETURN(x, t);
     uint64_t n;
-    int rc = pk_store_dbsize_if(t, pk_srv_leads, x->srv, &n);
+    int rc = pk_store_dbsize_if(t, pk_cmd_keyspace(x), x->srv, &n);
 
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
@@ -85,7 +85,7 @@ static int scan_emit(void *ctx, uint32_t part, pk_slice key)
 
 void pk_cmd_scan(pk_cmd_ctx *x)
 {
-    pk_scan_opts o = {NULL, 0, 10, PK_TYPE_NONE, pk_srv_leads, x->srv};
+    pk_scan_opts o = {NULL, 0, 10, PK_TYPE_NONE, pk_cmd_keyspace(x), x->srv};
     int64_t cursor, count;
     uint64_t next = 0;
     char cur[24];

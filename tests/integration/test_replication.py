@@ -24,9 +24,9 @@ from replfault import (SlotClient, Workers, final_reads, lost_writes,
 CYCLES = int(os.environ.get("PARTKV_FAULT_CYCLES", "10"))
 
 
-def up(cluster_factory, acks="quorum", nodes=3, replicas=3):
+def up(cluster_factory, acks="quorum", nodes=3, replicas=3, extra=()):
     c = cluster_factory(nodes=nodes, replicas=replicas,
-                        extra=["--acks", acks])
+                        extra=["--acks", acks, *extra])
     c.wait_serving()
     return c
 
@@ -60,10 +60,18 @@ def test_followers_hold_every_key(cluster_factory):
     finally:
         rc.close()
 
+    # DBSIZE counts what a node leads; after READONLY, every copy it holds
+    # (as a Redis replica counts its master's keys).
+    def copies(n):
+        r = n.client()
+        r.execute_command("READONLY")
+        return r.dbsize()
+
     def all_copies():
-        return all(n.client().dbsize() == 600 for n in c.nodes)
+        return all(copies(n) == 600 for n in c.nodes)
     ok, _ = wait_until(all_copies, 10.0)
-    assert ok, [n.client().dbsize() for n in c.nodes]
+    assert ok, [copies(n) for n in c.nodes]
+    assert sum(n.client().dbsize() for n in c.nodes) == 600
     # READONLY reads the follower's copy; without it, MOVED to the leader.
     k = "f7"
     lead = leader_port(c, k)
@@ -162,7 +170,9 @@ def test_follower_data_current_after_wait_and_kill(cluster_factory):
 
 
 def test_cluster_commands_list_replicas(cluster_factory):
-    c = up(cluster_factory)
+    """With --announce-replicas yes (tests/integration/test_topology.py has
+    the default, which lists only leaders)."""
+    c = up(cluster_factory, extra=["--announce-replicas", "yes"])
     with c.nodes[0].raw() as raw:
         slots = raw.execute("CLUSTER", "SLOTS")
         nodes = raw.execute("CLUSTER", "NODES")
