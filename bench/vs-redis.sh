@@ -6,8 +6,11 @@
 #   redis-server  --appendonly yes --appendfsync everysec --save ""
 #
 # Each server gets a fresh temp dir and a free port on 127.0.0.1.  Cases are
-# SET, GET, INCR, HSET, ZADD at -P 1 and -P 16, each with
+# SET, GET, INCR, HSET, ZADD, LPUSH, LPOP, SADD, SPOP, LRANGE_100 at -P 1
+# and -P 16, each with
 #   redis-benchmark -c 50 -r 100000 -n $BENCH_N -P <p> -t <test> --csv
+# and MULTI (MULTI, SET, INCR, EXEC as one request), which redis-benchmark
+# cannot send, with build/bench/mload at the same -c -r -n -P.
 # The two servers alternate within a case (the one going first swaps every
 # run) and each case runs BENCH_RUNS times; the table shows medians.
 #
@@ -23,7 +26,8 @@
 # only prints; it does not fail on them.
 #
 # Environment: BENCH_N (requests per run, default 300000), BENCH_RUNS
-# (default 3), PARTKV (binary, default build/partkv), REDIS_SERVER,
+# (default 3), BENCH_TESTS (the cases, space separated, default all of
+# the above), PARTKV (binary, default build/partkv), REDIS_SERVER,
 # REDIS_BENCHMARK, REDIS_CLI.
 set -euo pipefail
 
@@ -35,7 +39,8 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_BENCHMARK=${REDIS_BENCHMARK:-redis-benchmark}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 PY=/usr/bin/python3
-TESTS=(SET GET INCR HSET ZADD)
+MLOAD=${MLOAD:-$root/build/bench/mload}
+read -ra TESTS <<<"${BENCH_TESTS:-SET GET INCR HSET ZADD LPUSH LPOP SADD SPOP LRANGE_100 MULTI}"
 PIPES=(1 16)
 CLIENTS=50
 KEYSPACE=100000
@@ -46,6 +51,7 @@ source "$root/bench/lib.sh"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_N must be a positive integer, got '$N'"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
 need_tools "$REDIS_SERVER" "$REDIS_BENCHMARK" "$REDIS_CLI" "$PY"
+[[ -x $MLOAD ]] || die "$MLOAD not built (make bench builds it)"
 TCK=$(getconf CLK_TCK)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-vs-redis.XXXXXX")
@@ -94,10 +100,12 @@ raw=$work/raw.tsv
 # one SERVER TEST P RUN: appends "server test p run rps p50 p99 cpu_s" to raw
 one() {
     local srv=$1 test=$2 p=$3 run=$4 pid=${PID[$1]} c0 c1 out line
+    local tool=("$REDIS_BENCHMARK" -t "$test" --csv)
+    [[ $test == MULTI ]] && tool=("$MLOAD")
     c0=$(cpu_ticks "$pid")
-    out=$(timeout 600 "$REDIS_BENCHMARK" -h 127.0.0.1 -p "${PORT[$srv]}" \
-        -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$p" -t "$test" --csv) ||
-        die "redis-benchmark $test -P $p against $srv failed"
+    out=$(timeout 600 "${tool[@]}" -h 127.0.0.1 -p "${PORT[$srv]}" \
+        -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P "$p") ||
+        die "${tool[0]##*/} $test -P $p against $srv failed"
     c1=$(cpu_ticks "$pid")
     line=$(rb_rows <<<"$out" | awk -F'\t' -v srv="$srv" -v p="$p" \
         -v run="$run" -v tck="$TCK" -v dt=$((c1 - c0)) '

@@ -1,0 +1,314 @@
+/*
+ * mload: a MULTI/EXEC load for bench/vs-redis.sh, which redis-benchmark
+ * cannot make (it repeats one command).  C clients, each on its own
+ * thread and blocking socket, send pipelines of P transactions
+ *
+ *   MULTI | SET key:<12 digits> xxx | INCR ctr:<same digits> | EXEC
+ *
+ * (the two keys share a {hash tag}-free slot only by chance, so run it
+ * against a single node) and read the 4 replies of each back before the
+ * next pipeline.  It prints redis-benchmark's --csv shape, so the bench
+ * scripts parse both alike:
+ *
+ *   "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",...
+ *   "MULTI","123456.78","0.401","0.100","0.380","0.700","1.100","5.000"
+ *
+ * where a request is one transaction and its latency is its pipeline's
+ * round trip.  An error reply inside a transaction ends the run (exit 1):
+ * a benchmark of failing transactions would measure nothing.
+ *
+ *   mload -h HOST -p PORT [-c CLIENTS] [-n TRANSACTIONS] [-P PIPE]
+ *         [-r KEYSPACE]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPLIES_PER_TX 4
+
+typedef struct mload_args {
+    const char *host;
+    int port, clients, pipe;
+    long total, keyspace;
+} mload_args;
+
+typedef struct client {
+    const mload_args *a;
+    pthread_t th;
+    long txs;     /* transactions to run */
+    double *lat;  /* owned: ms per transaction */
+    long nlat;
+    int failed;   /* an error reply or a broken connection */
+    uint64_t rng; /* xorshift state */
+    char err[128];
+} client;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Skips one RESP2 reply at buf[*off..len): 1 when whole (*err set for an
+ * error reply), 0 when more bytes are needed. */
+static int skip_reply(const char *buf, size_t len, size_t *off, int *err)
+{
+    const char *p = buf + *off, *end = buf + len, *nl;
+    long n;
+
+    if (p >= end)
+        return 0;
+    nl = memchr(p, '\n', (size_t)(end - p));
+    if (nl == NULL)
+        return 0;
+    n = strtol(p + 1, NULL, 10);
+    switch (*p) {
+    case '-':
+        *err = 1;
+        /* fall through */
+    case '+':
+    case ':':
+        *off = (size_t)(nl + 1 - buf);
+        return 1;
+    case '$':
+        if (n < 0) {
+            *off = (size_t)(nl + 1 - buf);
+            return 1;
+        }
+        if ((size_t)(end - (nl + 1)) < (size_t)n + 2)
+            return 0;
+        *off = (size_t)(nl + 1 - buf) + (size_t)n + 2;
+        return 1;
+    case '*': {
+        size_t o = (size_t)(nl + 1 - buf);
+        for (long i = 0; i < n; i++)
+            if (!skip_reply(buf, len, &o, err))
+                return 0;
+        *off = o;
+        return 1;
+    }
+    }
+    *err = 1; /* not RESP2 */
+    *off = len;
+    return 1;
+}
+
+static int connect_to(const mload_args *a)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)a->port);
+    if (inet_pton(AF_INET, a->host, &sa.sin_addr) != 1 ||
+        connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void *run(void *arg)
+{
+    client *c = arg;
+    const mload_args *a = c->a;
+    size_t cap = (size_t)a->pipe * 160 + 1024, rcap = 1 << 16;
+    char *out = malloc(cap), *in = malloc(rcap);
+    int fd = connect_to(a);
+
+    if (out == NULL || in == NULL || fd < 0) {
+        snprintf(c->err, sizeof(c->err), "cannot connect to %s:%d", a->host,
+                 a->port);
+        c->failed = 1;
+        goto done;
+    }
+    for (long done = 0; done < c->txs;) {
+        long batch = c->txs - done < a->pipe ? c->txs - done : a->pipe;
+        size_t n = 0, rlen = 0, off = 0;
+        long want = batch * REPLIES_PER_TX, got = 0;
+        double t0;
+        int err = 0;
+        for (long i = 0; i < batch; i++) {
+            long k = (long)(next_rand(&c->rng) % (uint64_t)a->keyspace);
+            n += (size_t)snprintf(
+                out + n, cap - n,
+                "*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$16\r\nkey:%012ld\r\n"
+                "$3\r\nxxx\r\n*2\r\n$4\r\nINCR\r\n$16\r\nctr:%012ld\r\n"
+                "*1\r\n$4\r\nEXEC\r\n",
+                k, k);
+        }
+        t0 = now_ms();
+        if (send_all(fd, out, n) != 0) {
+            snprintf(c->err, sizeof(c->err), "write failed");
+            c->failed = 1;
+            goto done;
+        }
+        while (got < want) {
+            ssize_t r;
+            if (rlen == rcap) { /* keep the unread tail only */
+                memmove(in, in + off, rlen - off);
+                rlen -= off;
+                off = 0;
+            }
+            r = read(fd, in + rlen, rcap - rlen);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                snprintf(c->err, sizeof(c->err), "connection closed");
+                c->failed = 1;
+                goto done;
+            }
+            rlen += (size_t)r;
+            while (got < want && skip_reply(in, rlen, &off, &err))
+                got++;
+            if (err) {
+                snprintf(c->err, sizeof(c->err), "error reply: %.80s",
+                         in + (off > 80 ? off - 80 : 0));
+                c->failed = 1;
+                goto done;
+            }
+        }
+        for (long i = 0; i < batch; i++)
+            c->lat[c->nlat++] = now_ms() - t0;
+        done += batch;
+    }
+done:
+    if (fd >= 0)
+        close(fd);
+    free(out);
+    free(in);
+    return NULL;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: mload -h HOST -p PORT [-c CLIENTS] "
+                    "[-n TRANSACTIONS] [-P PIPE] [-r KEYSPACE]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    mload_args a = {"127.0.0.1", 0, 50, 16, 100000, 100000};
+    client *cl;
+    double t0, secs, *all, sum = 0;
+    long n = 0;
+    int opt, failed = 0;
+
+    while ((opt = getopt(argc, argv, "h:p:c:n:P:r:")) != -1) {
+        long v = optarg ? strtol(optarg, NULL, 10) : 0;
+        switch (opt) {
+        case 'h':
+            a.host = optarg;
+            break;
+        case 'p':
+            a.port = (int)v;
+            break;
+        case 'c':
+            a.clients = (int)v;
+            break;
+        case 'n':
+            a.total = v;
+            break;
+        case 'P':
+            a.pipe = (int)v;
+            break;
+        case 'r':
+            a.keyspace = v;
+            break;
+        default:
+            return usage();
+        }
+    }
+    if (a.port <= 0 || a.port > 65535 || a.clients < 1 || a.clients > 1000 ||
+        a.total < a.clients || a.pipe < 1 || a.pipe > 10000 || a.keyspace < 1)
+        return usage();
+    cl = calloc((size_t)a.clients, sizeof(*cl));
+    all = malloc((size_t)a.total * sizeof(*all));
+    if (cl == NULL || all == NULL)
+        return 1;
+    for (int i = 0; i < a.clients; i++) {
+        cl[i].a = &a;
+        cl[i].txs = a.total / a.clients + (i < a.total % a.clients);
+        cl[i].lat = malloc((size_t)cl[i].txs * sizeof(double));
+        cl[i].rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+        if (cl[i].lat == NULL)
+            return 1;
+    }
+    t0 = now_ms();
+    for (int i = 0; i < a.clients; i++)
+        pthread_create(&cl[i].th, NULL, run, &cl[i]);
+    for (int i = 0; i < a.clients; i++)
+        pthread_join(cl[i].th, NULL);
+    secs = (now_ms() - t0) / 1e3;
+    for (int i = 0; i < a.clients; i++) {
+        if (cl[i].failed && !failed) {
+            fprintf(stderr, "mload: client %d: %s\n", i, cl[i].err);
+            failed = 1;
+        }
+        memcpy(all + n, cl[i].lat, (size_t)cl[i].nlat * sizeof(double));
+        n += cl[i].nlat;
+        free(cl[i].lat);
+    }
+    free(cl);
+    if (failed || n == 0) {
+        free(all);
+        return 1;
+    }
+    qsort(all, (size_t)n, sizeof(*all), cmp_double);
+    for (long i = 0; i < n; i++)
+        sum += all[i];
+    printf("\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\","
+           "\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\","
+           "\"max_latency_ms\"\n");
+    printf("\"MULTI\",\"%.2f\",\"%.3f\",\"%.3f\",\"%.3f\",\"%.3f\",\"%.3f\","
+           "\"%.3f\"\n",
+           (double)n / secs, sum / (double)n, all[0], all[n / 2],
+           all[(long)(n * 0.95)], all[(long)(n * 0.99)], all[n - 1]);
+    free(all);
+    return 0;
+}
