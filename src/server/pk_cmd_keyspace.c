@@ -383,17 +383,29 @@ void pk_cmd_object(pk_cmd_ctx *x)
     pk_type type;
     int rc;
 
-    if (x->argc == 2 && pk_arg_eq(sub, "help")) {
-        object_help(x);
+    static const char *const subs[] = {"encoding", "freq", "help", "idletime",
+                                       "refcount"};
+    const char *name = NULL;
+
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (pk_arg_eq(sub, subs[i]))
+            name = subs[i];
+    /* Redis 7's texts for a container command's subcommands. */
+    if (name == NULL) {
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand '%.*s'. Try OBJECT HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
         return;
     }
-    if (x->argc != 3 ||
-        !(pk_arg_eq(sub, "encoding") || pk_arg_eq(sub, "refcount") ||
-          pk_arg_eq(sub, "idletime") || pk_arg_eq(sub, "freq"))) {
+    if (x->argc != (strcmp(name, "help") == 0 ? 2 : 3)) {
         pk_reply_errorf(x->out,
-                        "ERR unknown subcommand or wrong number of arguments "
-                        "for '%.*s'. Try OBJECT HELP.",
-                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+                        "ERR wrong number of arguments for 'object|%s' "
+                        "command",
+                        name);
+        return;
+    }
+    if (strcmp(name, "help") == 0) {
+        object_help(x);
         return;
     }
     TXN_OR_RETURN(x, t);
