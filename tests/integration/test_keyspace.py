@@ -573,3 +573,45 @@ def test_commands_listed(raw):
         assert info[0] == name and info[1] == arity
         assert (info[3], info[4]) == (first, last)
     assert raw.call("COMMAND", "GETKEYS", "OBJECT", "ENCODING", "k") == ["k"]
+
+
+# ---------------------------------------------------------------- cluster
+
+@pytest.mark.partkv_only
+def test_cluster_keyspace(cluster_factory):
+    """In a cluster: RENAME/COPY of keys in two slots answer CROSSSLOT,
+    KEYS and RANDOMKEY of a node cover the partitions it leads (followers'
+    copies excluded), and RedisCluster's commands work end to end."""
+    c = cluster_factory(nodes=3, base_port=0, replicas=1)
+    c.wait_serving()
+    rc = c.rc()
+    names = ["k%d" % i for i in range(60)]
+    for k in names:
+        rc.set(k, "v")
+    rc.set("{u}a", "1", ex=100)
+    assert rc.rename("{u}a", "{u}b")
+    assert 0 < rc.ttl("{u}b") <= 100
+    assert rc.copy("{u}b", "{u}c")
+    rc.hset("{u}h", mapping={"f": "v"})
+    dump = rc.dump("{u}h")
+    rc.restore("{u}h2", 0, dump)
+    assert rc.hgetall("{u}h2") == {"f": "v"}
+    node = c.node_for_slot(rc.keyslot("{u}b"))
+    with node.raw() as n:
+        assert n.call("RENAME", "{u}b", "other").message.startswith(
+            "CROSSSLOT")
+        assert n.call("COPY", "{u}b", "other").message.startswith(
+            "CROSSSLOT")
+        assert n.call("OBJECT", "ENCODING", "{u}b") == "int"
+    every = []
+    for nd in c.nodes:
+        with nd.raw() as n:
+            got = n.call("KEYS", "*")
+            every += got
+            for k in got:
+                assert c.node_for_slot(rc.keyslot(k)).port == nd.port
+            if got:
+                assert n.call("RANDOMKEY") in got
+    assert sorted(every) == sorted(names + ["{u}b", "{u}c", "{u}h",
+                                            "{u}h2"])
+    rc.close()
