@@ -51,7 +51,8 @@ static void split_addr(const pk_node *n, char *host, size_t cap, int *port)
 static int splittable(const pk_cmd *cmd)
 {
     return strcmp(cmd->name, "mget") == 0 || strcmp(cmd->name, "mset") == 0 ||
-           strcmp(cmd->name, "del") == 0 || strcmp(cmd->name, "exists") == 0;
+           strcmp(cmd->name, "del") == 0 || strcmp(cmd->name, "exists") == 0 ||
+           strcmp(cmd->name, "unlink") == 0 || strcmp(cmd->name, "touch") == 0;
 }
 
 /* Forward mode, keys in several partitions: one sub-command per key. */

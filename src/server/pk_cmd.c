@@ -25,6 +25,17 @@
 #define S PK_CMD_STALE
 #define L PK_CMD_LOADING
 
+/* OBJECT <subcommand> key: the key is argument 2 when there is one (not
+ * for OBJECT HELP). */
+static int keys_object(int argc, const pk_arg *argv, pk_keyrun *r)
+{
+    (void)argv;
+    if (argc != 3)
+        return 0;
+    *r = (pk_keyrun){2, 2, 1};
+    return 1;
+}
+
 /* Sorted by name: pk_cmd_find is a binary search. */
 static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
@@ -35,14 +46,22 @@ static const pk_cmd table[] = {
     {"command", -1, S | L, 0, 0, 0, "slow connection", pk_cmd_command, NULL},
     {"config", -2, A | S | L, 0, 0, 0, "admin slow dangerous", pk_cmd_config,
      NULL},
+    {"copy", -3, W, 1, 2, 1, "keyspace write slow", pk_cmd_copy, NULL},
     {"dbsize", 1, R | F, 0, 0, 0, "keyspace read fast", pk_cmd_dbsize, NULL},
     {"decr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_decr, NULL},
     {"decrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_decrby, NULL},
     {"del", -2, W, 1, -1, 1, "keyspace write slow", pk_cmd_del, NULL},
+    {"dump", 2, R, 1, 1, 1, "keyspace read slow", pk_cmd_dump, NULL},
     {"echo", 2, F, 0, 0, 0, "fast connection", pk_cmd_echo, NULL},
     {"exists", -2, R | F, 1, -1, 1, "keyspace read fast", pk_cmd_exists, NULL},
     {"expire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expire, NULL},
+    {"expireat", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expireat,
+     NULL},
+    {"expiretime", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_expiretime,
+     NULL},
     {"flushall", -1, W, 0, 0, 0, "keyspace write slow dangerous",
+     pk_cmd_flushall, NULL},
+    {"flushdb", -1, W, 0, 0, 0, "keyspace write slow dangerous",
      pk_cmd_flushall, NULL},
     {"function", -2, S, 0, 0, 0, "slow scripting", pk_cmd_function, NULL},
     {"get", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_get, NULL},
@@ -61,10 +80,17 @@ static const pk_cmd table[] = {
     {"incr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_incr, NULL},
     {"incrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrby, NULL},
     {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info, NULL},
+    {"keys", 2, R, 0, 0, 0, "keyspace read slow dangerous", pk_cmd_keys, NULL},
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
+    {"object", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_object,
+     keys_object},
     {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist, NULL},
     {"pexpire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_pexpire,
+     NULL},
+    {"pexpireat", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_pexpireat,
+     NULL},
+    {"pexpiretime", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pexpiretime,
      NULL},
     {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping, NULL},
     {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth, NULL},
@@ -76,19 +102,28 @@ static const pk_cmd table[] = {
     {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit, NULL},
+    {"randomkey", 1, R, 0, 0, 0, "keyspace read slow", pk_cmd_randomkey, NULL},
     {"readonly", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readonly,
      NULL},
     {"readwrite", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readwrite,
      NULL},
+    {"rename", 3, W, 1, 2, 1, "keyspace write slow", pk_cmd_rename, NULL},
+    {"renamenx", 3, W | F, 1, 2, 1, "keyspace write fast", pk_cmd_renamenx,
+     NULL},
     {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset, NULL},
+    {"restore", -4, W, 1, 1, 1, "keyspace write slow dangerous", pk_cmd_restore,
+     NULL},
     {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan, NULL},
     {"select", 2, F | S | L, 0, 0, 0, "fast connection", pk_cmd_select, NULL},
     {"set", -3, W, 1, 1, 1, "write string slow", pk_cmd_set, NULL},
     {"shutdown", -1, A | S | L, 0, 0, 0, "admin slow dangerous",
      pk_cmd_shutdown, NULL},
     {"strlen", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_strlen, NULL},
+    {"time", 1, F | L | S, 0, 0, 0, "fast", pk_cmd_time, NULL},
+    {"touch", -2, R | F, 1, -1, 1, "keyspace read fast", pk_cmd_exists, NULL},
     {"ttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_ttl, NULL},
     {"type", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_type, NULL},
+    {"unlink", -2, W | F, 1, -1, 1, "keyspace write fast", pk_cmd_del, NULL},
     {"wait", 3, 0, 0, 0, 0, "slow connection", pk_cmd_wait, NULL},
     {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd, NULL},
     {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard, NULL},

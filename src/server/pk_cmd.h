@@ -131,4 +131,19 @@ static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL
 
+/* Keyspace (pk_cmd_keyspace.c, and the expire family in pk_cmd_kv.c). */
+void pk_cmd_copy(pk_cmd_ctx *x);
+void pk_cmd_dump(pk_cmd_ctx *x);
+void pk_cmd_expireat(pk_cmd_ctx *x);
+void pk_cmd_expiretime(pk_cmd_ctx *x);
+void pk_cmd_keys(pk_cmd_ctx *x);
+void pk_cmd_object(pk_cmd_ctx *x);
+void pk_cmd_pexpireat(pk_cmd_ctx *x);
+void pk_cmd_pexpiretime(pk_cmd_ctx *x);
+void pk_cmd_randomkey(pk_cmd_ctx *x);
+void pk_cmd_rename(pk_cmd_ctx *x);
+void pk_cmd_renamenx(pk_cmd_ctx *x);
+void pk_cmd_restore(pk_cmd_ctx *x);
+void pk_cmd_time(pk_cmd_ctx *x);
+
 #endif

@@ -1,8 +1,8 @@
 /*
  * Strings and generic key commands: GET SET GETDEL MGET MSET DEL EXISTS
- * INCR INCRBY DECR DECRBY APPEND STRLEN EXPIRE PEXPIRE TTL PTTL PERSIST
- * TYPE.  Each maps its arguments to one or more store calls in the
- * iteration's transaction (pk_srv_txn).
+ * INCR INCRBY DECR DECRBY APPEND STRLEN EXPIRE PEXPIRE EXPIREAT PEXPIREAT
+ * TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE.  Each maps its arguments to one
+ * or more store calls in the iteration's transaction (pk_srv_txn).
  */
 #include <stdint.h>
 #include <string.h>
@@ -239,17 +239,17 @@ void pk_cmd_strlen(pk_cmd_ctx *x)
         pk_reply_int(x->out, (int64_t)len);
 }
 
-/* EXPIRE / PEXPIRE key amount [NX|XX|GT|LT]; unit is 1000 or 1. */
-static void expire_generic(pk_cmd_ctx *x, int64_t unit)
+/*
+ * EXPIRE PEXPIRE EXPIREAT PEXPIREAT key amount [NX|XX|GT|LT], as Redis's
+ * expireGenericCommand: options first, then the amount; unit is 1000 or 1,
+ * abs whether the amount is a Unix time rather than relative to now.
+ */
+static void expire_generic(pk_cmd_ctx *x, int64_t unit, int abs)
 {
+    int64_t v, base = abs ? 0 : (int64_t)NOW(x);
     unsigned flags = 0;
-    int64_t v;
     int done = 0, rc;
 
-    if (!pk_arg_i64(&x->argv[2], &v)) {
-        pk_reply_notint(x);
-        return;
-    }
     for (int i = 3; i < x->argc; i++) {
         if (pk_arg_eq(&x->argv[i], "nx"))
             flags |= PK_EXPIRE_NX;
@@ -275,14 +275,23 @@ static void expire_generic(pk_cmd_ctx *x, int64_t unit)
                                "not compatible");
         return;
     }
-    if (v > (INT64_MAX - (int64_t)NOW(x)) / unit || v < -(INT64_MAX / unit)) {
+    if (!pk_arg_i64(&x->argv[2], &v)) {
+        pk_reply_notint(x);
+        return;
+    }
+    /* Negative amounts are allowed (they delete the key); only overflow
+     * of the unit conversion or of adding now is an error. */
+    if ((unit > 1 && (v > INT64_MAX / unit || v < INT64_MIN / unit)) ||
+        v * unit > INT64_MAX - base) {
+        const pk_cmd *c = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
         pk_reply_errorf(x->out, "ERR invalid expire time in '%s' command",
-                        unit == 1000 ? "expire" : "pexpire");
+                        c->name);
         return;
     }
     TXN_OR_RETURN(x, t);
-    /* A time in the past deletes the key; the store treats when <= now so. */
-    v = v * unit + (int64_t)NOW(x);
+    /* A time in the past deletes the key; the store treats when <= now so,
+     * and 0 means "no expiry" to it. */
+    v = v * unit + base;
     rc = pk_key_expire(t, PK_KEY(x, 1), v > 0 ? (uint64_t)v : 1, flags, NOW(x),
                        &done);
     if (rc != PK_OK)
@@ -293,34 +302,57 @@ static void expire_generic(pk_cmd_ctx *x, int64_t unit)
 
 void pk_cmd_expire(pk_cmd_ctx *x)
 {
-    expire_generic(x, 1000);
+    expire_generic(x, 1000, 0);
 }
 
 void pk_cmd_pexpire(pk_cmd_ctx *x)
 {
-    expire_generic(x, 1);
+    expire_generic(x, 1, 0);
 }
 
-static void ttl_generic(pk_cmd_ctx *x, int64_t unit)
+void pk_cmd_expireat(pk_cmd_ctx *x)
+{
+    expire_generic(x, 1000, 1);
+}
+
+void pk_cmd_pexpireat(pk_cmd_ctx *x)
+{
+    expire_generic(x, 1, 1);
+}
+
+/* TTL PTTL EXPIRETIME PEXPIRETIME: unit 1000 or 1; abs for *TIME. */
+static void ttl_generic(pk_cmd_ctx *x, int64_t unit, int abs)
 {
     TXN_OR_RETURN(x, t);
-    int64_t ttl;
-    int rc = pk_key_pttl(t, PK_KEY(x, 1), NOW(x), &ttl);
+    int64_t when;
+    int rc = pk_key_expiretime(t, PK_KEY(x, 1), NOW(x), &when);
 
+    if (rc == PK_OK && when >= 0 && !abs)
+        when = when > (int64_t)NOW(x) ? when - (int64_t)NOW(x) : 0;
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
     else
-        pk_reply_int(x->out, ttl < 0 ? ttl : (ttl + unit / 2) / unit);
+        pk_reply_int(x->out, when < 0 ? when : (when + unit / 2) / unit);
 }
 
 void pk_cmd_ttl(pk_cmd_ctx *x)
 {
-    ttl_generic(x, 1000);
+    ttl_generic(x, 1000, 0);
 }
 
 void pk_cmd_pttl(pk_cmd_ctx *x)
 {
-    ttl_generic(x, 1);
+    ttl_generic(x, 1, 0);
+}
+
+void pk_cmd_expiretime(pk_cmd_ctx *x)
+{
+    ttl_generic(x, 1000, 1);
+}
+
+void pk_cmd_pexpiretime(pk_cmd_ctx *x)
+{
+    ttl_generic(x, 1, 1);
 }
 
 void pk_cmd_persist(pk_cmd_ctx *x)

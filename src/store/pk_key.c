@@ -92,16 +92,26 @@ int pk_key_type(pk_txn *t, uint32_t part, const void *key, size_t klen,
     return rc;
 }
 
-int pk_key_pttl(pk_txn *t, uint32_t part, const void *key, size_t klen,
-                uint64_t now_ms, int64_t *ttl_ms)
+int pk_key_expiretime(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                      uint64_t now_ms, int64_t *when_ms)
 {
     pk__meta m;
     int rc = load_read(t, part, key, klen, now_ms, &m);
 
     if (rc == 0) {
-        *ttl_ms = !m.exists       ? -2
-                  : m.expire == 0 ? -1
-                                  : (int64_t)(m.expire - now_ms);
+        *when_ms = !m.exists ? -2 : m.expire == 0 ? -1 : (int64_t)m.expire;
+    }
+    return rc;
+}
+
+int pk_key_pttl(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                uint64_t now_ms, int64_t *ttl_ms)
+{
+    int64_t when;
+    int rc = pk_key_expiretime(t, part, key, klen, now_ms, &when);
+
+    if (rc == 0) {
+        *ttl_ms = when < 0 ? when : when - (int64_t)now_ms;
     }
     return rc;
 }

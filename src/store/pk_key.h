@@ -1,6 +1,8 @@
 /*
  * pk_key: commands that work on a key of any type -- DEL, EXISTS, TYPE,
- * EXPIRE/PEXPIRE/EXPIREAT (one function), TTL/PTTL, PERSIST -- and SCAN.
+ * EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT (one function), TTL/PTTL,
+ * EXPIRETIME/PEXPIRETIME, PERSIST -- and SCAN.  Whole-key copies (COPY,
+ * RENAME, DUMP, RESTORE) and RANDOMKEY are in pk_keyops.h.
  *
  * Common parameters: t is a transaction from pk_txn_begin (writes need a
  * write transaction, else PK_EINVAL); part is the key's partition as the
@@ -73,6 +75,15 @@ int pk_key_expire(pk_txn *t, uint32_t part, const void *key, size_t klen,
  */
 int pk_key_pttl(pk_txn *t, uint32_t part, const void *key, size_t klen,
                 uint64_t now_ms, int64_t *ttl_ms);
+
+/*
+ * PEXPIRETIME: *when_ms = -2 for a missing key, -1 for a key without
+ * expiry, else its absolute expiry in Unix ms (> now_ms).  EXPIRETIME in
+ * seconds is (when_ms + 500) / 1000, as Redis rounds.  Returns 0 or an
+ * error.
+ */
+int pk_key_expiretime(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                      uint64_t now_ms, int64_t *when_ms);
 
 /*
  * PERSIST: removes the expiry.  *done = 1 if the key had one, else 0.
