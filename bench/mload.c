@@ -44,8 +44,8 @@ typedef struct mload_args {
 typedef struct client {
     const mload_args *a;
     pthread_t th;
-    long txs;     /* transactions to run */
-    double *lat;  /* owned: ms per transaction */
+    long txs;    /* transactions to run */
+    double *lat; /* owned: ms per transaction */
     long nlat;
     int failed;   /* an error reply or a broken connection */
     uint64_t rng; /* xorshift state */

@@ -29,19 +29,6 @@
 
 #define EMBSTR_MAX 44 /* Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT */
 
-/* Whether this node answers for part's keys in KEYS and RANDOMKEY: every
- * partition outside cluster mode, the ones it leads in a cluster (a
- * follower's copy is another node's data). */
-static int leads(const pk_server *s, uint32_t part)
-{
-    const pk_cluster *cl = &s->cluster;
-
-    if (!cl->enabled)
-        return 1;
-    return cl->map != NULL && cl->self != PK_NODE_NONE &&
-           pk_pmap_leader(cl->map, part) == cl->self;
-}
-
 typedef struct keys_out {
     pk_cmd_ctx *x;
     size_t n;
@@ -51,16 +38,16 @@ static int keys_emit(void *ctx, uint32_t part, pk_slice key)
 {
     keys_out *o = ctx;
 
-    if (leads(o->x->srv, part)) {
-        pk_reply_bulk(o->x->out, key.ptr, key.len);
-        o->n++;
-    }
+    (void)part;
+    pk_reply_bulk(o->x->out, key.ptr, key.len);
+    o->n++;
     return 0;
 }
 
 void pk_cmd_keys(pk_cmd_ctx *x)
 {
-    pk_scan_opts o = {x->argv[1].ptr, x->argv[1].len, SIZE_MAX, PK_TYPE_NONE};
+    pk_scan_opts o = {x->argv[1].ptr, x->argv[1].len,     SIZE_MAX,
+                      PK_TYPE_NONE,   pk_cmd_keyspace(x), x->srv};
     keys_out ko = {x, 0};
     uint64_t cur = 0, next;
     size_t pos;
@@ -106,7 +93,7 @@ void pk_cmd_randomkey(pk_cmd_ctx *x)
 
     for (uint64_t p = 0; (rc = pk_store_part_next(t, p, &part, &st)) == PK_OK;
          p = (uint64_t)part + 1)
-        if (leads(x->srv, part))
+        if (pk_srv_leads(x->srv, part))
             total += st.keys;
     if (rc != PK_ENOTFOUND || total == 0)
         goto out;
@@ -120,7 +107,7 @@ void pk_cmd_randomkey(pk_cmd_ctx *x)
         if (rc != PK_OK || part == first)
             break;
         p = (uint64_t)part + 1;
-        if (!leads(x->srv, part) || st.keys == 0 ||
+        if (!pk_srv_leads(x->srv, part) || st.keys == 0 ||
             (first == UINT32_MAX && (acc += st.keys) <= target))
             continue;
         if (first == UINT32_MAX)

@@ -61,7 +61,8 @@ def test_primaries_and_broadcasts(cl):
         assert sorted(seen) == sorted(keys)  # each key exactly once
         got = rc.keys("topo:*", target_nodes=PRIMARIES)
         assert sorted(k.decode() for k in got) == sorted(keys)
-        assert rc.flushall() is True
+        res = rc.flushall()  # {node: True} from every primary
+        assert len(res) == 3 and all(res.values()), res
         assert rc.dbsize(target_nodes=PRIMARIES) == 0
         assert list(rc.scan_iter()) == []
         for k in keys[:20]:  # the flush reached every leader's keys
