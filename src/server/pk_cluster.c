@@ -88,38 +88,41 @@ static int route_split(pk_cmd_ctx *x, const pk_cmd *cmd)
     return 0;
 }
 
-int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
+/*
+ * The one slot of the command's keys: 1 with *slot (-1: no key), or 0
+ * after replying -CROSSSLOT or, in forward mode when split is set,
+ * splitting the command by owner.
+ */
+static int keys_slot(pk_cmd_ctx *x, const pk_cmd *cmd, int split, int *slot)
 {
     pk_cluster *cl = &x->srv->cluster;
-    int asking = x->c->asking;
-    int nruns, slot = -1;
     pk_keyrun r[PK_KEYRUNS_MAX];
-    uint32_t leader;
+    int nruns = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
 
-    x->c->asking = 0;
-    if (!cl->enabled || (cmd->first == 0 && cmd->keys == NULL))
-        return 1;
-    if (cl->map == NULL) {
-        pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
-        return 0;
-    }
-    nruns = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
+    *slot = -1;
     for (int k = 0; k < nruns; k++) {
         for (int i = r[k].first; i <= r[k].last; i += r[k].step) {
             int s = (int)pk_cluster_part(cl, x->argv[i].ptr, x->argv[i].len);
-            if (slot >= 0 && s != slot) {
-                if (x->srv->cfg.forward && splittable(cmd))
+            if (*slot >= 0 && s != *slot) {
+                if (split && x->srv->cfg.forward && splittable(cmd))
                     return route_split(x, cmd);
                 pk_reply_error(x->out, "CROSSSLOT Keys in request don't "
                                        "hash to the same slot");
                 return 0;
             }
-            slot = s;
+            *slot = s;
         }
     }
-    if (slot < 0)
-        return 1;
-    leader = pk_pmap_leader(cl->map, (uint32_t)slot);
+    return 1;
+}
+
+/* Routes what touches slot (a command, or a whole EXEC): see
+ * pk_cluster_route; forward: forward mode may forward x. */
+static int route_slot(pk_cmd_ctx *x, int slot, int write, int forward)
+{
+    pk_cluster *cl = &x->srv->cluster;
+    uint32_t leader = pk_pmap_leader(cl->map, (uint32_t)slot);
+
     if (leader == PK_NODE_NONE) {
         pk_reply_error(x->out, "CLUSTERDOWN Hash slot not served");
         return 0;
@@ -127,8 +130,7 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     if (leader == cl->self) {
         /* A write to a partition in the switch of a move waits for it,
          * then runs here or is redirected to the new owner. */
-        if ((cmd->flags & PK_CMD_WRITE) &&
-            pk_move_fenced(x->srv, (uint32_t)slot)) {
+        if (write && pk_move_fenced(x->srv, (uint32_t)slot)) {
             pk_conn_hold(x);
             return 0;
         }
@@ -143,14 +145,12 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     }
     /* READONLY: a follower serves reads from its copy, as a Redis replica
      * does -- possibly behind the leader. */
-    if (x->c->readonly && !(cmd->flags & PK_CMD_WRITE) &&
-        pk_repl_follows(x->srv, (uint32_t)slot))
+    if (x->c->readonly && !write && pk_repl_follows(x->srv, (uint32_t)slot))
         return 1;
     /* Moves switch ownership atomically, so no node ever answers -ASK and
      * ASKING grants nothing: like Redis for a slot that is not being
      * imported, the owner's address comes back as MOVED. */
-    (void)asking;
-    if (x->srv->cfg.forward) {
+    if (forward) {
         int rc = pk_link_forward(x->srv, x->c, cl->map->nodes[leader].addr,
                                  x->argc, x->argv);
         if (rc == PK_OK) {
@@ -163,6 +163,75 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     }
     pk_reply_errorf(x->out, "MOVED %d %s", slot, cl->map->nodes[leader].addr);
     return 0;
+}
+
+/* What every keyed routing starts with: 1 to route the keys, else 0 with
+ * *run set to whether the command runs (keyless, or not a cluster). */
+static int route_keys(pk_cmd_ctx *x, const pk_cmd *cmd, int *run)
+{
+    pk_cluster *cl = &x->srv->cluster;
+
+    x->c->asking = 0;
+    *run = 1;
+    if (!cl->enabled || (cmd->first == 0 && cmd->keys == NULL))
+        return 0;
+    if (cl->map == NULL) {
+        pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
+        *run = 0;
+        return 0;
+    }
+    return 1;
+}
+
+int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    int slot, run;
+
+    if (!route_keys(x, cmd, &run))
+        return run;
+    if (!keys_slot(x, cmd, 1, &slot))
+        return 0;
+    if (slot < 0)
+        return 1;
+    return route_slot(x, slot, (cmd->flags & PK_CMD_WRITE) != 0,
+                      x->srv->cfg.forward && !(cmd->flags & PK_CMD_LOCAL));
+}
+
+int pk_cluster_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd, int *slot)
+{
+    pk_cluster *cl = &x->srv->cluster;
+    uint32_t leader;
+    int run;
+
+    *slot = -1;
+    if (!route_keys(x, cmd, &run))
+        return run;
+    if (!keys_slot(x, cmd, 0, slot))
+        return 0;
+    if (*slot < 0)
+        return 1;
+    leader = pk_pmap_leader(cl->map, (uint32_t)*slot);
+    if (leader == PK_NODE_NONE) {
+        pk_reply_error(x->out, "CLUSTERDOWN Hash slot not served");
+        return 0;
+    }
+    if (leader == cl->self || (x->c->readonly && !(cmd->flags & PK_CMD_WRITE) &&
+                               pk_repl_follows(x->srv, (uint32_t)*slot)))
+        return 1;
+    pk_reply_errorf(x->out, "MOVED %d %s", *slot, cl->map->nodes[leader].addr);
+    return 0;
+}
+
+int pk_cluster_route_exec(pk_cmd_ctx *x, int slot, int write)
+{
+    x->have_part = 0;
+    if (!x->srv->cluster.enabled || slot < 0)
+        return 1;
+    if (x->srv->cluster.map == NULL) {
+        pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
+        return 0;
+    }
+    return route_slot(x, slot, write, 0);
 }
 
 /* PK.MAP: the encoded partition map this node holds, or nil. */

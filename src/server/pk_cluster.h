@@ -40,6 +40,24 @@ void pk_cluster_free(pk_cluster *cl);
 int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd);
 
 /*
+ * MULTI: may cmd be queued here?  Its keys must share one slot that this
+ * node leads (or, READONLY and cmd a read, follows); *slot gets it (-1:
+ * no key, or not a cluster).  Returns 1, or 0 after replying -CROSSSLOT,
+ * -MOVED or -CLUSTERDOWN.  Never forwards: a transaction's commands run
+ * together here or not at all, so forward mode answers -MOVED too.
+ */
+int pk_cluster_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd, int *slot);
+
+/*
+ * EXEC of a transaction whose keys lie in slot (-1: none): routes it as
+ * one command (write: any queued command writes) -- 1 to run it here,
+ * with x->have_part set when this node leads slot; 0 after replying
+ * -MOVED, -TRYAGAIN, -CLUSTERDOWN, or after holding EXEC on a fenced
+ * partition (pk_conn_hold: it runs again after the switch).
+ */
+int pk_cluster_route_exec(pk_cmd_ctx *x, int slot, int write);
+
+/*
  * The partition of a key: its Redis Cluster slot, or hash mod P when the
  * map uses the hash scheme.
  */

@@ -6,6 +6,7 @@
  */
 #include "server/pk_cmd.h"
 #include "server/pk_move.h"
+#include "server/pk_multi.h"
 #include "server/pk_repl.h"
 
 #include <math.h>
@@ -51,8 +52,11 @@ static const pk_cmd table[] = {
     {"decr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_decr, NULL},
     {"decrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_decrby, NULL},
     {"del", -2, W, 1, -1, 1, "keyspace write slow", pk_cmd_del, NULL},
+    {"discard", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_discard,
+     NULL},
     {"dump", 2, R, 1, 1, 1, "keyspace read slow", pk_cmd_dump, NULL},
     {"echo", 2, F, 0, 0, 0, "fast connection", pk_cmd_echo, NULL},
+    {"exec", 1, L | S, 0, 0, 0, "slow transaction", pk_cmd_exec, NULL},
     {"exists", -2, R | F, 1, -1, 1, "keyspace read fast", pk_cmd_exists, NULL},
     {"expire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expire, NULL},
     {"expireat", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expireat,
@@ -83,6 +87,7 @@ static const pk_cmd table[] = {
     {"keys", 2, R, 0, 0, 0, "keyspace read slow dangerous", pk_cmd_keys, NULL},
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
+    {"multi", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_multi, NULL},
     {"object", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_object,
      keys_object},
     {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist, NULL},
@@ -124,7 +129,11 @@ static const pk_cmd table[] = {
     {"ttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_ttl, NULL},
     {"type", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_type, NULL},
     {"unlink", -2, W | F, 1, -1, 1, "keyspace write fast", pk_cmd_del, NULL},
+    {"unwatch", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_unwatch,
+     NULL},
     {"wait", 3, 0, 0, 0, 0, "slow connection", pk_cmd_wait, NULL},
+    {"watch", -2, F | L | S | PK_CMD_LOCAL, 1, -1, 1, "fast transaction",
+     pk_cmd_watch, NULL},
     {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd, NULL},
     {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard, NULL},
     {"zrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrange, NULL},
@@ -310,30 +319,53 @@ static void reply_unknown(pk_cmd_ctx *x)
     pk_reply_error(x->out, msg);
 }
 
+void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    pk_server *s = x->srv;
+    int watched = s->nwatched && (cmd->flags & PK_CMD_WRITE);
+    uint64_t before = watched && s->txn ? pk_txn_changes(s->txn) : 0;
+
+    cmd->fn(x);
+    /* A transaction begun by cmd started from 0 changes. */
+    if (watched && s->txn && pk_txn_changes(s->txn) != before)
+        pk_watch_touch_cmd(x, cmd);
+}
+
 void pk_cmd_dispatch(pk_cmd_ctx *x)
 {
     const pk_cmd *cmd = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
 
     x->have_part = 0;
     if (cmd == NULL) {
+        pk_multi_reject(x->c);
         reply_unknown(x);
         return;
     }
     x->c->last_cmd = cmd->name;
     if ((cmd->arity > 0 && x->argc != cmd->arity) ||
         (cmd->arity < 0 && x->argc < -cmd->arity)) {
+        pk_multi_reject(x->c);
         pk_reply_errorf(x->out,
                         "ERR wrong number of arguments for '%s' command",
                         cmd->name);
         return;
     }
     if (!x->c->authed && !(cmd->flags & PK_CMD_NOAUTH)) {
+        pk_multi_reject(x->c);
         pk_reply_error(x->out, "NOAUTH Authentication required.");
         return;
     }
-    if (!pk_cluster_route(x, cmd))
+    if (x->c->multi && !pk_multi_runs_now(cmd)) {
+        pk_multi_queue(x, cmd);
         return;
-    cmd->fn(x);
+    }
+    if (!pk_cluster_route(x, cmd)) {
+        /* Only WATCH routes among what runs inside MULTI, and it is
+         * neither forwarded nor held: this was a rejection. */
+        pk_multi_reject(x->c);
+        return;
+    }
+    pk_cmd_run(x, cmd);
     if (x->have_part)
         pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);
 }

@@ -18,6 +18,9 @@
 #define PK_CMD_NOAUTH 0x10u /* runs before AUTH */
 #define PK_CMD_STALE 0x20u
 #define PK_CMD_LOADING 0x40u
+/* Never forwarded (forward mode answers -MOVED): the command sets state
+ * of this connection, as WATCH does. */
+#define PK_CMD_LOCAL 0x80u
 
 typedef void (*pk_cmd_fn)(pk_cmd_ctx *x);
 
@@ -107,6 +110,10 @@ static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
 
 /* The key argument's partition and bytes, for store calls. */
 #define PK_KEY(x, i) pk_cmd_part(x, i), (x)->argv[i].ptr, (x)->argv[i].len
+
+/* Runs cmd (routed already), then touches the WATCHed keys it changed:
+ * dispatch and EXEC run every command through it. */
+void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd);
 
 /* Command implementations, one file per family. */
 /* clang-format off */

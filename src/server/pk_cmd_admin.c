@@ -11,6 +11,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_cmd.h"
+#include "server/pk_multi.h"
 #include "store/pk_glob.h"
 #include "store/pk_key.h"
 #include "store/pk_store_part.h"
@@ -37,6 +38,7 @@ void pk_cmd_flushall(pk_cmd_ctx *x)
         return;
     }
     TXN_OR_RETURN(x, t);
+    pk_watch_touch_flush(x); /* before the keys go */
     int rc = pk_store_flushall_if(t, pk_srv_leads, x->srv);
 
     if (rc != PK_OK)

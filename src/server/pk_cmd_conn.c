@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "server/pk_cmd.h"
+#include "server/pk_multi.h"
 
 #define PK_VERSION "0.1.0"
 #define PK_REDIS_VERSION "7.0.0" /* the Redis API level partkv speaks */
@@ -160,6 +161,9 @@ void pk_cmd_reset(pk_cmd_ctx *x)
     x->c->proto = x->proto = 2;
     x->c->name[0] = '\0';
     x->c->authed = x->srv->cfg.requirepass == NULL;
+    x->c->readonly = 0;
+    x->c->asking = 0;
+    pk_multi_conn_reset(x->c);
     pk_reply_simple(x->out, "RESET");
 }
 

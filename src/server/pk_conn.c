@@ -25,6 +25,7 @@
 #include "core/pk_err.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
+#include "server/pk_multi.h"
 #include "server/pk_repl.h"
 #include "server/pk_srv.h"
 
@@ -234,26 +235,35 @@ void pk_conn_flush(pk_conn *c)
         resume_later(c);
 }
 
+pk_arg *pk_conn_args_copy(int argc, const pk_arg *argv)
+{
+    size_t bytes = (size_t)argc * sizeof(pk_arg);
+    pk_arg *a;
+    char *p;
+
+    for (int i = 0; i < argc; i++)
+        bytes += argv[i].len + 1;
+    if ((a = malloc(bytes)) == NULL)
+        return NULL;
+    p = (char *)(a + argc);
+    for (int i = 0; i < argc; i++) {
+        memcpy(p, argv[i].ptr, argv[i].len);
+        p[argv[i].len] = '\0';
+        a[i].ptr = p;
+        a[i].len = argv[i].len;
+        p += argv[i].len + 1;
+    }
+    return a;
+}
+
 void pk_conn_hold(pk_cmd_ctx *x)
 {
     pk_conn *c = x->c;
-    size_t bytes = (size_t)x->argc * sizeof(pk_arg);
-    char *p;
 
-    for (int i = 0; i < x->argc; i++)
-        bytes += x->argv[i].len + 1;
-    c->held = malloc(bytes);
+    c->held = pk_conn_args_copy(x->argc, x->argv);
     if (c->held == NULL) {
         pk_reply_error(x->out, "TRYAGAIN partition is moving");
         return;
-    }
-    p = (char *)(c->held + x->argc);
-    for (int i = 0; i < x->argc; i++) {
-        memcpy(p, x->argv[i].ptr, x->argv[i].len);
-        p[x->argv[i].len] = '\0';
-        c->held[i].ptr = p;
-        c->held[i].len = x->argv[i].len;
-        p += x->argv[i].len + 1;
     }
     c->nheld = x->argc;
     c->held_ms = pk_srv_wall_ms();
@@ -283,6 +293,7 @@ void pk_conn_hold_expire(pk_server *s, uint64_t max_ms)
         c->waiting_fwd = 0;
         iter_join(c);
         c->iter_cmds++;
+        pk_multi_conn_reset(c); /* a held EXEC: its transaction goes */
         pk_reply_error(&c->out, "TRYAGAIN the partition is switching owner; "
                                 "retry");
         process(c);
@@ -352,6 +363,7 @@ void pk_conn_close(pk_conn *c)
     }
     pk_move_conn_closed(s, c);
     pk_repl_conn_closed(s, c);
+    pk_multi_conn_reset(c);
     pk_coord_conn_closed(c);
     if (c->in_resume) {
         pk_conn **pp = &s->resume;

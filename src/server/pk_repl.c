@@ -11,6 +11,7 @@
 #include "proto/pk_rreply.h"
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
+#include "server/pk_multi.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
@@ -1077,7 +1078,8 @@ void pk_cmd_wait(pk_cmd_ctx *x)
         pk_reply_int(x->out, 0);
         return;
     }
-    if (wait_count(rp, c) >= n) {
+    /* Inside EXEC nothing blocks: Redis answers the count at once. */
+    if (wait_count(rp, c) >= n || c->in_exec) {
         pk_reply_int(x->out, wait_count(rp, c));
         return;
     }
@@ -1196,6 +1198,8 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
             return;
         }
         rc = pk_store_log_defer(t, (uint32_t)p, seq, a[4].ptr, a[4].len);
+        if (rc == PK_OK) /* READONLY clients may watch our copy */
+            pk_watch_touch_part(x->srv, (uint32_t)p);
         if (rc == PK_OK || rc == PK_EEXIST)
             pk_reply_int(x->out, (int64_t)seq);
         else if (rc == PK_ERANGE)
@@ -1224,6 +1228,7 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
             pk_reply_errorf(x->out, "ERR snapshot: %s", pk_strerror(rc));
             return;
         }
+        pk_watch_touch_part(x->srv, (uint32_t)p);
         rp->follow_epoch[p] = ep; /* saved after the commit */
         rp->state_dirty = 1;
         rp->snapped = 1;

@@ -20,6 +20,7 @@
 #include "server/pk_ctrl.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
+#include "server/pk_multi.h"
 #include "server/pk_repl.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_log.h"
@@ -302,6 +303,7 @@ int pk_srv_set_map(pk_server *s, pk_pmap *m, int polled)
     pk_cluster_set_map(&s->cluster, m);
     pk_repl_map_changed(s);
     pk_move_map_changed(s, polled);
+    pk_watch_map_changed(s);
     return 1;
 }
 
@@ -560,6 +562,7 @@ out:
     pk_cluster_free(&s->cluster);
     pk_pmap_free(s->map_pending);
     pk_coord_free(s->coord);
+    pk_watch_free(s);
     free(s->rates);
     free(s);
     return status;

@@ -81,8 +81,16 @@ struct pk_conn {
     int in_wait;
     pk_conn *wait_next;
     struct coord_call *coord_call; /* a PK.COORD answer awaited (etcd) */
-    pk_conn *prev, *next;          /* all connections */
-    const char *last_cmd;          /* name of the last command, static */
+    /* MULTI/EXEC and WATCH (pk_multi.h). */
+    struct pk_multi *multi;  /* owned; non-NULL between MULTI and EXEC */
+    struct pk_wkey *watched; /* this connection's watched keys, owned */
+    int watch_dirty;         /* a watched key changed: EXEC fails */
+    /* Set while EXEC runs the queued commands: a blocking command
+     * (BLPOP, BLMOVE, WAIT...) must not block then -- it answers at once,
+     * as Redis does inside MULTI, as if its timeout had passed. */
+    int in_exec;
+    pk_conn *prev, *next; /* all connections */
+    const char *last_cmd; /* name of the last command, static */
 };
 
 typedef struct pk_part_rate {
@@ -131,7 +139,9 @@ struct pk_server {
     uint64_t total_conns, total_cmds, rejected_conns, expired_keys;
     uint64_t hits, misses, commit_failures, commits;
     uint64_t ops_last, ops_rate;
-    pk_part_rate *rates; /* owned, PK_SLOTS entries */
+    pk_part_rate *rates;   /* owned, PK_SLOTS entries */
+    struct pk_wtab *watch; /* WATCHed keys (pk_multi.c), owned, or NULL */
+    uint32_t nwatched;     /* entries in it: 0 costs writes nothing */
 };
 
 /* Command execution context, one per command. */
@@ -163,6 +173,9 @@ void pk_conn_hold(pk_cmd_ctx *x);
 void pk_conn_hold_expire(pk_server *s, uint64_t max_ms);
 /* Runs every held command again, then what each connection has buffered */
 void pk_conn_release_all(pk_server *s);
+/* A copy of argv in one allocation (free() it; each argument is also
+ * NUL-terminated), or NULL when out of memory. */
+pk_arg *pk_conn_args_copy(int argc, const pk_arg *argv);
 
 /* pk_server.c */
 uint64_t pk_srv_wall_ms(void);

@@ -305,6 +305,7 @@ static void txn_free(pk_txn *t, int committed)
     free(t->ovl);
     free(t->rgrp);
     free(t->log.p);
+    free(t->grp_log.p);
     free(t->val.p);
     free(t->scratch.p);
     free(t);
@@ -314,6 +315,9 @@ int pk_txn_commit(pk_txn *t)
 {
     int rc = t->err;
 
+    if (rc == 0 && t->grp_open) {
+        rc = pk_txn_group_end(t);
+    }
     rc = rc ? rc : pk__stat_commit(t);
     cursors_close(t);
     if (rc != 0) {

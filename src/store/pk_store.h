@@ -133,4 +133,11 @@ void pk_txn_abort(pk_txn *t);
 /* 0 while t is healthy, else the sticky error that failed it. */
 int pk_txn_error(const pk_txn *t);
 
+/*
+ * The number of data changes t's logged operations (client writes, not
+ * replication or imports) made so far: a command changed data iff the
+ * count moved across it (WATCH's touch).  Write transactions only.
+ */
+uint64_t pk_txn_changes(const pk_txn *t);
+
 #endif

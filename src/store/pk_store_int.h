@@ -13,6 +13,10 @@
  * number per command) and saving the stats.  Because followers, imports
  * and local commands all go through this layer, applying a log or a
  * snapshot reproduces counters and expiry index as well as the data.
+ * A group (pk_txn_group_begin) widens the frame of the log only: the
+ * operations on its partition keep their own stats and checks, and their
+ * change records are concatenated into one record when the group ends
+ * (MULTI/EXEC ships as one unit to followers).
  *
  * Per-operation cost is what bounds write throughput (a group commit
  * holds hundreds of commands), so a write transaction keeps one cursor
@@ -260,6 +264,15 @@ struct pk_txn {
     pk__buf log;     /* change record being built */
     pk__buf val;     /* META value being built */
     pk__buf scratch; /* bytes handed back by writes */
+    /* A group (pk_txn_group_begin, pk_store_log.h): while grp_open, the
+     * logged operations on grp_part end by adding their change records
+     * to grp_log instead of the journal (their stats are saved as
+     * usual); pk_txn_group_end appends grp_log as one record, under one
+     * sequence number, in an operation of its own. */
+    int grp_open;
+    uint32_t grp_part;
+    pk__buf grp_log;
+    uint64_t changes; /* logged data changes so far (pk_txn_changes) */
 };
 
 /* A key's META record as loaded by pk__meta_load. */

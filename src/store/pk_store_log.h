@@ -148,4 +148,20 @@ int pk_store_log_settle(pk_txn *t, size_t max_changes, size_t *n);
 uint64_t pk_store_log_unsettled(const pk_txn *t);
 int pk_store_log_settling(const pk_store *s);
 
+/*
+ * Groups (MULTI/EXEC): between pk_txn_group_begin and pk_txn_group_end,
+ * the writes to partition part that would each append a record append
+ * nothing; their entries, in order, form one record that
+ * pk_txn_group_end appends under the next sequence number.  A follower
+ * applies a record whole, so it shows all of the group or none.  Each
+ * write still sees, checks and counts what the ones before it did;
+ * pk_store_log_last stays where it was until the end.  Writes to other
+ * partitions, and unlogged ones (imports, trims, replication), are
+ * framed as usual.  One group at a time, begun outside an operation; a
+ * commit ends an open group first.  Both return 0, PK_EINVAL (a read
+ * transaction, a group already open / none open) or a sticky error.
+ */
+int pk_txn_group_begin(pk_txn *t, uint32_t part);
+int pk_txn_group_end(pk_txn *t);
+
 #endif

@@ -76,7 +76,7 @@ int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags)
 
 int pk__op_end(pk_txn *t, int rc)
 {
-    int err;
+    int err, grouped = 0;
 
     if (!t->op_open) {
         return t->err ? t->err : rc;
@@ -85,20 +85,73 @@ int pk__op_end(pk_txn *t, int rc)
     if (t->err != 0) {
         return t->err;
     }
-    if (t->log.len > 0 && !(t->op_flags & PK__OP_NOLOG) &&
-        (err = pk__log_append(t, t->st.log_last + 1, t->log.p, t->log.len)) !=
-            0) {
-        return pk__fail(t, err);
+    if (t->log.len > 0 && !(t->op_flags & PK__OP_NOLOG)) {
+        if (t->grp_open && t->op_part == t->grp_part) {
+            /* The group's record carries these changes, and the stats
+             * after them, when the group ends. */
+            if (pk__buf_reserve(&t->grp_log, t->log.len) != 0) {
+                return pk__fail(t, PK_ENOMEM);
+            }
+            memcpy(t->grp_log.p + t->grp_log.len, t->log.p, t->log.len);
+            t->grp_log.len += t->log.len;
+            grouped = 1;
+        } else if ((err = pk__log_append(t, t->st.log_last + 1, t->log.p,
+                                         t->log.len)) != 0) {
+            return pk__fail(t, err);
+        }
     }
     if (t->st_dirty && (err = pk__stat_save(t, t->op_part, &t->st)) != 0) {
         return pk__fail(t, err);
     }
     /* The journal carries the stats of a logged change; others must
      * reach the stats DB with this commit. */
-    if (t->st_dirty && t->appended == t->op_appended && t->ckpt == 0) {
+    if (t->st_dirty && !grouped && t->appended == t->op_appended &&
+        t->ckpt == 0) {
         t->ckpt = 1;
     }
     return rc;
+}
+
+int pk_txn_group_begin(pk_txn *t, uint32_t part)
+{
+    if (t->err != 0) {
+        return t->err;
+    }
+    if (t->rdonly || t->op_open || t->grp_open) {
+        return PK_EINVAL;
+    }
+    t->grp_open = 1;
+    t->grp_part = part;
+    t->grp_log.len = 0;
+    return 0;
+}
+
+int pk_txn_group_end(pk_txn *t)
+{
+    pk__buf b;
+    int rc;
+
+    if (!t->grp_open || t->op_open) {
+        return t->err ? t->err : PK_EINVAL;
+    }
+    t->grp_open = 0;
+    if (t->err != 0 || t->grp_log.len == 0) {
+        return t->err;
+    }
+    /* The data is current (the grouped operations made it so): RAW. */
+    if ((rc = pk__op_begin(t, t->grp_part, PK__OP_QUIET | PK__OP_RAW)) != 0) {
+        return rc;
+    }
+    b = t->log; /* op_begin emptied it: the group's record goes instead */
+    t->log = t->grp_log;
+    t->grp_log = b;
+    t->grp_log.len = 0;
+    return pk__op_end(t, 0);
+}
+
+uint64_t pk_txn_changes(const pk_txn *t)
+{
+    return t->changes;
 }
 
 int pk__meta_parse(const uint8_t *v, size_t n, uint8_t *type, uint64_t *expire,
@@ -162,6 +215,7 @@ static int log_add(pk_txn *t, uint8_t op, const uint8_t *k, size_t klen,
     if (t->op_flags & PK__OP_NOLOG) {
         return 0;
     }
+    t->changes++;
     klen -= 4; /* the partition is the log's, not the entry's */
     if (pk__buf_reserve(b, 1 + 2 + klen + 4 + vlen) != 0) {
         return PK_ENOMEM;

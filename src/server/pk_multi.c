@@ -1,0 +1,495 @@
+/*
+ * pk_multi: MULTI / EXEC / DISCARD and WATCH / UNWATCH (see pk_multi.h
+ * for the semantics).
+ *
+ * The WATCH table hashes key bytes (XXH3) into chains of entries, one per
+ * (connection, key); each entry is also on its connection's list, so that
+ * UNWATCH, EXEC, DISCARD, RESET and close remove exactly theirs:
+ *
+ *   srv->watch  b[h & mask] -> e -> e -> ...    (next)
+ *   conn        watched     -> e -> e -> ...    (cnext)
+ *
+ * A touch only marks connections (watch_dirty); their entries go when
+ * they end the transaction, as then nothing else holds a pointer to them.
+ */
+#include "server/pk_multi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "core/pk_hash.h"
+#include "server/pk_cmd.h"
+#include "server/pk_repl.h"
+#include "server/pk_srv.h"
+#include "store/pk_key.h"
+#include "store/pk_store_log.h"
+
+/* Queued arguments a transaction may hold: Redis bounds them only by
+ * maxmemory; a node bounds every connection's memory. */
+#define MULTI_MAX_BYTES (256u << 20)
+
+typedef struct queued {
+    const pk_cmd *cmd;
+    int argc;
+    pk_arg *argv; /* owned (pk_conn_args_copy) */
+} queued;
+
+struct pk_multi {
+    queued *q; /* owned, cap entries */
+    uint32_t n, cap;
+    size_t bytes;  /* argument bytes queued */
+    int aborted;   /* a command was rejected while queueing */
+    int writes;    /* some queued command writes */
+    int slot;      /* cluster: the slot of the first key, -1 none yet */
+    int64_t gpart; /* the partition of the first key, -1 none yet */
+};
+
+typedef struct pk_wkey {
+    struct pk_wkey *next;  /* in its table chain */
+    struct pk_wkey *cnext; /* in its connection's list */
+    pk_conn *c;            /* borrowed: the entry goes before c does */
+    uint64_t hash;
+    uint64_t deadline; /* the key's expiry when WATCHed, 0 none */
+    uint32_t part;
+    size_t len;
+    char key[];
+} pk_wkey;
+
+struct pk_wtab {
+    pk_wkey **b; /* owned array of mask + 1 chains */
+    size_t mask;
+};
+
+/* ---- the WATCH table -------------------------------------------------- */
+
+static pk_wkey **chain(pk_server *s, uint64_t hash)
+{
+    return &s->watch->b[hash & s->watch->mask];
+}
+
+/* Doubles the table once it holds twice as many entries as chains. */
+static int wtab_grow(pk_server *s)
+{
+    struct pk_wtab *w = s->watch;
+    size_t n = w ? 2 * (w->mask + 1) : 64;
+    pk_wkey **b;
+
+    if (w && s->nwatched < 2 * (w->mask + 1))
+        return PK_OK;
+    if (w == NULL && (w = s->watch = calloc(1, sizeof(*w))) == NULL)
+        return PK_ENOMEM;
+    if ((b = calloc(n, sizeof(*b))) == NULL)
+        return w->b ? PK_OK : PK_ENOMEM; /* longer chains, still right */
+    for (size_t i = 0; w->b && i <= w->mask; i++)
+        for (pk_wkey *e = w->b[i], *next; e; e = next) {
+            next = e->next;
+            e->next = b[e->hash & (n - 1)];
+            b[e->hash & (n - 1)] = e;
+        }
+    free(w->b);
+    w->b = b;
+    w->mask = n - 1;
+    return PK_OK;
+}
+
+static int watching(const pk_conn *c, const pk_arg *k)
+{
+    for (const pk_wkey *e = c->watched; e; e = e->cnext)
+        if (e->len == k->len && memcmp(e->key, k->ptr, k->len) == 0)
+            return 1;
+    return 0;
+}
+
+static int watch_add(pk_cmd_ctx *x, const pk_arg *k, uint32_t part,
+                     uint64_t deadline)
+{
+    pk_server *s = x->srv;
+    pk_wkey *e, **ch;
+
+    if (wtab_grow(s) != PK_OK || (e = malloc(sizeof(*e) + k->len)) == NULL)
+        return PK_ENOMEM;
+    memcpy(e->key, k->ptr, k->len);
+    e->len = k->len;
+    e->hash = pk_hash_xxh3(k->ptr, k->len);
+    e->part = part;
+    e->deadline = deadline;
+    e->c = x->c;
+    ch = chain(s, e->hash);
+    e->next = *ch;
+    *ch = e;
+    e->cnext = x->c->watched;
+    x->c->watched = e;
+    s->nwatched++;
+    return PK_OK;
+}
+
+/* UNWATCH: c's entries leave the table; the dirty flag goes too. */
+static void watch_clear(pk_conn *c)
+{
+    pk_server *s = c->srv;
+
+    while (c->watched) {
+        pk_wkey *e = c->watched, **pp = chain(s, e->hash);
+        while (*pp != e)
+            pp = &(*pp)->next;
+        *pp = e->next;
+        c->watched = e->cnext;
+        s->nwatched--;
+        free(e);
+    }
+    c->watch_dirty = 0;
+}
+
+static void touch(pk_server *s, const void *key, size_t len)
+{
+    uint64_t h = pk_hash_xxh3(key, len);
+
+    for (pk_wkey *e = *chain(s, h); e; e = e->next)
+        if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0)
+            e->c->watch_dirty = 1;
+}
+
+/* Calls fn on every entry (touches that look beyond one key). */
+static void each_entry(pk_server *s, void (*fn)(pk_wkey *e, void *ctx),
+                       void *ctx)
+{
+    if (s->nwatched == 0)
+        return;
+    for (size_t i = 0; i <= s->watch->mask; i++)
+        for (pk_wkey *e = s->watch->b[i]; e; e = e->next)
+            fn(e, ctx);
+}
+
+void pk_watch_touch_cmd(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    pk_keyrun r[PK_KEYRUNS_MAX];
+    int n;
+
+    if (x->srv->nwatched == 0)
+        return;
+    n = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
+    for (int k = 0; k < n; k++)
+        for (int i = r[k].first; i <= r[k].last; i += r[k].step)
+            touch(x->srv, x->argv[i].ptr, x->argv[i].len);
+}
+
+static void touch_in_part(pk_wkey *e, void *ctx)
+{
+    if (e->part == *(const uint32_t *)ctx)
+        e->c->watch_dirty = 1;
+}
+
+void pk_watch_touch_part(pk_server *s, uint32_t part)
+{
+    each_entry(s, touch_in_part, &part);
+}
+
+static void touch_existing(pk_wkey *e, void *ctx)
+{
+    pk_cmd_ctx *x = ctx;
+    int exists = 0;
+
+    if (pk_key_exists(x->srv->txn, e->part, e->key, e->len, NOW(x), &exists) !=
+            PK_OK ||
+        exists)
+        e->c->watch_dirty = 1;
+}
+
+void pk_watch_touch_flush(pk_cmd_ctx *x)
+{
+    if (x->srv->nwatched && pk_srv_txn(x))
+        each_entry(x->srv, touch_existing, x);
+}
+
+static void touch_unserved(pk_wkey *e, void *ctx)
+{
+    pk_server *s = ctx;
+
+    if (pk_pmap_leader(s->cluster.map, e->part) != s->cluster.self &&
+        !pk_repl_follows(s, e->part))
+        e->c->watch_dirty = 1;
+}
+
+void pk_watch_map_changed(pk_server *s)
+{
+    if (s->cluster.map)
+        each_entry(s, touch_unserved, s);
+}
+
+void pk_watch_free(pk_server *s)
+{
+    if (s->watch)
+        free(s->watch->b);
+    free(s->watch);
+    s->watch = NULL;
+}
+
+/* A watched key whose expiry passed since WATCH (expiry needs no touch:
+ * the deadline WATCH saw is still the key's unless a write touched it). */
+static int watch_expired(const pk_conn *c, uint64_t now)
+{
+    for (const pk_wkey *e = c->watched; e; e = e->cnext)
+        if (e->deadline != 0 && e->deadline <= now)
+            return 1;
+    return 0;
+}
+
+/* ---- the queue ----------------------------------------------------------*/
+
+static void multi_free(struct pk_multi *m)
+{
+    if (m == NULL)
+        return;
+    for (uint32_t i = 0; i < m->n; i++)
+        free(m->q[i].argv);
+    free(m->q);
+    free(m);
+}
+
+/* Redis's discardTransaction: the queue goes, nothing stays watched. */
+static void discard(pk_conn *c)
+{
+    multi_free(c->multi);
+    c->multi = NULL;
+    watch_clear(c);
+}
+
+void pk_multi_conn_reset(pk_conn *c)
+{
+    discard(c);
+}
+
+void pk_multi_reject(pk_conn *c)
+{
+    if (c->multi)
+        c->multi->aborted = 1;
+}
+
+int pk_multi_runs_now(const pk_cmd *cmd)
+{
+    return cmd->fn == pk_cmd_exec || cmd->fn == pk_cmd_discard ||
+           cmd->fn == pk_cmd_multi || cmd->fn == pk_cmd_watch ||
+           cmd->fn == pk_cmd_quit || cmd->fn == pk_cmd_reset;
+}
+
+/* The partition of cmd's first key, or -1 (a node out of a cluster
+ * frames the group by it; a cluster node by the transaction's slot). */
+static int64_t first_part(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    pk_keyrun r[PK_KEYRUNS_MAX];
+
+    if (pk_cmd_keyruns(cmd, x->argc, x->argv, r) == 0)
+        return -1;
+    return pk_srv_part(x->srv, x->argv[r[0].first].ptr,
+                       x->argv[r[0].first].len);
+}
+
+static int queue_room(struct pk_multi *m, size_t bytes)
+{
+    queued *q;
+    uint32_t cap;
+
+    if (bytes > MULTI_MAX_BYTES - m->bytes)
+        return PK_ERANGE;
+    if (m->n < m->cap)
+        return PK_OK;
+    cap = m->cap ? 2 * m->cap : 8;
+    if ((q = realloc(m->q, cap * sizeof(*q))) == NULL)
+        return PK_ENOMEM;
+    m->q = q;
+    m->cap = cap;
+    return PK_OK;
+}
+
+void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    struct pk_multi *m = x->c->multi;
+    size_t bytes = (size_t)x->argc * sizeof(pk_arg);
+    int slot, rc;
+
+    if (cmd->fn == pk_cmd_shutdown) {
+        pk_reply_error(x->out, "ERR Command not allowed inside a transaction");
+        m->aborted = 1;
+        return;
+    }
+    if (!pk_cluster_route_queued(x, cmd, &slot)) {
+        m->aborted = 1;
+        return;
+    }
+    if (slot >= 0 && m->slot >= 0 && slot != m->slot) {
+        pk_reply_error(x->out, "CROSSSLOT Keys in request don't hash to "
+                               "the same slot");
+        m->aborted = 1;
+        return;
+    }
+    if (slot >= 0)
+        m->slot = slot;
+    if (m->gpart < 0)
+        m->gpart = first_part(x, cmd);
+    /* Like Redis: a transaction bound to fail keeps nothing. */
+    if (m->aborted || x->c->watch_dirty) {
+        pk_reply_simple(x->out, "QUEUED");
+        return;
+    }
+    for (int i = 0; i < x->argc; i++)
+        bytes += x->argv[i].len + 1;
+    rc = queue_room(m, bytes);
+    if (rc == PK_OK &&
+        (m->q[m->n].argv = pk_conn_args_copy(x->argc, x->argv)) == NULL)
+        rc = PK_ENOMEM;
+    if (rc != PK_OK) {
+        pk_reply_error(x->out, rc == PK_ERANGE
+                                   ? "ERR transaction too large: queued "
+                                     "commands hold more than 256 MiB"
+                                   : "ERR out of memory");
+        m->aborted = 1;
+        return;
+    }
+    m->q[m->n].cmd = cmd;
+    m->q[m->n].argc = x->argc;
+    m->n++;
+    m->bytes += bytes;
+    m->writes |= (cmd->flags & PK_CMD_WRITE) != 0;
+    pk_reply_simple(x->out, "QUEUED");
+}
+
+/* ---- the commands ------------------------------------------------------ */
+
+void pk_cmd_multi(pk_cmd_ctx *x)
+{
+    struct pk_multi *m;
+
+    if (x->c->multi) {
+        pk_reply_error(x->out, "ERR MULTI calls can not be nested");
+        return;
+    }
+    if ((m = calloc(1, sizeof(*m))) == NULL) {
+        pk_reply_error(x->out, "ERR out of memory");
+        return;
+    }
+    m->slot = -1;
+    m->gpart = -1;
+    x->c->multi = m;
+    pk_reply_simple(x->out, "OK");
+}
+
+void pk_cmd_discard(pk_cmd_ctx *x)
+{
+    if (x->c->multi == NULL) {
+        pk_reply_error(x->out, "ERR DISCARD without MULTI");
+        return;
+    }
+    discard(x->c);
+    pk_reply_simple(x->out, "OK");
+}
+
+/* Runs the queued commands in x's transaction, one reply each. */
+static void exec_run(pk_cmd_ctx *x, struct pk_multi *m)
+{
+    pk_conn *c = x->c;
+
+    c->in_exec = 1;
+    pk_reply_array(x->out, m->n);
+    for (uint32_t i = 0; i < m->n; i++) {
+        pk_cmd_ctx y = {.srv = x->srv,
+                        .c = c,
+                        .argc = m->q[i].argc,
+                        .argv = m->q[i].argv,
+                        .out = x->out,
+                        .proto = c->proto, /* HELLO may have changed it */
+                        .have_part = x->have_part,
+                        .part = x->part};
+        c->last_cmd = m->q[i].cmd->name;
+        pk_cmd_run(&y, m->q[i].cmd);
+    }
+    c->in_exec = 0;
+}
+
+void pk_cmd_exec(pk_cmd_ctx *x)
+{
+    pk_conn *c = x->c;
+    struct pk_multi *m = c->multi;
+    pk_txn *t = NULL;
+    int64_t gpart;
+    int grouped = 0;
+
+    if (m == NULL) {
+        pk_reply_error(x->out, "ERR EXEC without MULTI");
+        return;
+    }
+    if (m->aborted) {
+        pk_reply_error(x->out, "EXECABORT Transaction discarded because of "
+                               "previous errors.");
+        discard(c);
+        return;
+    }
+    if (c->watch_dirty || watch_expired(c, NOW(x))) {
+        pk_reply_null_array(x->out, x->proto);
+        discard(c);
+        return;
+    }
+    if (!pk_cluster_route_exec(x, m->slot, m->writes)) {
+        if (c->held == NULL) /* not held until a switch: redirected */
+            discard(c);
+        return;
+    }
+    if (x->srv->store && (t = pk_srv_txn(x)) == NULL) {
+        discard(c);
+        return;
+    }
+    /* A cluster node groups the slot it leads; a node out of a cluster
+     * has no followers, and groups the first key's partition. */
+    gpart = x->have_part              ? (int64_t)x->part
+            : x->srv->cluster.enabled ? -1
+                                      : m->gpart;
+    if (t && gpart >= 0)
+        grouped = pk_txn_group_begin(t, (uint32_t)gpart) == PK_OK;
+    c->multi = NULL;
+    watch_clear(c); /* as Redis does before running: nothing to touch */
+    exec_run(x, m);
+    /* A failure here is the transaction's sticky error: the commit
+     * fails and EXEC's reply becomes its error (pk_server.c). */
+    if (grouped)
+        pk_txn_group_end(t);
+    if (x->have_part)
+        pk_repl_note(x, m->writes);
+    x->have_part = 0; /* noted: dispatch must not note it again */
+    multi_free(m);
+}
+
+void pk_cmd_watch(pk_cmd_ctx *x)
+{
+    pk_conn *c = x->c;
+
+    if (c->multi) {
+        pk_reply_error(x->out, "ERR WATCH inside MULTI is not allowed");
+        return;
+    }
+    if (c->watch_dirty) { /* EXEC fails anyway */
+        pk_reply_simple(x->out, "OK");
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    for (int i = 1; i < x->argc; i++) {
+        int64_t ttl = -2;
+        int rc = PK_OK;
+        if (watching(c, &x->argv[i]))
+            continue;
+        rc = pk_key_pttl(t, PK_KEY(x, i), NOW(x), &ttl);
+        if (rc == PK_OK)
+            rc = watch_add(x, &x->argv[i], pk_cmd_part(x, i),
+                           ttl > 0 ? NOW(x) + (uint64_t)ttl : 0);
+        if (rc != PK_OK) {
+            pk_cmd_store_error(x, rc);
+            return;
+        }
+    }
+    pk_reply_simple(x->out, "OK");
+}
+
+void pk_cmd_unwatch(pk_cmd_ctx *x)
+{
+    watch_clear(x->c);
+    pk_reply_simple(x->out, "OK");
+}
