@@ -134,6 +134,29 @@ void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd);
                                 X(zrangebyscore) X(zrem) X(zrevrange)          \
                                     X(zscore)
 /* clang-format on */
+/* Sets (pk_cmd_set.c) and HyperLogLog (pk_cmd_hll.c). */
+void pk_cmd_sadd(pk_cmd_ctx *x);
+void pk_cmd_scard(pk_cmd_ctx *x);
+void pk_cmd_sdiff(pk_cmd_ctx *x);
+void pk_cmd_sdiffstore(pk_cmd_ctx *x);
+void pk_cmd_sinter(pk_cmd_ctx *x);
+void pk_cmd_sintercard(pk_cmd_ctx *x);
+void pk_cmd_sinterstore(pk_cmd_ctx *x);
+void pk_cmd_sismember(pk_cmd_ctx *x);
+void pk_cmd_smembers(pk_cmd_ctx *x);
+void pk_cmd_smismember(pk_cmd_ctx *x);
+void pk_cmd_smove(pk_cmd_ctx *x);
+void pk_cmd_spop(pk_cmd_ctx *x);
+void pk_cmd_srandmember(pk_cmd_ctx *x);
+void pk_cmd_srem(pk_cmd_ctx *x);
+void pk_cmd_sscan(pk_cmd_ctx *x);
+void pk_cmd_sunion(pk_cmd_ctx *x);
+void pk_cmd_sunionstore(pk_cmd_ctx *x);
+int pk_cmd_sintercard_keys(int argc, const pk_arg *argv, pk_keyrun *r);
+void pk_cmd_pfadd(pk_cmd_ctx *x);
+void pk_cmd_pfcount(pk_cmd_ctx *x);
+void pk_cmd_pfmerge(pk_cmd_ctx *x);
+
 #define PK__CMD_DECL(n) void pk_cmd_##n(pk_cmd_ctx *x);
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL

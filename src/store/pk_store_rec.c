@@ -185,6 +185,8 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
         return vlen == 8 ? 0 : PK_ECORRUPT;
     case PK_TAG_ZSCORE:
         return vlen == 0 && kp.sub_len >= 8 ? 0 : PK_ECORRUPT;
+    case PK_TAG_SMEMBER:
+        return vlen == 0 ? 0 : PK_ECORRUPT;
     }
     return 0;
 }
