@@ -363,7 +363,7 @@ int pk_cmd_rand_count(pk_cmd_ctx *x, const char *with, int64_t *count)
         return 0;
     }
     if (l < -INT64_MAX) {
-        pk_reply_error(x->out, "ERR value is out of range, must be between "
+        pk_reply_error(x->out, "ERR value is out of range, value must between "
                                "-9223372036854775807 and "
                                "9223372036854775807");
         return 0;
