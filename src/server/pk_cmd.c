@@ -248,24 +248,27 @@ int pk_arg_i64(const pk_arg *a, int64_t *v)
     return pk_str_parse_int(a->ptr, a->len, v) == PK_OK;
 }
 
-/* Redis's float parsing: strtod over the whole argument, no NaN. */
+/* Redis's float parsing: strtod over the whole argument, no NaN, any
+ * length (Redis's tests send DBL_MAX written out with decimals). */
 int pk_arg_double(const pk_arg *a, double *v)
 {
-    char buf[128];
-    char *end;
+    char small[128], *buf = small, *end;
     double d;
+    int ok;
 
-    if (a->len == 0 || a->len >= sizeof(buf))
+    if (a->len == 0 || a->ptr[0] == ' ' || a->ptr[0] == '\t')
+        return 0;
+    if (a->len >= sizeof(small) && (buf = malloc(a->len + 1)) == NULL)
         return 0;
     memcpy(buf, a->ptr, a->len);
     buf[a->len] = '\0';
-    if (buf[0] == ' ' || buf[0] == '\t')
-        return 0;
     d = strtod(buf, &end);
-    if (*end != '\0' || isnan(d))
-        return 0;
-    *v = d;
-    return 1;
+    ok = *end == '\0' && !isnan(d);
+    if (buf != small)
+        free(buf);
+    if (ok)
+        *v = d;
+    return ok;
 }
 
 void pk_reply_syntax(pk_cmd_ctx *x)

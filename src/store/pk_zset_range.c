@@ -24,19 +24,24 @@
 
 int pk_zbound_parse(const void *s, size_t len, pk_zbound *out)
 {
-    char buf[128], *end;
+    char small[128], *buf = small, *end;
     const char *p = s;
-    int excl = len > 0 && p[0] == '(';
+    int excl = len > 0 && p[0] == '(', ok;
     double v;
 
     len -= (size_t)excl;
-    if (len >= sizeof(buf)) {
-        return PK_EINVAL;
+    /* Any length, as Redis: DBL_MAX may come written out in full. */
+    if (len >= sizeof(small) && (buf = malloc(len + 1)) == NULL) {
+        return PK_ENOMEM;
     }
     memcpy(buf, p + excl, len);
     buf[len] = '\0';
     v = strtod(buf, &end);
-    if (*end != '\0' || isnan(v)) {
+    ok = *end == '\0' && !isnan(v);
+    if (buf != small) {
+        free(buf);
+    }
+    if (!ok) {
         return PK_EINVAL;
     }
     *out = (pk_zbound){v, excl};

@@ -96,7 +96,8 @@ int pk_zset_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
 
 /*
  * Parses a ZRANGEBYSCORE bound ("1", "(1", "-inf", "+inf", "(inf"...).
- * Returns 0 or PK_EINVAL (Redis: "min or max is not a float").
+ * Returns 0, PK_EINVAL (Redis: "min or max is not a float") or PK_ENOMEM
+ * (a bound longer than 127 bytes is copied to the heap).
  */
 int pk_zbound_parse(const void *s, size_t len, pk_zbound *out);
 
