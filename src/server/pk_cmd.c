@@ -77,10 +77,18 @@ static const pk_cmd table[] = {
     {"hget", 3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hget, NULL},
     {"hgetall", 2, R, 1, 1, 1, "read hash slow", pk_cmd_hgetall, NULL},
     {"hincrby", 4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hincrby, NULL},
+    {"hincrbyfloat", 4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hincrbyfloat,
+     NULL},
+    {"hkeys", 2, R, 1, 1, 1, "read hash slow", pk_cmd_hkeys, NULL},
     {"hlen", 2, R | F, 1, 1, 1, "read hash fast", pk_cmd_hlen, NULL},
     {"hmget", -3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hmget, NULL},
     {"hmset", -4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hset, NULL},
+    {"hrandfield", -2, R, 1, 1, 1, "read hash slow", pk_cmd_hrandfield, NULL},
+    {"hscan", -3, R, 1, 1, 1, "read hash slow", pk_cmd_hscan, NULL},
     {"hset", -4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hset, NULL},
+    {"hsetnx", 4, W | F, 1, 1, 1, "write hash fast", pk_cmd_hsetnx, NULL},
+    {"hstrlen", 3, R | F, 1, 1, 1, "read hash fast", pk_cmd_hstrlen, NULL},
+    {"hvals", 2, R, 1, 1, 1, "read hash slow", pk_cmd_hvals, NULL},
     {"incr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_incr, NULL},
     {"incrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrby, NULL},
     {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info, NULL},
@@ -161,15 +169,60 @@ static const pk_cmd table[] = {
      pk_cmd_watch, NULL},
     {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd, NULL},
     {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard, NULL},
+    {"zcount", 4, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcount, NULL},
+    {"zdiff", -3, R, 0, 0, 0, "read sortedset slow", pk_cmd_zdiff,
+     pk_cmd_keys_num1},
+    {"zdiffstore", -4, W, 1, 1, 1, "write sortedset slow", pk_cmd_zdiffstore,
+     pk_cmd_keys_dest_num2},
+    {"zincrby", 4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zincrby,
+     NULL},
+    {"zinter", -3, R, 0, 0, 0, "read sortedset slow", pk_cmd_zinter,
+     pk_cmd_keys_num1},
+    {"zintercard", -3, R, 0, 0, 0, "read sortedset slow", pk_cmd_zintercard,
+     pk_cmd_keys_num1},
+    {"zinterstore", -4, W, 1, 1, 1, "write sortedset slow", pk_cmd_zinterstore,
+     pk_cmd_keys_dest_num2},
+    {"zlexcount", 4, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zlexcount,
+     NULL},
+    {"zmpop", -4, W, 0, 0, 0, "write sortedset slow", pk_cmd_zmpop,
+     pk_cmd_keys_num1},
+    {"zmscore", -3, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zmscore,
+     NULL},
+    {"zpopmax", -2, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zpopmax,
+     NULL},
+    {"zpopmin", -2, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zpopmin,
+     NULL},
+    {"zrandmember", -2, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrandmember,
+     NULL},
     {"zrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrange, NULL},
     {"zrangebylex", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrangebylex,
      NULL},
     {"zrangebyscore", -4, R, 1, 1, 1, "read sortedset slow",
      pk_cmd_zrangebyscore, NULL},
+    {"zrangestore", -5, W, 1, 2, 1, "write sortedset slow", pk_cmd_zrangestore,
+     NULL},
+    {"zrank", 3, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zrank, NULL},
     {"zrem", -3, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zrem, NULL},
+    {"zremrangebylex", 4, W, 1, 1, 1, "write sortedset slow",
+     pk_cmd_zremrangebylex, NULL},
+    {"zremrangebyrank", 4, W, 1, 1, 1, "write sortedset slow",
+     pk_cmd_zremrangebyrank, NULL},
+    {"zremrangebyscore", 4, W, 1, 1, 1, "write sortedset slow",
+     pk_cmd_zremrangebyscore, NULL},
     {"zrevrange", -4, R, 1, 1, 1, "read sortedset slow", pk_cmd_zrevrange,
      NULL},
+    {"zrevrangebylex", -4, R, 1, 1, 1, "read sortedset slow",
+     pk_cmd_zrevrangebylex, NULL},
+    {"zrevrangebyscore", -4, R, 1, 1, 1, "read sortedset slow",
+     pk_cmd_zrevrangebyscore, NULL},
+    {"zrevrank", 3, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zrevrank,
+     NULL},
+    {"zscan", -3, R, 1, 1, 1, "read sortedset slow", pk_cmd_zscan, NULL},
     {"zscore", 3, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zscore, NULL},
+    {"zunion", -3, R, 0, 0, 0, "read sortedset slow", pk_cmd_zunion,
+     pk_cmd_keys_num1},
+    {"zunionstore", -4, W, 1, 1, 1, "write sortedset slow", pk_cmd_zunionstore,
+     pk_cmd_keys_dest_num2},
 };
 
 #define NCMDS (sizeof(table) / sizeof(table[0]))
@@ -264,24 +317,27 @@ int pk_arg_i64(const pk_arg *a, int64_t *v)
     return pk_str_parse_int(a->ptr, a->len, v) == PK_OK;
 }
 
-/* Redis's float parsing: strtod over the whole argument, no NaN. */
+/* Redis's float parsing: strtod over the whole argument, no NaN, any
+ * length (Redis's tests send DBL_MAX written out with decimals). */
 int pk_arg_double(const pk_arg *a, double *v)
 {
-    char buf[128];
-    char *end;
+    char small[128], *buf = small, *end;
     double d;
+    int ok;
 
-    if (a->len == 0 || a->len >= sizeof(buf))
+    if (a->len == 0 || a->ptr[0] == ' ' || a->ptr[0] == '\t')
+        return 0;
+    if (a->len >= sizeof(small) && (buf = malloc(a->len + 1)) == NULL)
         return 0;
     memcpy(buf, a->ptr, a->len);
     buf[a->len] = '\0';
-    if (buf[0] == ' ' || buf[0] == '\t')
-        return 0;
     d = strtod(buf, &end);
-    if (*end != '\0' || isnan(d))
-        return 0;
-    *v = d;
-    return 1;
+    ok = *end == '\0' && !isnan(d);
+    if (buf != small)
+        free(buf);
+    if (ok)
+        *v = d;
+    return ok;
 }
 
 void pk_reply_syntax(pk_cmd_ctx *x)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "server/pk_srv.h"
+#include "store/pk_key.h"
 #include "store/pk_slice.h"
 
 #define PK_CMD_WRITE 0x01u
@@ -175,5 +176,63 @@ void pk_cmd_rename(pk_cmd_ctx *x);
 void pk_cmd_renamenx(pk_cmd_ctx *x);
 void pk_cmd_restore(pk_cmd_ctx *x);
 void pk_cmd_time(pk_cmd_ctx *x);
+
+/* Hashes and sorted sets (pk_cmd_hash.c, pk_cmd_zset.c). */
+void pk_cmd_hsetnx(pk_cmd_ctx *x);
+void pk_cmd_hkeys(pk_cmd_ctx *x);
+void pk_cmd_hvals(pk_cmd_ctx *x);
+void pk_cmd_hstrlen(pk_cmd_ctx *x);
+void pk_cmd_hincrbyfloat(pk_cmd_ctx *x);
+void pk_cmd_hrandfield(pk_cmd_ctx *x);
+void pk_cmd_hscan(pk_cmd_ctx *x);
+void pk_cmd_zincrby(pk_cmd_ctx *x);
+void pk_cmd_zcount(pk_cmd_ctx *x);
+void pk_cmd_zlexcount(pk_cmd_ctx *x);
+void pk_cmd_zrank(pk_cmd_ctx *x);
+void pk_cmd_zrevrank(pk_cmd_ctx *x);
+void pk_cmd_zmscore(pk_cmd_ctx *x);
+void pk_cmd_zrevrangebyscore(pk_cmd_ctx *x);
+void pk_cmd_zrevrangebylex(pk_cmd_ctx *x);
+void pk_cmd_zremrangebyscore(pk_cmd_ctx *x);
+void pk_cmd_zremrangebyrank(pk_cmd_ctx *x);
+void pk_cmd_zremrangebylex(pk_cmd_ctx *x);
+void pk_cmd_zrangestore(pk_cmd_ctx *x);
+void pk_cmd_zunion(pk_cmd_ctx *x);
+void pk_cmd_zinter(pk_cmd_ctx *x);
+void pk_cmd_zdiff(pk_cmd_ctx *x);
+void pk_cmd_zunionstore(pk_cmd_ctx *x);
+void pk_cmd_zinterstore(pk_cmd_ctx *x);
+void pk_cmd_zdiffstore(pk_cmd_ctx *x);
+void pk_cmd_zintercard(pk_cmd_ctx *x);
+void pk_cmd_zpopmin(pk_cmd_ctx *x);
+void pk_cmd_zpopmax(pk_cmd_ctx *x);
+void pk_cmd_zmpop(pk_cmd_ctx *x);
+void pk_cmd_zrandmember(pk_cmd_ctx *x);
+void pk_cmd_zscan(pk_cmd_ctx *x);
+/* Key finders: "numkeys key..." at 1, and "dest numkeys key..." */
+int pk_cmd_keys_num1(int argc, const pk_arg *argv, pk_keyrun *r);
+int pk_cmd_keys_dest_num2(int argc, const pk_arg *argv, pk_keyrun *r);
+
+/*
+ * HSCAN/ZSCAN: parses "key cursor [MATCH p] [COUNT n]" (opts borrow
+ * argv) or replies the error and returns 0.  pk_cmd_scan_reply writes
+ * [cursor, items] with n items already encoded in items.
+ */
+int pk_cmd_scan_args(pk_cmd_ctx *x, uint64_t *cursor, pk_scan_opts *o);
+void pk_cmd_scan_reply(pk_cmd_ctx *x, uint64_t next, const pk_obuf *items,
+                       size_t n);
+
+/*
+ * HRANDFIELD/ZRANDMEMBER: parses argv[2] (count) and argv[3] (with, the
+ * WITHVALUES/WITHSCORES word) or replies the error and returns 0.
+ * pk_cmd_rand_pick writes to idx (n entries for count >= 0, else -count)
+ * the picks among n >= 1 elements and their number to *k.
+ */
+#define PK_CMD_RAND_MAX (1 << 24)
+int pk_cmd_rand_count(pk_cmd_ctx *x, const char *with, int64_t *count);
+void pk_cmd_rand_pick(uint64_t seed, size_t n, int64_t count, size_t *idx,
+                      size_t *k);
+uint64_t pk_cmd_rand_next(uint64_t *s);
+uint64_t pk_cmd_rand_seed(const void *p);
 
 #endif

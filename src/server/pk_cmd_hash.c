@@ -1,10 +1,20 @@
-/* Hash commands: HSET (HMSET) HGET HMGET HDEL HGETALL HLEN HEXISTS HINCRBY */
+/*
+ * Hash commands: HSET (HMSET) HSETNX HGET HMGET HDEL HGETALL HKEYS HVALS
+ * HLEN HEXISTS HSTRLEN HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN, and the
+ * argument parsing and random picks HSCAN/ZSCAN and HRANDFIELD/ZRANDMEMBER
+ * share (pk_cmd_scan_args, pk_cmd_rand_*).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/pk_err.h"
 #include "server/pk_cmd.h"
 #include "store/pk_hmap.h"
+#include "store/pk_key.h"
 
 /* Field/value argument slices, from argv[from] on with a stride. */
 static pk_slice *slices(pk_cmd_ctx *x, int from, int stride, size_t *n)
@@ -98,27 +108,56 @@ void pk_cmd_hdel(pk_cmd_ctx *x)
         pk_reply_int(x->out, (int64_t)removed);
 }
 
+/* HGETALL, HKEYS, HVALS: which halves of each pair go out. */
+enum { H_FIELD = 1, H_VALUE = 2 };
+
+typedef struct hemit {
+    pk_cmd_ctx *x;
+    int what;
+} hemit;
+
 static int emit_pair(void *ctx, pk_slice field, pk_slice val)
 {
-    pk_cmd_ctx *x = ctx;
+    hemit *e = ctx;
 
-    pk_reply_bulk(x->out, field.ptr, field.len);
-    pk_reply_bulk(x->out, val.ptr, val.len);
+    if (e->what & H_FIELD)
+        pk_reply_bulk(e->x->out, field.ptr, field.len);
+    if (e->what & H_VALUE)
+        pk_reply_bulk(e->x->out, val.ptr, val.len);
     return 0;
 }
 
-void pk_cmd_hgetall(pk_cmd_ctx *x)
+static void hash_all(pk_cmd_ctx *x, int what)
 {
     TXN_OR_RETURN(x, t);
+    hemit e = {x, what};
     uint64_t len;
     int rc = pk_hmap_len(t, PK_KEY(x, 1), NOW(x), &len);
 
     if (rc == PK_OK) {
-        pk_reply_map(x->out, x->proto, len);
-        rc = pk_hmap_each(t, PK_KEY(x, 1), NOW(x), emit_pair, x);
+        if (what == (H_FIELD | H_VALUE))
+            pk_reply_map(x->out, x->proto, len);
+        else
+            pk_reply_array(x->out, len);
+        rc = pk_hmap_each(t, PK_KEY(x, 1), NOW(x), emit_pair, &e);
     }
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
+}
+
+void pk_cmd_hgetall(pk_cmd_ctx *x)
+{
+    hash_all(x, H_FIELD | H_VALUE);
+}
+
+void pk_cmd_hkeys(pk_cmd_ctx *x)
+{
+    hash_all(x, H_FIELD);
+}
+
+void pk_cmd_hvals(pk_cmd_ctx *x)
+{
+    hash_all(x, H_VALUE);
 }
 
 void pk_cmd_hlen(pk_cmd_ctx *x)
@@ -162,4 +201,301 @@ void pk_cmd_hincrby(pk_cmd_ctx *x)
         pk_cmd_store_error(x, rc);
     else
         pk_reply_int(x->out, v);
+}
+
+void pk_cmd_hsetnx(pk_cmd_ctx *x)
+{
+    TXN_OR_RETURN(x, t);
+    int set = 0;
+    int rc = pk_hmap_setnx(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len,
+                           x->argv[3].ptr, x->argv[3].len, NOW(x), &set);
+
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, set);
+}
+
+void pk_cmd_hstrlen(pk_cmd_ctx *x)
+{
+    TXN_OR_RETURN(x, t);
+    pk_slice v;
+    int rc = pk_hmap_get(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len,
+                         NOW(x), &v);
+
+    if (rc == PK_ENOTFOUND)
+        pk_reply_int(x->out, 0);
+    else if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, (int64_t)v.len);
+}
+
+void pk_cmd_hincrbyfloat(pk_cmd_ctx *x)
+{
+    long double by;
+    pk_slice v;
+    int rc;
+
+    if (!pk_hmap_parse_ld(x->argv[3].ptr, x->argv[3].len, &by)) {
+        pk_reply_error(x->out, "ERR value is not a valid float");
+        return;
+    }
+    if (isnan(by) || isinf(by)) {
+        pk_reply_error(x->out, "ERR value is NaN or Infinity");
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    rc = pk_hmap_incrbyfloat(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len,
+                             by, NOW(x), &v);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_bulk(x->out, v.ptr, v.len);
+}
+
+int pk_cmd_scan_args(pk_cmd_ctx *x, uint64_t *cursor, pk_scan_opts *o)
+{
+    const pk_arg *c = &x->argv[2];
+    uint64_t v = 0;
+    int64_t count;
+
+    /* Redis reads the cursor with strtoul: digits, at most 2^64 - 1. */
+    for (size_t i = 0; i < c->len; i++) {
+        unsigned d = (unsigned)(c->ptr[i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            pk_reply_error(x->out, "ERR invalid cursor");
+            return 0;
+        }
+        v = v * 10 + d;
+    }
+    if (c->len == 0) {
+        pk_reply_error(x->out, "ERR invalid cursor");
+        return 0;
+    }
+    *o = (pk_scan_opts){NULL, 0, 10, PK_TYPE_NONE, NULL, NULL};
+    for (int i = 3; i < x->argc; i += 2) {
+        const pk_arg *a = &x->argv[i];
+        if (i + 1 >= x->argc) {
+            pk_reply_syntax(x);
+            return 0;
+        }
+        if (pk_arg_eq(a, "match")) {
+            o->match = x->argv[i + 1].ptr;
+            o->match_len = x->argv[i + 1].len;
+            if (o->match_len == 1 && o->match && x->argv[i + 1].ptr[0] == '*')
+                o->match = NULL;
+        } else if (pk_arg_eq(a, "count")) {
+            if (!pk_arg_i64(&x->argv[i + 1], &count)) {
+                pk_reply_notint(x);
+                return 0;
+            }
+            if (count < 1) {
+                pk_reply_syntax(x);
+                return 0;
+            }
+            o->count = (size_t)count;
+        } else {
+            pk_reply_syntax(x);
+            return 0;
+        }
+    }
+    *cursor = v;
+    return 1;
+}
+
+void pk_cmd_scan_reply(pk_cmd_ctx *x, uint64_t next, const pk_obuf *items,
+                       size_t n)
+{
+    char cur[24];
+
+    snprintf(cur, sizeof(cur), "%llu", (unsigned long long)next);
+    pk_reply_array(x->out, 2);
+    pk_reply_bulk_str(x->out, cur);
+    pk_reply_array(x->out, n);
+    if (n)
+        pk_obuf_append(x->out, items->data + items->head,
+                       pk_obuf_pending(items));
+}
+
+typedef struct hscan_out {
+    pk_obuf items;
+    size_t n;
+} hscan_out;
+
+static int hscan_emit(void *ctx, pk_slice field, pk_slice val)
+{
+    hscan_out *o = ctx;
+
+    pk_reply_bulk(&o->items, field.ptr, field.len);
+    pk_reply_bulk(&o->items, val.ptr, val.len);
+    o->n += 2;
+    return 0;
+}
+
+void pk_cmd_hscan(pk_cmd_ctx *x)
+{
+    pk_scan_opts o;
+    uint64_t cursor, next = 0;
+    hscan_out so = {.n = 0};
+    int rc;
+
+    if (!pk_cmd_scan_args(x, &cursor, &o))
+        return;
+    TXN_OR_RETURN(x, t);
+    /* Items are collected aside: the cursor comes first in the reply. */
+    pk_obuf_init(&so.items);
+    rc = pk_hmap_scan(t, PK_KEY(x, 1), cursor, &o, NOW(x), hscan_emit, &so,
+                      &next);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_cmd_scan_reply(x, next, &so.items, so.n);
+    pk_obuf_free(&so.items);
+}
+
+int pk_cmd_rand_count(pk_cmd_ctx *x, const char *with, int64_t *count)
+{
+    int64_t l;
+
+    if (!pk_arg_i64(&x->argv[2], &l)) {
+        pk_reply_notint(x);
+        return 0;
+    }
+    if (l < -INT64_MAX) {
+        pk_reply_error(x->out, "ERR value is out of range, value must between "
+                               "-9223372036854775807 and "
+                               "9223372036854775807");
+        return 0;
+    }
+    if (x->argc > 4 || (x->argc == 4 && !pk_arg_eq(&x->argv[3], with))) {
+        pk_reply_syntax(x);
+        return 0;
+    }
+    /* Redis refuses what would overflow count * 2; partkv also refuses a
+     * repeated pick longer than PK_CMD_RAND_MAX, which Redis would try to
+     * answer until its memory ran out. */
+    if ((x->argc == 4 && (l < -INT64_MAX / 2 || l > INT64_MAX / 2)) ||
+        l < -PK_CMD_RAND_MAX) {
+        pk_reply_error(x->out, "ERR value is out of range");
+        return 0;
+    }
+    *count = l;
+    return 1;
+}
+
+void pk_cmd_rand_pick(uint64_t seed, size_t n, int64_t count, size_t *idx,
+                      size_t *k)
+{
+    uint64_t s = seed;
+
+    if (count >= 0) {
+        /* Distinct: a partial Fisher-Yates shuffle of 0..n-1. */
+        size_t m = (uint64_t)count < n ? (size_t)count : n;
+        for (size_t i = 0; i < n; i++)
+            idx[i] = i;
+        for (size_t i = 0; i < m; i++) {
+            size_t j = i + (size_t)(pk_cmd_rand_next(&s) % (n - i));
+            size_t tmp = idx[i];
+            idx[i] = idx[j];
+            idx[j] = tmp;
+        }
+        *k = m;
+        return;
+    }
+    for (size_t i = 0; i < (size_t)-count; i++)
+        idx[i] = (size_t)(pk_cmd_rand_next(&s) % n);
+    *k = (size_t)-count;
+}
+
+uint64_t pk_cmd_rand_next(uint64_t *s)
+{
+    /* splitmix64: no shared state, a seed per command is enough. */
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t pk_cmd_rand_seed(const void *p)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+           (uint64_t)(uintptr_t)p;
+}
+
+typedef struct hpairs {
+    pk_slice *f, *v;
+    size_t n, cap;
+} hpairs;
+
+static int collect_pair(void *ctx, pk_slice field, pk_slice val)
+{
+    hpairs *h = ctx;
+
+    if (h->n == h->cap)
+        return PK_ECORRUPT; /* more fields than the META count */
+    h->f[h->n] = field;
+    h->v[h->n++] = val;
+    return 0;
+}
+
+void pk_cmd_hrandfield(pk_cmd_ctx *x)
+{
+    int64_t count = 1;
+    int withvalues = x->argc == 4;
+    uint64_t len;
+    hpairs h = {0};
+    size_t *idx = NULL, k = 0;
+    int rc;
+
+    if (x->argc >= 3 && !pk_cmd_rand_count(x, "withvalues", &count))
+        return;
+    TXN_OR_RETURN(x, t);
+    rc = pk_hmap_len(t, PK_KEY(x, 1), NOW(x), &len);
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+        return;
+    }
+    if (len == 0 || count == 0) {
+        if (x->argc == 2)
+            pk_reply_null(x->out, x->proto);
+        else
+            pk_reply_array(x->out, 0);
+        return;
+    }
+    /* Allocations follow the hash's size, or a count already bounded. */
+    h.cap = (size_t)len;
+    h.f = malloc(h.cap * sizeof(*h.f));
+    h.v = malloc(h.cap * sizeof(*h.v));
+    idx = malloc((count < 0 ? (size_t)-count : h.cap) * sizeof(*idx));
+    rc = h.f && h.v && idx ? PK_OK : PK_ENOMEM;
+    if (rc == PK_OK)
+        rc = pk_hmap_each(t, PK_KEY(x, 1), NOW(x), collect_pair, &h);
+    if (rc == PK_OK && h.n == 0)
+        rc = PK_ECORRUPT;
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+        goto out;
+    }
+    pk_cmd_rand_pick(pk_cmd_rand_seed(t), h.n, count, idx, &k);
+    if (x->argc == 2) {
+        pk_reply_bulk(x->out, h.f[idx[0]].ptr, h.f[idx[0]].len);
+        goto out;
+    }
+    pk_reply_array(x->out, withvalues && x->proto == 2 ? 2 * k : k);
+    for (size_t i = 0; i < k; i++) {
+        if (withvalues && x->proto == 3)
+            pk_reply_array(x->out, 2);
+        pk_reply_bulk(x->out, h.f[idx[i]].ptr, h.f[idx[i]].len);
+        if (withvalues)
+            pk_reply_bulk(x->out, h.v[idx[i]].ptr, h.v[idx[i]].len);
+    }
+out:
+    free(h.f);
+    free(h.v);
+    free(idx);
 }

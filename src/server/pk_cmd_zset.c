@@ -1,8 +1,14 @@
 /*
- * Sorted-set commands: ZADD ZREM ZSCORE ZCARD and the ZRANGE family
- * (ZRANGE with BYSCORE/BYLEX/REV/LIMIT/WITHSCORES, ZRANGEBYSCORE,
- * ZREVRANGE, ZRANGEBYLEX), all of which parse into one zrange_spec and
- * share one implementation.
+ * Sorted-set commands: ZADD ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
+ * ZREVRANK, the ZRANGE family (ZRANGE with BYSCORE/BYLEX/REV/LIMIT/
+ * WITHSCORES, ZRANGEBYSCORE, ZREVRANGE, ZREVRANGEBYSCORE, ZRANGEBYLEX,
+ * ZREVRANGEBYLEX, ZRANGESTORE, ZCOUNT, ZLEXCOUNT, ZREMRANGEBY*), all of
+ * which parse into one zrange_spec, the set algebra (ZUNION ZINTER ZDIFF,
+ * their STORE forms, ZINTERCARD), the pops (ZPOPMIN ZPOPMAX ZMPOP),
+ * ZRANDMEMBER and ZSCAN.
+ *
+ * Multi-key commands run on one partition: routing checks that in a
+ * cluster (CROSSSLOT); a standalone node checks it here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +16,7 @@
 #include "core/pk_err.h"
 #include "server/pk_cmd.h"
 #include "store/pk_zset.h"
+#include "store/pk_zset_ops.h"
 #include "store/pk_zset_range.h"
 
 void pk_cmd_zadd(pk_cmd_ctx *x)
@@ -168,50 +175,38 @@ static int emit_member(void *ctx, pk_slice member, double score)
     return 0;
 }
 
-static int zrange_run(pk_cmd_ctx *x, pk_txn *t, const zrange_spec *z, zemit *e)
+/* Spec to store range; PK_EINVAL / PK_ERANGE / PK_ECORRUPT name the
+ * argument error (see zrange_error). */
+static int zrange_parse(const zrange_spec *z, pk_zrange *r)
 {
     const pk_arg *lo = z->rev ? z->to : z->from;
     const pk_arg *hi = z->rev ? z->from : z->to;
 
+    *r = (pk_zrange){.rev = z->rev, .offset = z->offset, .count = z->count};
     if (z->kind == Z_RANK) {
-        int64_t start, stop;
-        if (!pk_arg_i64(z->from, &start) || !pk_arg_i64(z->to, &stop))
+        r->kind = PK_ZRANGE_RANK;
+        r->offset = 0;
+        r->count = -1;
+        if (!pk_arg_i64(z->from, &r->start) || !pk_arg_i64(z->to, &r->stop))
             return PK_EINVAL;
-        return pk_zset_range_rank(t, PK_KEY(x, 1), start, stop, z->rev, NOW(x),
-                                  emit_member, e);
+        return PK_OK;
     }
     if (z->kind == Z_SCORE) {
-        pk_zbound min, max;
-        if (pk_zbound_parse(lo->ptr, lo->len, &min) != PK_OK ||
-            pk_zbound_parse(hi->ptr, hi->len, &max) != PK_OK)
+        r->kind = PK_ZRANGE_SCORE;
+        if (pk_zbound_parse(lo->ptr, lo->len, &r->smin) != PK_OK ||
+            pk_zbound_parse(hi->ptr, hi->len, &r->smax) != PK_OK)
             return PK_ERANGE;
-        return pk_zset_range_score(t, PK_KEY(x, 1), &min, &max, z->rev,
-                                   z->offset, z->count, NOW(x), emit_member, e);
+        return PK_OK;
     }
-    pk_zlex min, max;
-    if (pk_zlex_parse(lo->ptr, lo->len, &min) != PK_OK ||
-        pk_zlex_parse(hi->ptr, hi->len, &max) != PK_OK)
+    r->kind = PK_ZRANGE_LEX;
+    if (pk_zlex_parse(lo->ptr, lo->len, &r->lmin) != PK_OK ||
+        pk_zlex_parse(hi->ptr, hi->len, &r->lmax) != PK_OK)
         return PK_ECORRUPT;
-    return pk_zset_range_lex(t, PK_KEY(x, 1), &min, &max, z->rev, z->offset,
-                             z->count, NOW(x), emit_member, e);
+    return PK_OK;
 }
 
-static void zrange_generic(pk_cmd_ctx *x, const zrange_spec *z)
+static void zrange_error(pk_cmd_ctx *x, int rc)
 {
-    zemit e = {x, z->withscores, 0};
-    size_t pos, mark;
-    int rc;
-
-    TXN_OR_RETURN(x, t);
-    mark = pk_obuf_pending(x->out);
-    pk_reply_defer(x->out, &pos);
-    rc = zrange_run(x, t, z, &e);
-    if (rc == PK_OK) {
-        pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY,
-                              e.n * (z->withscores && x->proto == 2 ? 2 : 1));
-        return;
-    }
-    x->out->len = x->out->head + mark; /* drop the deferred header */
     if (rc == PK_EINVAL)
         pk_reply_notint(x);
     else if (rc == PK_ERANGE)
@@ -222,20 +217,51 @@ static void zrange_generic(pk_cmd_ctx *x, const zrange_spec *z)
         pk_cmd_store_error(x, rc);
 }
 
+static void zrange_generic(pk_cmd_ctx *x, const zrange_spec *z)
+{
+    zemit e = {x, z->withscores, 0};
+    size_t pos, mark;
+    pk_zrange r;
+    int rc = zrange_parse(z, &r);
+
+    if (rc != PK_OK) {
+        zrange_error(x, rc);
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    mark = pk_obuf_pending(x->out);
+    pk_reply_defer(x->out, &pos);
+    rc = pk_zset_range(t, PK_KEY(x, 1), &r, NOW(x), emit_member, &e);
+    if (rc == PK_OK) {
+        pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY,
+                              e.n * (z->withscores && x->proto == 2 ? 2 : 1));
+        return;
+    }
+    x->out->len = x->out->head + mark; /* drop the deferred header */
+    zrange_error(x, rc == PK_EINVAL ? PK_ERANGE : rc);
+}
+
+/* allow bits for zrange_options. */
+#define ZO_WITHSCORES 1
+#define ZO_BY 2
+#define ZO_LIMIT 4
+
 /* Parses the options after "key a b" from argv[i] on. */
 static int zrange_options(pk_cmd_ctx *x, int i, zrange_spec *z, int allow)
 {
     for (; i < x->argc; i++) {
         const pk_arg *a = &x->argv[i];
-        if (pk_arg_eq(a, "withscores") && (allow & 1))
+        if (pk_arg_eq(a, "withscores") && (allow & ZO_WITHSCORES))
             z->withscores = 1;
-        else if (pk_arg_eq(a, "byscore") && (allow & 2) && z->kind == Z_RANK)
+        else if (pk_arg_eq(a, "byscore") && (allow & ZO_BY) &&
+                 z->kind == Z_RANK)
             z->kind = Z_SCORE;
-        else if (pk_arg_eq(a, "bylex") && (allow & 2) && z->kind == Z_RANK)
+        else if (pk_arg_eq(a, "bylex") && (allow & ZO_BY) && z->kind == Z_RANK)
             z->kind = Z_LEX;
-        else if (pk_arg_eq(a, "rev") && (allow & 2))
+        else if (pk_arg_eq(a, "rev") && (allow & ZO_BY))
             z->rev = 1;
-        else if (pk_arg_eq(a, "limit") && (allow & 4) && i + 2 < x->argc) {
+        else if (pk_arg_eq(a, "limit") && (allow & ZO_LIMIT) &&
+                 i + 2 < x->argc) {
             if (!pk_arg_i64(&x->argv[i + 1], &z->offset) ||
                 !pk_arg_i64(&x->argv[i + 2], &z->count)) {
                 pk_reply_notint(x);
@@ -271,20 +297,648 @@ static void zrange_cmd(pk_cmd_ctx *x, enum zkind kind, int rev, int allow)
 
 void pk_cmd_zrange(pk_cmd_ctx *x)
 {
-    zrange_cmd(x, Z_RANK, 0, 1 | 2 | 4);
+    zrange_cmd(x, Z_RANK, 0, ZO_WITHSCORES | ZO_BY | ZO_LIMIT);
 }
 
 void pk_cmd_zrevrange(pk_cmd_ctx *x)
 {
-    zrange_cmd(x, Z_RANK, 1, 1);
+    zrange_cmd(x, Z_RANK, 1, ZO_WITHSCORES);
 }
 
 void pk_cmd_zrangebyscore(pk_cmd_ctx *x)
 {
-    zrange_cmd(x, Z_SCORE, 0, 1 | 4);
+    zrange_cmd(x, Z_SCORE, 0, ZO_WITHSCORES | ZO_LIMIT);
+}
+
+void pk_cmd_zrevrangebyscore(pk_cmd_ctx *x)
+{
+    zrange_cmd(x, Z_SCORE, 1, ZO_WITHSCORES | ZO_LIMIT);
 }
 
 void pk_cmd_zrangebylex(pk_cmd_ctx *x)
 {
-    zrange_cmd(x, Z_LEX, 0, 4);
+    zrange_cmd(x, Z_LEX, 0, ZO_LIMIT);
+}
+
+void pk_cmd_zrevrangebylex(pk_cmd_ctx *x)
+{
+    zrange_cmd(x, Z_LEX, 1, ZO_LIMIT);
+}
+
+/* ZCOUNT, ZLEXCOUNT and ZREMRANGEBY*: "key a b" of one kind. */
+static int zrange3(pk_cmd_ctx *x, enum zkind kind, pk_zrange *r)
+{
+    zrange_spec z = {kind, 0, 0, 0, &x->argv[2], &x->argv[3], 0, -1};
+    int rc = zrange_parse(&z, r);
+
+    if (rc != PK_OK)
+        zrange_error(x, rc);
+    return rc == PK_OK;
+}
+
+static void zcount_cmd(pk_cmd_ctx *x, enum zkind kind)
+{
+    pk_zrange r;
+    uint64_t n = 0;
+    int rc;
+
+    if (!zrange3(x, kind, &r))
+        return;
+    TXN_OR_RETURN(x, t);
+    rc = pk_zset_count(t, PK_KEY(x, 1), &r, NOW(x), &n);
+    if (rc != PK_OK)
+        zrange_error(x, rc == PK_EINVAL ? PK_ERANGE : rc);
+    else
+        pk_reply_int(x->out, (int64_t)n);
+}
+
+void pk_cmd_zcount(pk_cmd_ctx *x)
+{
+    zcount_cmd(x, Z_SCORE);
+}
+
+void pk_cmd_zlexcount(pk_cmd_ctx *x)
+{
+    zcount_cmd(x, Z_LEX);
+}
+
+static void zremrange_cmd(pk_cmd_ctx *x, enum zkind kind)
+{
+    pk_zrange r;
+    uint64_t n = 0;
+    int rc;
+
+    if (!zrange3(x, kind, &r))
+        return;
+    TXN_OR_RETURN(x, t);
+    rc = pk_zset_remrange(t, PK_KEY(x, 1), &r, NOW(x), &n);
+    if (rc != PK_OK)
+        zrange_error(x, rc == PK_EINVAL ? PK_ERANGE : rc);
+    else
+        pk_reply_int(x->out, (int64_t)n);
+}
+
+void pk_cmd_zremrangebyscore(pk_cmd_ctx *x)
+{
+    zremrange_cmd(x, Z_SCORE);
+}
+
+void pk_cmd_zremrangebyrank(pk_cmd_ctx *x)
+{
+    zremrange_cmd(x, Z_RANK);
+}
+
+void pk_cmd_zremrangebylex(pk_cmd_ctx *x)
+{
+    zremrange_cmd(x, Z_LEX);
+}
+
+/* A standalone node checks that keys share a partition (see the top). */
+static int same_part(pk_cmd_ctx *x, int first, int last, int also)
+{
+    uint32_t p;
+
+    if (x->have_part)
+        return 1;
+    p = pk_cmd_part(x, first);
+    for (int i = first + 1; i <= last; i++)
+        if (pk_cmd_part(x, i) != p)
+            goto cross;
+    if (also <= 0 || pk_cmd_part(x, also) == p)
+        return 1;
+cross:
+    pk_reply_error(x->out, "CROSSSLOT Keys in request don't hash to the "
+                           "same slot");
+    return 0;
+}
+
+void pk_cmd_zrangestore(pk_cmd_ctx *x)
+{
+    zrange_spec z = {Z_RANK, 0, 0, 0, &x->argv[3], &x->argv[4], 0, -1};
+    pk_zrange r;
+    uint64_t n = 0;
+    int rc;
+
+    if (!zrange_options(x, 5, &z, ZO_BY | ZO_LIMIT))
+        return;
+    if ((rc = zrange_parse(&z, &r)) != PK_OK) {
+        zrange_error(x, rc);
+        return;
+    }
+    if (!same_part(x, 1, 2, 0))
+        return;
+    TXN_OR_RETURN(x, t);
+    rc = pk_zset_rangestore(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len, &r,
+                            NOW(x), &n);
+    if (rc != PK_OK)
+        zrange_error(x, rc == PK_EINVAL ? PK_ERANGE : rc);
+    else
+        pk_reply_int(x->out, (int64_t)n);
+}
+
+void pk_cmd_zincrby(pk_cmd_ctx *x)
+{
+    pk_slice m = {x->argv[3].ptr, x->argv[3].len};
+    pk_zadd_result res;
+    double by;
+    int rc;
+
+    if (!pk_arg_double(&x->argv[2], &by)) {
+        pk_reply_error(x->out, "ERR value is not a valid float");
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    rc = pk_zset_add(t, PK_KEY(x, 1), PK_ZADD_INCR, 1, &by, &m, NOW(x), &res);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_double(x->out, x->proto, res.score);
+}
+
+static void zrank_cmd(pk_cmd_ctx *x, int rev)
+{
+    TXN_OR_RETURN(x, t);
+    uint64_t rank;
+    double score;
+    int rc = pk_zset_rank(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len, rev,
+                          NOW(x), &rank, &score);
+
+    if (rc == PK_ENOTFOUND)
+        pk_reply_null(x->out, x->proto);
+    else if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, (int64_t)rank);
+}
+
+void pk_cmd_zrank(pk_cmd_ctx *x)
+{
+    zrank_cmd(x, 0);
+}
+
+void pk_cmd_zrevrank(pk_cmd_ctx *x)
+{
+    zrank_cmd(x, 1);
+}
+
+void pk_cmd_zmscore(pk_cmd_ctx *x)
+{
+    TXN_OR_RETURN(x, t);
+    uint64_t card;
+    double s;
+    int rc = pk_zset_card(t, PK_KEY(x, 1), NOW(x), &card);
+
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+        return;
+    }
+    /* The type is checked: only storage errors remain, and they are
+     * sticky (the iteration's reply is replaced). */
+    pk_reply_array(x->out, (size_t)x->argc - 2);
+    for (int i = 2; i < x->argc; i++) {
+        rc = pk_zset_score(t, PK_KEY(x, 1), x->argv[i].ptr, x->argv[i].len,
+                           NOW(x), &s);
+        if (rc == PK_OK)
+            pk_reply_double(x->out, x->proto, s);
+        else
+            pk_reply_null(x->out, x->proto);
+    }
+}
+
+/* A parsed ZUNION/ZINTER/ZDIFF[STORE]/ZINTERCARD. */
+typedef struct zop_args {
+    pk_zop op;
+    pk_slice *keys;  /* owned */
+    double *weights; /* owned, or NULL */
+    int withscores;
+    int first; /* argv index of the first input key */
+} zop_args;
+
+/*
+ * Parses "numkeys key... options" at argv[ni]; the order of checks and
+ * the errors are Redis's (input types are checked before options).
+ */
+static int zop_parse(pk_cmd_ctx *x, pk_txn *t, int ni, int store, int card,
+                     zop_args *a)
+{
+    int64_t n, limit;
+    int i;
+
+    if (!pk_arg_i64(&x->argv[ni], &n)) {
+        pk_reply_notint(x);
+        return 0;
+    }
+    if (n < 1) {
+        pk_reply_errorf(x->out,
+                        "ERR at least 1 input key is needed for '%s' command",
+                        x->c->last_cmd);
+        return 0;
+    }
+    if (n > x->argc - ni - 1) {
+        pk_reply_syntax(x);
+        return 0;
+    }
+    if (!same_part(x, ni + 1, ni + (int)n, store ? 1 : 0))
+        return 0;
+    a->first = ni + 1;
+    a->op.n = (size_t)n;
+    a->keys = malloc(a->op.n * sizeof(*a->keys));
+    if (a->keys == NULL) {
+        pk_cmd_store_error(x, PK_ENOMEM);
+        return 0;
+    }
+    for (size_t k = 0; k < a->op.n; k++)
+        a->keys[k] = (pk_slice){x->argv[a->first + (int)k].ptr,
+                                x->argv[a->first + (int)k].len};
+    a->op.keys = a->keys;
+    int rc = pk_zset_check_inputs(t, pk_cmd_part(x, a->first), a->op.n, a->keys,
+                                  NOW(x));
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+        return 0;
+    }
+    for (i = ni + 1 + (int)n; i < x->argc; i++) {
+        int left = x->argc - i;
+        const pk_arg *o = &x->argv[i];
+        if (a->op.op != PK_ZOP_DIFF && !card && left >= (int)n + 1 &&
+            pk_arg_eq(o, "weights")) {
+            if (a->weights == NULL)
+                a->weights = malloc(a->op.n * sizeof(*a->weights));
+            if (a->weights == NULL) {
+                pk_cmd_store_error(x, PK_ENOMEM);
+                return 0;
+            }
+            for (size_t k = 0; k < a->op.n; k++) {
+                if (!pk_arg_double(&x->argv[i + 1 + (int)k], &a->weights[k])) {
+                    pk_reply_error(x->out, "ERR weight value is not a float");
+                    return 0;
+                }
+            }
+            a->op.weights = a->weights;
+            i += (int)n;
+        } else if (a->op.op != PK_ZOP_DIFF && !card && left >= 2 &&
+                   pk_arg_eq(o, "aggregate")) {
+            const pk_arg *g = &x->argv[++i];
+            if (pk_arg_eq(g, "sum"))
+                a->op.agg = PK_ZAGG_SUM;
+            else if (pk_arg_eq(g, "min"))
+                a->op.agg = PK_ZAGG_MIN;
+            else if (pk_arg_eq(g, "max"))
+                a->op.agg = PK_ZAGG_MAX;
+            else {
+                pk_reply_syntax(x);
+                return 0;
+            }
+        } else if (!store && !card && pk_arg_eq(o, "withscores")) {
+            a->withscores = 1;
+        } else if (card && left >= 2 && pk_arg_eq(o, "limit")) {
+            if (!pk_arg_i64(&x->argv[++i], &limit) || limit < 0) {
+                pk_reply_error(x->out, "ERR LIMIT can't be negative");
+                return 0;
+            }
+            a->op.limit = (uint64_t)limit;
+        } else {
+            pk_reply_syntax(x);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void zop_cmd(pk_cmd_ctx *x, pk_zop_kind kind, int store, int card)
+{
+    zop_args a = {.op = {.op = kind}};
+    zemit e = {x, 0, 0};
+    uint64_t n = 0;
+    size_t pos, mark;
+    int rc;
+
+    TXN_OR_RETURN(x, t);
+    if (!zop_parse(x, t, store ? 2 : 1, store, card, &a))
+        goto out;
+    if (store) {
+        rc = pk_zset_combine_store(t, PK_KEY(x, 1), &a.op, NOW(x), &n);
+    } else if (card) {
+        rc =
+            pk_zset_combine_card(t, pk_cmd_part(x, a.first), &a.op, NOW(x), &n);
+    } else {
+        e.withscores = a.withscores;
+        mark = pk_obuf_pending(x->out);
+        pk_reply_defer(x->out, &pos);
+        rc = pk_zset_combine(t, pk_cmd_part(x, a.first), &a.op, NOW(x),
+                             emit_member, &e);
+        if (rc == PK_OK)
+            pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY,
+                                  e.n *
+                                      (e.withscores && x->proto == 2 ? 2 : 1));
+        else
+            x->out->len = x->out->head + mark;
+    }
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else if (store || card)
+        pk_reply_int(x->out, (int64_t)n);
+out:
+    free(a.keys);
+    free(a.weights);
+}
+
+void pk_cmd_zunion(pk_cmd_ctx *x)
+{
+    zop_cmd(x, PK_ZOP_UNION, 0, 0);
+}
+
+void pk_cmd_zinter(pk_cmd_ctx *x)
+{
+    zop_cmd(x, PK_ZOP_INTER, 0, 0);
+}
+
+void pk_cmd_zdiff(pk_cmd_ctx *x)
+{
+    zop_cmd(x, PK_ZOP_DIFF, 0, 0);
+}
+
+void pk_cmd_zunionstore(pk_cmd_ctx *x)
+{
+    zop_cmd(x, PK_ZOP_UNION, 1, 0);
+}
+
+void pk_cmd_zinterstore(pk_cmd_ctx *x)
+{
+    zop_cmd(x, PK_ZOP_INTER, 1, 0);
+}
+
+void pk_cmd_zdiffstore(pk_cmd_ctx *x)
+{
+    zop_cmd(x, PK_ZOP_DIFF, 1, 0);
+}
+
+void pk_cmd_zintercard(pk_cmd_ctx *x)
+{
+    zop_cmd(x, PK_ZOP_INTER, 0, 1);
+}
+
+int pk_cmd_keys_num1(int argc, const pk_arg *argv, pk_keyrun *r)
+{
+    return pk_cmd_keys_numkeys(argc, argv, 1, r);
+}
+
+int pk_cmd_keys_dest_num2(int argc, const pk_arg *argv, pk_keyrun *r)
+{
+    if (argc < 3 || !pk_cmd_keys_numkeys(argc, argv, 2, &r[1]))
+        return 0;
+    r[0] = (pk_keyrun){1, 1, 1};
+    return 2;
+}
+
+/* How a pop replies: ZPOPMIN/MAX flat or (RESP3 with count) pairs. */
+typedef struct zpop_out {
+    pk_cmd_ctx *x;
+    int nested;
+} zpop_out;
+
+static int zpop_emit(void *ctx, pk_slice member, double score)
+{
+    zpop_out *o = ctx;
+
+    if (o->nested)
+        pk_reply_array(o->x->out, 2);
+    pk_reply_bulk(o->x->out, member.ptr, member.len);
+    pk_reply_double(o->x->out, o->x->proto, score);
+    return 0;
+}
+
+/*
+ * Pops up to count from key argument ki into a deferred array header at
+ * the end of the output: pairs when nested, else flat.  Returns the store
+ * result and *n the members popped.
+ */
+static int zpop_into(pk_cmd_ctx *x, pk_txn *t, int ki, int from_max,
+                     uint64_t count, int nested, uint64_t *n)
+{
+    zpop_out o = {x, nested};
+    size_t pos, mark = pk_obuf_pending(x->out);
+    int rc;
+
+    pk_reply_defer(x->out, &pos);
+    rc = pk_zset_pop(t, PK_KEY(x, ki), from_max, count, NOW(x), zpop_emit, &o,
+                     n);
+    if (rc != PK_OK) {
+        x->out->len = x->out->head + mark;
+        return rc;
+    }
+    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY,
+                          nested ? *n : 2 * *n);
+    return PK_OK;
+}
+
+static void zpop_cmd(pk_cmd_ctx *x, int from_max)
+{
+    int64_t count = 1;
+    uint64_t n;
+    int rc;
+
+    if (x->argc > 3) {
+        pk_reply_syntax(x);
+        return;
+    }
+    if (x->argc == 3) {
+        if (!pk_arg_i64(&x->argv[2], &count)) {
+            pk_reply_notint(x);
+            return;
+        }
+        if (count < 0) {
+            pk_reply_error(x->out, "ERR value is out of range, must be "
+                                   "positive");
+            return;
+        }
+    }
+    TXN_OR_RETURN(x, t);
+    rc = zpop_into(x, t, 1, from_max, (uint64_t)count,
+                   x->argc == 3 && x->proto == 3, &n);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+}
+
+void pk_cmd_zpopmin(pk_cmd_ctx *x)
+{
+    zpop_cmd(x, 0);
+}
+
+void pk_cmd_zpopmax(pk_cmd_ctx *x)
+{
+    zpop_cmd(x, 1);
+}
+
+void pk_cmd_zmpop(pk_cmd_ctx *x)
+{
+    int64_t nk, count = -1;
+    int wi, from_max, rc = PK_OK;
+    uint64_t card = 0, n;
+
+    if (!pk_arg_i64(&x->argv[1], &nk) || nk < 1) {
+        pk_reply_error(x->out, "ERR numkeys should be greater than 0");
+        return;
+    }
+    if (nk > x->argc - 3) {
+        pk_reply_syntax(x);
+        return;
+    }
+    wi = 2 + (int)nk;
+    if (pk_arg_eq(&x->argv[wi], "min"))
+        from_max = 0;
+    else if (pk_arg_eq(&x->argv[wi], "max"))
+        from_max = 1;
+    else {
+        pk_reply_syntax(x);
+        return;
+    }
+    for (int i = wi + 1; i < x->argc; i += 2) {
+        if (count != -1 || i + 1 >= x->argc ||
+            !pk_arg_eq(&x->argv[i], "count")) {
+            pk_reply_syntax(x);
+            return;
+        }
+        if (!pk_arg_i64(&x->argv[i + 1], &count) || count < 1) {
+            pk_reply_error(x->out, "ERR count should be greater than 0");
+            return;
+        }
+    }
+    count = count == -1 ? 1 : count;
+    if (!same_part(x, 2, wi - 1, 0))
+        return;
+    TXN_OR_RETURN(x, t);
+    /* The first key that holds members; a wrong type before it stops. */
+    int k = 2;
+    for (; k < wi; k++) {
+        rc = pk_zset_card(t, PK_KEY(x, k), NOW(x), &card);
+        if (rc != PK_OK || card > 0)
+            break;
+    }
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+        return;
+    }
+    if (k == wi) {
+        pk_reply_null_array(x->out, x->proto);
+        return;
+    }
+    size_t mark = pk_obuf_pending(x->out);
+    pk_reply_array(x->out, 2);
+    pk_reply_bulk(x->out, x->argv[k].ptr, x->argv[k].len);
+    rc = zpop_into(x, t, k, from_max, (uint64_t)count, 1, &n);
+    if (rc != PK_OK) {
+        x->out->len = x->out->head + mark;
+        pk_cmd_store_error(x, rc);
+    }
+}
+
+typedef struct zpairs {
+    pk_slice *m;
+    double *s;
+    size_t n, cap;
+} zpairs;
+
+static int collect_member(void *ctx, pk_slice member, double score)
+{
+    zpairs *z = ctx;
+
+    if (z->n == z->cap)
+        return PK_ECORRUPT; /* more members than the META count */
+    z->m[z->n] = member;
+    z->s[z->n++] = score;
+    return 0;
+}
+
+void pk_cmd_zrandmember(pk_cmd_ctx *x)
+{
+    int64_t count = 1;
+    int withscores = x->argc == 4;
+    uint64_t card;
+    zpairs z = {0};
+    size_t *idx = NULL, k = 0;
+    int rc;
+
+    if (x->argc >= 3 && !pk_cmd_rand_count(x, "withscores", &count))
+        return;
+    TXN_OR_RETURN(x, t);
+    rc = pk_zset_card(t, PK_KEY(x, 1), NOW(x), &card);
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+        return;
+    }
+    if (card == 0 || count == 0) {
+        if (x->argc == 2)
+            pk_reply_null(x->out, x->proto);
+        else
+            pk_reply_array(x->out, 0);
+        return;
+    }
+    /* Allocations follow the set's size, or a count already bounded. */
+    z.cap = (size_t)card;
+    z.m = malloc(z.cap * sizeof(*z.m));
+    z.s = malloc(z.cap * sizeof(*z.s));
+    idx = malloc((count < 0 ? (size_t)-count : z.cap) * sizeof(*idx));
+    rc = z.m && z.s && idx ? PK_OK : PK_ENOMEM;
+    if (rc == PK_OK)
+        rc = pk_zset_range_rank(t, PK_KEY(x, 1), 0, -1, 0, NOW(x),
+                                collect_member, &z);
+    if (rc == PK_OK && z.n == 0)
+        rc = PK_ECORRUPT;
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+        goto out;
+    }
+    pk_cmd_rand_pick(pk_cmd_rand_seed(t), z.n, count, idx, &k);
+    if (x->argc == 2) {
+        pk_reply_bulk(x->out, z.m[idx[0]].ptr, z.m[idx[0]].len);
+        goto out;
+    }
+    pk_reply_array(x->out, withscores && x->proto == 2 ? 2 * k : k);
+    for (size_t i = 0; i < k; i++) {
+        if (withscores && x->proto == 3)
+            pk_reply_array(x->out, 2);
+        pk_reply_bulk(x->out, z.m[idx[i]].ptr, z.m[idx[i]].len);
+        if (withscores)
+            pk_reply_double(x->out, x->proto, z.s[idx[i]]);
+    }
+out:
+    free(z.m);
+    free(z.s);
+    free(idx);
+}
+
+typedef struct zscan_out {
+    pk_obuf items;
+    size_t n;
+} zscan_out;
+
+static int zscan_emit(void *ctx, pk_slice member, double score)
+{
+    zscan_out *o = ctx;
+
+    pk_reply_bulk(&o->items, member.ptr, member.len);
+    pk_reply_double(&o->items, 2, score); /* a bulk string, as Redis */
+    o->n += 2;
+    return 0;
+}
+
+void pk_cmd_zscan(pk_cmd_ctx *x)
+{
+    pk_scan_opts o;
+    uint64_t cursor, next = 0;
+    zscan_out so = {.n = 0};
+    int rc;
+
+    if (!pk_cmd_scan_args(x, &cursor, &o))
+        return;
+    TXN_OR_RETURN(x, t);
+    pk_obuf_init(&so.items);
+    rc = pk_zset_scan(t, PK_KEY(x, 1), cursor, &o, NOW(x), zscan_emit, &so,
+                      &next);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_cmd_scan_reply(x, next, &so.items, so.n);
+    pk_obuf_free(&so.items);
 }

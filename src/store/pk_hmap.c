@@ -4,7 +4,11 @@
  * it by what they actually added or removed, and HDEL of the last field
  * drops the key (META included) so no empty hash is ever visible.
  */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/pk_err.h"
@@ -304,4 +308,169 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
     }
 out:
     return pk__op_end(t, rc);
+}
+
+int pk_hmap_setnx(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                  const void *field, size_t flen, const void *val, size_t vlen,
+                  uint64_t now_ms, int *set)
+{
+    uint8_t kb[PK_KEYENC_MAX];
+    size_t kl;
+    pk__meta m;
+    MDB_val v;
+    int rc = pk__op_begin(t, part, 0);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if ((rc = load_write(t, part, key, klen, now_ms, &m)) != 0) {
+        goto out;
+    }
+    if (field_key(&m, field, flen, kb, &kl) != 0 || vlen > PK_STORE_VALUE_MAX) {
+        rc = PK_ERANGE;
+        goto out;
+    }
+    rc = m.exists ? pk__rec_get(t, kb, kl, &v) : PK_ENOTFOUND;
+    if (rc == 0) {
+        *set = 0;
+        goto out;
+    }
+    if (rc != PK_ENOTFOUND) {
+        goto out;
+    }
+    if (!m.exists) {
+        m.type = PK__T_HASH;
+        m.expire = 0;
+        m.count = 0;
+    }
+    m.count++;
+    rc = pk__rec_put(t, kb, kl, val, vlen);
+    rc = rc ? rc : pk__meta_put(t, &m, NULL, 0, NULL, 0);
+    if (rc == 0) {
+        *set = 1;
+    }
+out:
+    return pk__op_end(t, rc);
+}
+
+int pk_hmap_parse_ld(const void *s, size_t len, long double *out)
+{
+    char buf[PK_HMAP_FLOAT_MAX + 1], *end;
+    long double v;
+
+    if (len == 0 || len > PK_HMAP_FLOAT_MAX) {
+        return 0;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (isspace((unsigned char)buf[0])) {
+        return 0;
+    }
+    errno = 0;
+    v = strtold(buf, &end);
+    if ((size_t)(end - buf) != len || isnan(v) ||
+        (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || v == 0))) {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Redis's human long double format: "%.17Lf" less trailing zeros. */
+static size_t format_ld(char *buf, size_t cap, long double v)
+{
+    int n = snprintf(buf, cap, "%.17Lf", v);
+    size_t len;
+
+    if (n < 0 || (size_t)n >= cap) {
+        return 0;
+    }
+    len = (size_t)n;
+    if (memchr(buf, '.', len) != NULL) {
+        while (len > 0 && buf[len - 1] == '0') {
+            len--;
+        }
+        if (len > 0 && buf[len - 1] == '.') {
+            len--;
+        }
+    }
+    if (len == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        len = 1;
+    }
+    return len;
+}
+
+int pk_hmap_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                        const void *field, size_t flen, long double by,
+                        uint64_t now_ms, pk_slice *out)
+{
+    uint8_t kb[PK_KEYENC_MAX];
+    char num[PK_HMAP_FLOAT_MAX];
+    long double cur = 0;
+    const void *p;
+    size_t kl, n;
+    pk__meta m;
+    MDB_val v;
+    int rc, isnew = 0;
+
+    if (isnan(by) || isinf(by)) {
+        return PK_EINVAL;
+    }
+    if ((rc = pk__op_begin(t, part, 0)) != 0) {
+        return rc;
+    }
+    if ((rc = load_write(t, part, key, klen, now_ms, &m)) != 0 ||
+        (rc = field_key(&m, field, flen, kb, &kl)) != 0) {
+        goto out;
+    }
+    rc = m.exists ? pk__rec_get(t, kb, kl, &v) : PK_ENOTFOUND;
+    if (rc == PK_ENOTFOUND) {
+        isnew = 1;
+        rc = 0;
+    } else if (rc == 0 && !pk_hmap_parse_ld(v.mv_data, v.mv_size, &cur)) {
+        rc = PK_STORE_HASH_NOTFLOAT;
+    }
+    if (rc != 0) {
+        goto out;
+    }
+    cur += by;
+    if (isnan(cur) || isinf(cur)) {
+        rc = PK_STORE_INCR_NANINF;
+        goto out;
+    }
+    if ((n = format_ld(num, sizeof(num), cur)) == 0) {
+        rc = PK_STORE_INCR_NANINF; /* cannot happen for finite values */
+        goto out;
+    }
+    rc = pk__rec_put(t, kb, kl, num, n);
+    if (rc == 0 && isnew) {
+        if (!m.exists) {
+            m.type = PK__T_HASH;
+            m.expire = 0;
+            m.count = 0;
+        }
+        m.count++;
+        rc = pk__meta_put(t, &m, NULL, 0, NULL, 0);
+    }
+    rc = rc ? rc : pk__scratch_copy(t, num, n, &p);
+    if (rc == 0) {
+        *out = (pk_slice){p, n};
+    }
+out:
+    return pk__op_end(t, rc);
+}
+
+int pk_hmap_scan(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 uint64_t cursor, const pk_scan_opts *opts, uint64_t now_ms,
+                 pk_hmap_cb cb, void *ctx, uint64_t *next)
+{
+    size_t count = opts && opts->count ? opts->count : 10;
+    pk__meta m;
+    int rc = load_read(t, part, key, klen, now_ms, &m);
+
+    return rc ? rc
+              : pk__sub_scan(t, &m, PK_TAG_HFIELD, cursor, count,
+                             opts ? opts->match : NULL,
+                             opts ? opts->match_len : 0, cb, ctx, next);
 }

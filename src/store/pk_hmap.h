@@ -1,7 +1,8 @@
 /*
  * pk_hmap: Redis hash commands -- HSET, HGET, HMGET, HDEL, HGETALL, HLEN,
- * HEXISTS, HINCRBY.  (pk_hmap, not pk_hash: that name holds the key hash
- * functions in core.)
+ * HEXISTS, HINCRBY, HSETNX, HINCRBYFLOAT, HSCAN; HKEYS, HVALS, HSTRLEN and
+ * HRANDFIELD are served by the server from these.  (pk_hmap, not pk_hash: that
+ * name holds the key hash functions in core.)
  *
  * A hash is a META record holding the field count plus one record per
  * field, prefix | 0x02 | field -> value, so fields come back in byte order
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/pk_key.h"
 #include "store/pk_slice.h"
 
 typedef struct pk_txn pk_txn;
@@ -71,6 +73,35 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
                    int64_t *out);
 
 /*
+ * HSETNX: sets the field only when it is missing; *set = 1 then, else 0.
+ * Returns 0, WRONGTYPE, PK_ERANGE or a sticky error.
+ */
+int pk_hmap_setnx(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                  const void *field, size_t flen, const void *val, size_t vlen,
+                  uint64_t now_ms, int *set);
+
+/* Longest HINCRBYFLOAT result (Redis's MAX_LONG_DOUBLE_CHARS). */
+#define PK_HMAP_FLOAT_MAX 5120
+
+/*
+ * HINCRBYFLOAT: adds by (finite) to the field's number (missing = 0) in
+ * long double, as Redis does, stores the result in Redis's human format
+ * ("%.17Lf" without trailing zeros) and points *out at it (valid until
+ * the transaction's next write or its end).  Returns 0, WRONGTYPE,
+ * PK_EINVAL (by not finite), PK_STORE_HASH_NOTFLOAT, PK_STORE_INCR_NANINF,
+ * PK_ERANGE or a sticky error; nothing is written on error.
+ */
+int pk_hmap_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                        const void *field, size_t flen, long double by,
+                        uint64_t now_ms, pk_slice *out);
+
+/*
+ * Parses a Redis long double ("ERR value is not a valid float" when not):
+ * no leading space, the whole string, no NaN, no overflow.  1 or 0.
+ */
+int pk_hmap_parse_ld(const void *s, size_t len, long double *out);
+
+/*
  * HGETALL callback: field and value point into the map and stay valid
  * until the transaction ends (or its next write).  Return 0 to go on; any
  * other value stops the walk and is returned by pk_hmap_each.
@@ -84,5 +115,19 @@ typedef int (*pk_hmap_cb)(void *ctx, pk_slice field, pk_slice val);
  */
 int pk_hmap_each(pk_txn *t, uint32_t part, const void *key, size_t klen,
                  uint64_t now_ms, pk_hmap_cb cb, void *ctx);
+
+/*
+ * HSCAN: fields in byte order from cursor (0 to begin); opts->match and
+ * opts->count as SCAN's (opts may be NULL, type is ignored).  At least
+ * count fields are examined, then the rest of those sharing the last
+ * one's first 8 bytes; *next is the cursor of the following group (the
+ * big-endian value of its first 8 bytes, zero padded), 0 when done, so
+ * a field present for the whole scan is reported exactly once whatever
+ * is written between calls.  Returns 0, WRONGTYPE, the callback's value
+ * or an error.
+ */
+int pk_hmap_scan(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 uint64_t cursor, const pk_scan_opts *opts, uint64_t now_ms,
+                 pk_hmap_cb cb, void *ctx, uint64_t *next);
 
 #endif

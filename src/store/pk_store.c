@@ -40,6 +40,10 @@ const char *pk_store_strstatus(int status)
         return "ERR increment or decrement would overflow";
     case PK_STORE_NAN:
         return "ERR resulting score is not a number (NaN)";
+    case PK_STORE_HASH_NOTFLOAT:
+        return "ERR hash value is not a float";
+    case PK_STORE_INCR_NANINF:
+        return "ERR increment would produce NaN or Infinity";
     }
     return NULL;
 }

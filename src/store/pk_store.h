@@ -73,6 +73,9 @@ enum pk_store_status {
     PK_STORE_HASH_NOTINT = 3, /* HINCRBY on a field that is not an int64 */
     PK_STORE_OVERFLOW = 4,    /* INCRBY / HINCRBY would overflow */
     PK_STORE_NAN = 5,         /* ZADD INCR produced NaN */
+    /* Numbered apart so that other families' statuses can take 6.. */
+    PK_STORE_HASH_NOTFLOAT = 16, /* HINCRBYFLOAT on a non-float field */
+    PK_STORE_INCR_NANINF = 17,   /* HINCRBYFLOAT result NaN or infinite */
 };
 
 typedef enum pk_fsync {

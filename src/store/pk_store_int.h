@@ -59,6 +59,7 @@
 
 #include "core/pk_pmap.h"
 #include "store/pk_keyenc.h"
+#include "store/pk_slice.h"
 #include "store/pk_store.h"
 #include "store/pk_store_log.h"
 
@@ -355,6 +356,20 @@ int pk__key_drop(pk_txn *t, pk__meta *m);
 /* Loads a key that must be missing or a sorted set (pk_zset.c). */
 int pk__zset_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   uint64_t now, pk__meta *m);
+
+/*
+ * HSCAN / ZSCAN / SSCAN over the records prefix | tag of the loaded key m
+ * (pk_store_subscan.c).  Sub-keys form groups by their first 8 bytes
+ * (zero padded); cursor is the big-endian value of a group (0: start).
+ * At least count records are examined, then the rest of the last one's
+ * group, and *next gets the following group (0 at the end).  Those whose
+ * sub-key matches the glob (NULL: all) go to cb with sub-key and value,
+ * both borrowed from the map.  Returns 0, cb's value or an error.
+ */
+typedef int (*pk__sub_cb)(void *ctx, pk_slice sub, pk_slice val);
+int pk__sub_scan(pk_txn *t, const pk__meta *m, uint8_t tag, uint64_t cursor,
+                 size_t count, const void *match, size_t mlen, pk__sub_cb cb,
+                 void *ctx, uint64_t *next);
 
 /* The score stored in a ZMEMBER value (8 bytes, big-endian bits). */
 static inline double pk__score_get(const uint8_t *p)

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "core/pk_err.h"
-#include "store/pk_store_int.h"
 #include "store/pk_zset.h"
+#include "store/pk_zset_int.h"
 
 static uint64_t score_bits(double d)
 {
@@ -278,6 +278,29 @@ int pk_zset_card(pk_txn *t, uint32_t part, const void *key, size_t klen,
     rc = rc ? rc : pk__zset_load(t, part, key, klen, now_ms, &m);
     if (rc == 0) {
         *card = m.exists ? m.count : 0;
+    }
+    return rc;
+}
+
+int pk__zset_put(pk_txn *t, const pk__meta *m, pk_slice mem, double score)
+{
+    uint8_t mk[PK_KEYENC_MAX];
+    size_t mkl;
+
+    if (member_key(m, mem.ptr, mem.len, mk, &mkl) != 0) {
+        return PK_ERANGE;
+    }
+    return member_put(t, m, mk, mkl, &mem, score);
+}
+
+int pk__zset_del(pk_txn *t, const pk__meta *m, pk_slice mem, double score)
+{
+    uint8_t mk[PK_KEYENC_MAX];
+    size_t mkl;
+    int rc = index_del(t, m, &mem, score);
+
+    if (rc == 0 && member_key(m, mem.ptr, mem.len, mk, &mkl) == 0) {
+        rc = pk__rec_del(t, mk, mkl, NULL);
     }
     return rc;
 }

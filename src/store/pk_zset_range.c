@@ -17,27 +17,31 @@
 #include <string.h>
 
 #include "core/pk_err.h"
-#include "store/pk_store_int.h"
-#include "store/pk_zset_range.h"
+#include "store/pk_zset_int.h"
 
 #define ZF_SKIP 1 /* filter: not in range yet, keep walking */
 #define ZF_STOP 2 /* filter: past the range */
 
 int pk_zbound_parse(const void *s, size_t len, pk_zbound *out)
 {
-    char buf[128], *end;
+    char small[128], *buf = small, *end;
     const char *p = s;
-    int excl = len > 0 && p[0] == '(';
+    int excl = len > 0 && p[0] == '(', ok;
     double v;
 
     len -= (size_t)excl;
-    if (len >= sizeof(buf)) {
-        return PK_EINVAL;
+    /* Any length, as Redis: DBL_MAX may come written out in full. */
+    if (len >= sizeof(small) && (buf = malloc(len + 1)) == NULL) {
+        return PK_ENOMEM;
     }
     memcpy(buf, p + excl, len);
     buf[len] = '\0';
     v = strtod(buf, &end);
-    if (*end != '\0' || isnan(v)) {
+    ok = *end == '\0' && !isnan(v);
+    if (buf != small) {
+        free(buf);
+    }
+    if (!ok) {
         return PK_EINVAL;
     }
     *out = (pk_zbound){v, excl};
@@ -145,22 +149,14 @@ static int walk(pk_txn *t, pk__meta *m, zwalk *w, pk_zset_cb cb, void *ctx)
     return rc;
 }
 
-/* Loads the key for a range read and sets up w for the given tag. */
-static int walk_init(pk_txn *t, uint32_t part, const void *key, size_t klen,
-                     uint64_t now, pk__meta *m, zwalk *w, uint8_t tag)
+/* Sets up w for the records prefix | tag of a loaded key. */
+static void walk_prefix(const pk__meta *m, zwalk *w, uint8_t tag)
 {
-    int rc = pk__read_begin(t, part);
-
-    rc = rc ? rc : pk__zset_load(t, part, key, klen, now, m);
-    if (rc != 0) {
-        return rc;
-    }
     memcpy(w->pfx, m->key, m->plen);
     w->pfx[m->plen] = tag;
     w->plen = m->plen + 1;
     memcpy(w->seek, w->pfx, w->plen);
     w->seek_len = w->plen;
-    return 0;
 }
 
 /* Sets the seek key to pfx | u (u64 big-endian). */
@@ -177,33 +173,40 @@ static void seek_past(zwalk *w)
     w->seek_len = w->plen;
 }
 
-int pk_zset_range_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
-                       int64_t start, int64_t stop, int rev, uint64_t now_ms,
-                       pk_zset_cb cb, void *ctx)
+int pk__zset_clamp(uint64_t card, int64_t start, int64_t stop, uint64_t *from,
+                   uint64_t *n)
 {
-    pk__meta m;
-    zwalk w = {0};
-    int64_t card;
-    int rc = walk_init(t, part, key, klen, now_ms, &m, &w, PK_TAG_ZSCORE);
+    int64_t c = card > INT64_MAX ? INT64_MAX : (int64_t)card;
 
-    if (rc != 0 || !m.exists) {
-        return rc;
-    }
-    card = (int64_t)m.count;
-    start += start < 0 ? card : 0;
-    stop += stop < 0 ? card : 0;
+    /* Adding c to a negative rank cannot overflow; the result is clamped
+     * before anything uses it as a count. */
+    start += start < 0 ? c : 0;
+    stop += stop < 0 ? c : 0;
     start = start < 0 ? 0 : start;
-    if (start > stop || start >= card) {
+    if (start > stop || start >= c) {
         return 0;
     }
-    stop = stop >= card ? card - 1 : stop;
-    w.rev = rev;
-    w.offset = start;
-    w.count = stop - start + 1;
-    if (rev) {
-        seek_past(&w);
+    stop = stop >= c ? c - 1 : stop;
+    *from = (uint64_t)start;
+    *n = (uint64_t)(stop - start + 1);
+    return 1;
+}
+
+static int rank_setup(const pk__meta *m, const pk_zrange *r, zwalk *w)
+{
+    uint64_t from, n;
+
+    walk_prefix(m, w, PK_TAG_ZSCORE);
+    if (!pk__zset_clamp(m->count, r->start, r->stop, &from, &n)) {
+        w->count = 0;
+        return 0;
     }
-    return walk(t, &m, &w, cb, ctx);
+    w->offset = (int64_t)from;
+    w->count = (int64_t)n;
+    if (r->rev) {
+        seek_past(w);
+    }
+    return 0;
 }
 
 static int score_filter(const zwalk *w, pk_slice mem, double s)
@@ -219,33 +222,25 @@ static int score_filter(const zwalk *w, pk_slice mem, double s)
     return below ? ZF_SKIP : above ? ZF_STOP : 0;
 }
 
-int pk_zset_range_score(pk_txn *t, uint32_t part, const void *key, size_t klen,
-                        const pk_zbound *min, const pk_zbound *max, int rev,
-                        int64_t offset, int64_t count, uint64_t now_ms,
-                        pk_zset_cb cb, void *ctx)
+static int score_setup(const pk__meta *m, const pk_zrange *r, zwalk *w)
 {
-    pk__meta m;
-    zwalk w = {0};
     uint64_t u;
-    int rc = walk_init(t, part, key, klen, now_ms, &m, &w, PK_TAG_ZSCORE);
 
-    if (rc != 0 || isnan(min->value) || isnan(max->value)) {
-        return rc ? rc : PK_EINVAL;
+    if (isnan(r->smin.value) || isnan(r->smax.value)) {
+        return PK_EINVAL;
     }
-    w.rev = rev;
-    w.offset = offset;
-    w.count = count;
-    w.filter = score_filter;
-    w.smin = min;
-    w.smax = max;
-    if (!rev) {
-        seek_u64(&w, pk_keyenc_score(min->value));
-    } else if ((u = pk_keyenc_score(max->value)) != UINT64_MAX) {
-        seek_u64(&w, u + 1); /* past every member scored max */
+    walk_prefix(m, w, PK_TAG_ZSCORE);
+    w->filter = score_filter;
+    w->smin = &r->smin;
+    w->smax = &r->smax;
+    if (!r->rev) {
+        seek_u64(w, pk_keyenc_score(r->smin.value));
+    } else if ((u = pk_keyenc_score(r->smax.value)) != UINT64_MAX) {
+        seek_u64(w, u + 1); /* past every member scored max */
     } else {
-        seek_past(&w);
+        seek_past(w);
     }
-    return walk(t, &m, &w, cb, ctx);
+    return 0;
 }
 
 /* Compares a member with a lex bound's bytes. */
@@ -275,32 +270,190 @@ static int lex_filter(const zwalk *w, pk_slice mem, double s)
     return above ? ZF_STOP : below ? ZF_SKIP : 0;
 }
 
+static int lex_setup(const pk__meta *m, const pk_zrange *r, zwalk *w)
+{
+    const pk_zlex *b = r->rev ? &r->lmax : &r->lmin;
+    size_t n;
+
+    walk_prefix(m, w, PK_TAG_ZMEMBER);
+    w->filter = lex_filter;
+    w->lmin = &r->lmin;
+    w->lmax = &r->lmax;
+    if (b->kind == PK_ZLEX_MAX) {
+        seek_past(w);
+    } else if (b->kind != PK_ZLEX_MIN) {
+        n = b->len < PK_KEYENC_MAX - w->plen ? b->len : PK_KEYENC_MAX - w->plen;
+        memcpy(w->seek + w->plen, b->ptr, n);
+        w->seek_len = w->plen + n;
+    }
+    return 0;
+}
+
+int pk__zset_walk(pk_txn *t, pk__meta *m, const pk_zrange *r, pk_zset_cb cb,
+                  void *ctx)
+{
+    zwalk w = {0};
+    int rc;
+
+    w.rev = r->rev;
+    w.offset = r->offset;
+    w.count = r->count;
+    switch (r->kind) {
+    case PK_ZRANGE_RANK:
+        rc = rank_setup(m, r, &w);
+        break;
+    case PK_ZRANGE_SCORE:
+        rc = score_setup(m, r, &w);
+        break;
+    case PK_ZRANGE_LEX:
+        rc = lex_setup(m, r, &w);
+        break;
+    default:
+        rc = PK_EINVAL;
+    }
+    return rc ? rc : walk(t, m, &w, cb, ctx);
+}
+
+/* Loads the key for a range read. */
+static int load_read(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                     uint64_t now, pk__meta *m)
+{
+    int rc = pk__read_begin(t, part);
+
+    return rc ? rc : pk__zset_load(t, part, key, klen, now, m);
+}
+
+int pk_zset_range(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                  const pk_zrange *r, uint64_t now_ms, pk_zset_cb cb, void *ctx)
+{
+    pk__meta m;
+    int rc = load_read(t, part, key, klen, now_ms, &m);
+
+    return rc ? rc : pk__zset_walk(t, &m, r, cb, ctx);
+}
+
+static int count_one(void *ctx, pk_slice member, double score)
+{
+    (void)member;
+    (void)score;
+    (*(uint64_t *)ctx)++;
+    return 0;
+}
+
+int pk_zset_count(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                  const pk_zrange *r, uint64_t now_ms, uint64_t *n)
+{
+    pk_zrange all = *r;
+    uint64_t c = 0;
+    int rc;
+
+    all.offset = 0;
+    all.count = -1;
+    rc = pk_zset_range(t, part, key, klen, &all, now_ms, count_one, &c);
+    if (rc == 0) {
+        *n = c;
+    }
+    return rc;
+}
+
+int pk_zset_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 const void *member, size_t mlen, int rev, uint64_t now_ms,
+                 uint64_t *rank, double *score)
+{
+    uint8_t mk[PK_KEYENC_MAX];
+    uint64_t n = 0;
+    size_t mkl;
+    pk__meta m;
+    MDB_cursor *c;
+    MDB_val k, v;
+    zwalk w = {0};
+    double s;
+    int rc = load_read(t, part, key, klen, now_ms, &m), mrc;
+
+    if (rc != 0) {
+        return rc;
+    }
+    memcpy(mk, m.key, m.plen);
+    if (!m.exists || pk_keyenc_sub(mk, sizeof(mk), m.plen, PK_TAG_ZMEMBER,
+                                   member, mlen, &mkl) != 0) {
+        return PK_ENOTFOUND;
+    }
+    if ((rc = pk__rec_get(t, mk, mkl, &v)) != 0) {
+        return rc;
+    }
+    s = pk__score_get(v.mv_data);
+    /* Count the index records before (after, rev) score8 | member. */
+    walk_prefix(&m, &w, PK_TAG_ZSCORE);
+    w.rev = rev;
+    if (rev) {
+        seek_past(&w);
+    }
+    if ((mrc = mdb_cursor_open(t->txn, t->s->data, &c)) != 0) {
+        return pk__fail(t, pk__err(mrc));
+    }
+    for (mrc = walk_seek(c, &w, &k, &v); mrc == 0;
+         mrc = mdb_cursor_get(c, &k, &v, rev ? MDB_PREV : MDB_NEXT)) {
+        const uint8_t *kp = k.mv_data;
+        if (k.mv_size < w.plen || memcmp(kp, w.pfx, w.plen) != 0) {
+            mrc = MDB_NOTFOUND;
+            break;
+        }
+        if (k.mv_size == w.plen + 8 + mlen &&
+            pk_keyenc_score_decode(pk_be64_get(kp + w.plen)) == s &&
+            memcmp(kp + w.plen + 8, member, mlen) == 0) {
+            break;
+        }
+        n++;
+    }
+    mdb_cursor_close(c);
+    if (mrc != 0) {
+        return mrc == MDB_NOTFOUND ? pk__fail(t, PK_ECORRUPT)
+                                   : pk__fail(t, pk__err(mrc));
+    }
+    *rank = n;
+    *score = s;
+    return 0;
+}
+
+int pk_zset_range_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                       int64_t start, int64_t stop, int rev, uint64_t now_ms,
+                       pk_zset_cb cb, void *ctx)
+{
+    pk_zrange r = {.kind = PK_ZRANGE_RANK,
+                   .rev = rev,
+                   .start = start,
+                   .stop = stop,
+                   .count = -1};
+
+    return pk_zset_range(t, part, key, klen, &r, now_ms, cb, ctx);
+}
+
+int pk_zset_range_score(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                        const pk_zbound *min, const pk_zbound *max, int rev,
+                        int64_t offset, int64_t count, uint64_t now_ms,
+                        pk_zset_cb cb, void *ctx)
+{
+    pk_zrange r = {.kind = PK_ZRANGE_SCORE,
+                   .rev = rev,
+                   .smin = *min,
+                   .smax = *max,
+                   .offset = offset,
+                   .count = count};
+
+    return pk_zset_range(t, part, key, klen, &r, now_ms, cb, ctx);
+}
+
 int pk_zset_range_lex(pk_txn *t, uint32_t part, const void *key, size_t klen,
                       const pk_zlex *min, const pk_zlex *max, int rev,
                       int64_t offset, int64_t count, uint64_t now_ms,
                       pk_zset_cb cb, void *ctx)
 {
-    const pk_zlex *b = rev ? max : min;
-    pk__meta m;
-    zwalk w = {0};
-    size_t n;
-    int rc = walk_init(t, part, key, klen, now_ms, &m, &w, PK_TAG_ZMEMBER);
+    pk_zrange r = {.kind = PK_ZRANGE_LEX,
+                   .rev = rev,
+                   .lmin = *min,
+                   .lmax = *max,
+                   .offset = offset,
+                   .count = count};
 
-    if (rc != 0) {
-        return rc;
-    }
-    w.rev = rev;
-    w.offset = offset;
-    w.count = count;
-    w.filter = lex_filter;
-    w.lmin = min;
-    w.lmax = max;
-    if (b->kind == PK_ZLEX_MAX) {
-        seek_past(&w);
-    } else if (b->kind != PK_ZLEX_MIN) {
-        n = b->len < PK_KEYENC_MAX - w.plen ? b->len : PK_KEYENC_MAX - w.plen;
-        memcpy(w.seek + w.plen, b->ptr, n);
-        w.seek_len = w.plen + n;
-    }
-    return walk(t, &m, &w, cb, ctx);
+    return pk_zset_range(t, part, key, klen, &r, now_ms, cb, ctx);
 }

@@ -45,9 +45,59 @@ typedef struct pk_zlex {
  */
 typedef int (*pk_zset_cb)(void *ctx, pk_slice member, double score);
 
+/* The three ways of choosing a range. */
+typedef enum pk_zrange_kind {
+    PK_ZRANGE_RANK = 0,
+    PK_ZRANGE_SCORE = 1,
+    PK_ZRANGE_LEX = 2,
+} pk_zrange_kind;
+
+/*
+ * One range, whatever command spelled it (ZRANGE and its older forms,
+ * ZCOUNT, ZLEXCOUNT, ZREMRANGEBY*, ZRANGESTORE).  rev walks from the high
+ * end; the bounds are always low (min) and high (max), the server swaps
+ * REV's arguments.
+ */
+typedef struct pk_zrange {
+    pk_zrange_kind kind;
+    int rev;
+    int64_t start, stop;   /* RANK: as Redis takes them (negative ok) */
+    pk_zbound smin, smax;  /* SCORE */
+    pk_zlex lmin, lmax;    /* LEX; ptr borrowed */
+    int64_t offset, count; /* SCORE, LEX: LIMIT; count < 0 means all */
+} pk_zrange;
+
+/*
+ * Calls cb for every member of the range r, in order (reverse with
+ * r->rev).  Rank ranges are clamped to the set before any walk; a rank
+ * range costs a cursor walk of start + length steps (LMDB keeps no
+ * ranks).  Returns 0, WRONGTYPE, PK_EINVAL (NaN bound), the callback's
+ * value or an error.
+ */
+int pk_zset_range(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                  const pk_zrange *r, uint64_t now_ms, pk_zset_cb cb,
+                  void *ctx);
+
+/*
+ * ZCOUNT / ZLEXCOUNT: *n = members in r (LIMIT ignored; a walk over the
+ * range).  Returns as pk_zset_range.
+ */
+int pk_zset_count(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                  const pk_zrange *r, uint64_t now_ms, uint64_t *n);
+
+/*
+ * ZRANK / ZREVRANK: *rank = the member's 0-based rank (from the high end
+ * with rev), *score its score.  A cursor walk of rank steps.  Returns 0,
+ * PK_ENOTFOUND (key or member), WRONGTYPE or an error.
+ */
+int pk_zset_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 const void *member, size_t mlen, int rev, uint64_t now_ms,
+                 uint64_t *rank, double *score);
+
 /*
  * Parses a ZRANGEBYSCORE bound ("1", "(1", "-inf", "+inf", "(inf"...).
- * Returns 0 or PK_EINVAL (Redis: "min or max is not a float").
+ * Returns 0, PK_EINVAL (Redis: "min or max is not a float") or PK_ENOMEM
+ * (a bound longer than 127 bytes is copied to the heap).
  */
 int pk_zbound_parse(const void *s, size_t len, pk_zbound *out);
 

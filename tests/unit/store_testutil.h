@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/pk_err.h"
+#include "store/pk_slice.h"
 #include "store/pk_store.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
@@ -80,6 +81,24 @@ static inline pk_txn *wtxn(pk_store *s)
     pk_txn *t = NULL;
 
     return pk_txn_begin(s, 0, &t) == 0 ? t : NULL;
+}
+
+/* Collects range results as "member:score " into a buffer. */
+typedef struct collect {
+    char buf[8192];
+    size_t len;
+    int n;
+} collect;
+
+static inline int collect_z(void *ctx, pk_slice m, double score)
+{
+    collect *c = ctx;
+
+    c->len +=
+        (size_t)snprintf(c->buf + c->len, sizeof(c->buf) - c->len, "%.*s:%g ",
+                         (int)m.len, (const char *)m.ptr, score);
+    c->n++;
+    return 0;
 }
 
 /* A xorshift generator: tests repeat exactly. */

@@ -55,7 +55,7 @@ static int bit_of(pk_slice m)
     return -1;
 }
 
-static int collect(void *ctx, pk_slice m)
+static int collect_member(void *ctx, pk_slice m)
 {
     uint32_t *mask = ctx;
     int b = bit_of(m);
@@ -78,7 +78,7 @@ static uint32_t store_mask(pk_txn *t, int k)
     uint64_t card = 99;
 
     assert_int_equal(
-        pk_set_each(t, PART, keys[k], klens[k], NOW, collect, &mask), 0);
+        pk_set_each(t, PART, keys[k], klens[k], NOW, collect_member, &mask), 0);
     assert_int_equal(pk_set_card(t, PART, keys[k], klens[k], NOW, &card), 0);
     assert_int_equal(card, popcount(mask));
     return mask;
@@ -132,7 +132,7 @@ static void model_ops(void **state)
             break;
         case 4:
             assert_int_equal(pk_set_pop(t, PART, keys[k], klens[k], nm - 1,
-                                        trnd(), NOW, collect, &got, &n),
+                                        trnd(), NOW, collect_member, &got, &n),
                              0);
             assert_int_equal(n, popcount(got));
             assert_int_equal(got & ~model[k], 0);
@@ -146,9 +146,9 @@ static void model_ops(void **state)
             res = o == PK_SETOP_UNION   ? model[k] | model[k2]
                   : o == PK_SETOP_INTER ? model[k] & model[k2]
                                         : model[k] & ~model[k2];
-            assert_int_equal(
-                pk_set_combine(t, PART, o, 2, ks, 0, NOW, collect, &got, &n),
-                0);
+            assert_int_equal(pk_set_combine(t, PART, o, 2, ks, 0, NOW,
+                                            collect_member, &got, &n),
+                             0);
             assert_int_equal(got, res);
             assert_int_equal(n, popcount(res));
             int dst = (int)(trnd() % NKEYS);
@@ -195,8 +195,8 @@ static void replay_identical(void **state)
     }
     assert_int_equal(pk_set_add(t, PART, "x", 1, POOL, ms, NOW, &n), 0);
     assert_int_equal(pk_set_add(t, PART, "y", 1, 5, ms + 3, NOW, &n), 0);
-    assert_int_equal(pk_set_pop(t, PART, "x", 1, 4, 42, NOW, collect, &got, &n),
-                     0);
+    assert_int_equal(
+        pk_set_pop(t, PART, "x", 1, 4, 42, NOW, collect_member, &got, &n), 0);
     assert_int_equal(
         pk_set_store(t, PART, PK_SETOP_DIFF, "z", 1, 2, ks, NOW, &n), 0);
     assert_int_equal(pk_txn_commit(t), 0);
@@ -265,8 +265,9 @@ static void random_uniform(void **state)
     memset(&h, 0, sizeof(h));
     for (unsigned i = 0; i < 2400; i++) {
         uint32_t got = 0;
-        assert_int_equal(
-            pk_set_pop(t, PART, "r", 1, 1, trnd(), NOW, collect, &got, &n), 0);
+        assert_int_equal(pk_set_pop(t, PART, "r", 1, 1, trnd(), NOW,
+                                    collect_member, &got, &n),
+                         0);
         h.n[__builtin_ctz(got)]++;
         assert_int_equal(
             pk_set_add(t, PART, "r", 1, 1, &ms[__builtin_ctz(got)], NOW, &n),
@@ -278,7 +279,7 @@ static void random_uniform(void **state)
 
 static int scan_cb(void *ctx, pk_slice m)
 {
-    return collect(ctx, m);
+    return collect_member(ctx, m);
 }
 
 static void sscan_stable(void **state)

@@ -65,24 +65,6 @@ static void expect_get(pk_txn *t, uint32_t part, const char *k, const char *v,
     assert_memory_equal(got.ptr, v, got.len);
 }
 
-/* Collects range results as "member:score " into a buffer. */
-typedef struct collect {
-    char buf[4096];
-    size_t len;
-    int n;
-} collect;
-
-static int collect_z(void *ctx, pk_slice m, double score)
-{
-    collect *c = ctx;
-
-    c->len +=
-        (size_t)snprintf(c->buf + c->len, sizeof(c->buf) - c->len, "%.*s:%g ",
-                         (int)m.len, (const char *)m.ptr, score);
-    c->n++;
-    return 0;
-}
-
 /* Appends raw bytes (NULs included). */
 static void put_bytes(collect *c, const void *p, size_t n)
 {
