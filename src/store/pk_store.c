@@ -40,6 +40,12 @@ const char *pk_store_strstatus(int status)
         return "ERR increment or decrement would overflow";
     case PK_STORE_NAN:
         return "ERR resulting score is not a number (NaN)";
+    case PK_STORE_TOOBIG:
+        return "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+    case PK_STORE_NOTFLOAT:
+        return "ERR value is not a valid float";
+    case PK_STORE_NANINF:
+        return "ERR increment would produce NaN or Infinity";
     }
     return NULL;
 }

@@ -73,6 +73,10 @@ enum pk_store_status {
     PK_STORE_HASH_NOTINT = 3, /* HINCRBY on a field that is not an int64 */
     PK_STORE_OVERFLOW = 4,    /* INCRBY / HINCRBY would overflow */
     PK_STORE_NAN = 5,         /* ZADD INCR produced NaN */
+    /* Strings (pk_str.h, pk_bits.h); numbered apart from the types'. */
+    PK_STORE_TOOBIG = 16,   /* string would exceed PK_STORE_VALUE_MAX */
+    PK_STORE_NOTFLOAT = 17, /* INCRBYFLOAT: value or increment not a float */
+    PK_STORE_NANINF = 18,   /* INCRBYFLOAT result is NaN or infinite */
 };
 
 typedef enum pk_fsync {
