@@ -357,7 +357,9 @@ int pk_str_parse_float(const void *s, size_t len, long double *out)
     buf[len] = '\0';
     errno = 0;
     v = strtold(buf, &end);
-    if (buf[0] == ' ' || (buf[0] >= '\t' && buf[0] <= '\r') || *end != '\0' ||
+    /* end short of len: a NUL inside the value ended the parse. */
+    if (buf[0] == ' ' || (buf[0] >= '\t' && buf[0] <= '\r') ||
+        end != buf + len ||
         (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || v == 0)) ||
         errno == EINVAL || isnan(v)) {
         return PK_STORE_NOTFLOAT;
