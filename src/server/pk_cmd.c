@@ -42,6 +42,12 @@ static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
     {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
     {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth, NULL},
+    {"bitcount", -2, R, 1, 1, 1, "read bitmap slow", pk_cmd_bitcount, NULL},
+    {"bitfield", -2, W, 1, 1, 1, "write bitmap slow", pk_cmd_bitfield, NULL},
+    {"bitfield_ro", -2, R | F, 1, 1, 1, "read bitmap fast", pk_cmd_bitfield_ro,
+     NULL},
+    {"bitop", -4, W, 2, -1, 1, "write bitmap slow", pk_cmd_bitop, NULL},
+    {"bitpos", -3, R, 1, 1, 1, "read bitmap slow", pk_cmd_bitpos, NULL},
     {"client", -2, S | L, 0, 0, 0, "slow connection", pk_cmd_client, NULL},
     {"cluster", -2, S, 0, 0, 0, "slow", pk_cmd_cluster, NULL},
     {"command", -1, S | L, 0, 0, 0, "slow connection", pk_cmd_command, NULL},
@@ -69,7 +75,11 @@ static const pk_cmd table[] = {
      pk_cmd_flushall, NULL},
     {"function", -2, S, 0, 0, 0, "slow scripting", pk_cmd_function, NULL},
     {"get", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_get, NULL},
+    {"getbit", 3, R | F, 1, 1, 1, "read bitmap fast", pk_cmd_getbit, NULL},
     {"getdel", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_getdel, NULL},
+    {"getex", -2, W | F, 1, 1, 1, "write string fast", pk_cmd_getex, NULL},
+    {"getrange", 4, R, 1, 1, 1, "read string slow", pk_cmd_getrange, NULL},
+    {"getset", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_getset, NULL},
     {"hdel", -3, W | F, 1, 1, 1, "write hash fast", pk_cmd_hdel, NULL},
     {"hello", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_hello,
      NULL},
@@ -91,10 +101,14 @@ static const pk_cmd table[] = {
     {"hvals", 2, R, 1, 1, 1, "read hash slow", pk_cmd_hvals, NULL},
     {"incr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_incr, NULL},
     {"incrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrby, NULL},
+    {"incrbyfloat", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrbyfloat,
+     NULL},
     {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info, NULL},
     {"keys", 2, R, 0, 0, 0, "keyspace read slow dangerous", pk_cmd_keys, NULL},
+    {"lcs", -3, R, 1, 2, 1, "read string slow", pk_cmd_lcs, NULL},
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
+    {"msetnx", -3, W, 1, -1, 2, "write string slow", pk_cmd_msetnx, NULL},
     {"multi", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_multi, NULL},
     {"object", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_object,
      keys_object},
@@ -117,6 +131,7 @@ static const pk_cmd table[] = {
     {"pk.moves", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_moves, NULL},
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions, NULL},
     {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
+    {"psetex", 4, W, 1, 1, 1, "write string slow", pk_cmd_psetex, NULL},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit, NULL},
     {"randomkey", 1, R, 0, 0, 0, "keyspace read slow", pk_cmd_randomkey, NULL},
@@ -137,6 +152,10 @@ static const pk_cmd table[] = {
     {"sdiffstore", -3, W, 1, -1, 1, "write set slow", pk_cmd_sdiffstore, NULL},
     {"select", 2, F | S | L, 0, 0, 0, "fast connection", pk_cmd_select, NULL},
     {"set", -3, W, 1, 1, 1, "write string slow", pk_cmd_set, NULL},
+    {"setbit", 4, W, 1, 1, 1, "write bitmap slow", pk_cmd_setbit, NULL},
+    {"setex", 4, W, 1, 1, 1, "write string slow", pk_cmd_setex, NULL},
+    {"setnx", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_setnx, NULL},
+    {"setrange", 4, W, 1, 1, 1, "write string slow", pk_cmd_setrange, NULL},
     {"shutdown", -1, A | S | L, 0, 0, 0, "admin slow dangerous",
      pk_cmd_shutdown, NULL},
     {"sinter", -2, R, 1, -1, 1, "read set slow", pk_cmd_sinter, NULL},
@@ -154,6 +173,7 @@ static const pk_cmd table[] = {
     {"srem", -3, W | F, 1, 1, 1, "write set fast", pk_cmd_srem, NULL},
     {"sscan", -3, R, 1, 1, 1, "read set slow", pk_cmd_sscan, NULL},
     {"strlen", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_strlen, NULL},
+    {"substr", 4, R, 1, 1, 1, "read string slow", pk_cmd_getrange, NULL},
     {"sunion", -2, R, 1, -1, 1, "read set slow", pk_cmd_sunion, NULL},
     {"sunionstore", -3, W, 1, -1, 1, "write set slow", pk_cmd_sunionstore,
      NULL},
@@ -239,9 +259,10 @@ static int name_cmp(const char *name, size_t len, const char *tname)
     size_t i;
 
     for (i = 0; i < len && tname[i]; i++) {
-        int a = (unsigned char)name[i] | 0x20, b = (unsigned char)tname[i];
-        if ((unsigned char)name[i] == '.')
-            a = '.';
+        int a = (unsigned char)name[i], b = (unsigned char)tname[i];
+        /* Only letters fold: '.' and '_' (pk.map, bitfield_ro) stay. */
+        if (a >= 'A' && a <= 'Z')
+            a |= 0x20;
         if (a != b)
             return a - b;
     }
@@ -356,6 +377,14 @@ void pk_reply_slice(pk_cmd_ctx *x, pk_slice v)
         pk_reply_bulk(x->out, v.ptr, v.len);
     else
         pk_reply_null(x->out, x->proto);
+}
+
+void pk_reply_int_rc(pk_cmd_ctx *x, int rc, int64_t v)
+{
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, v);
 }
 
 void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v)

@@ -78,6 +78,8 @@ void pk_reply_syntax(pk_cmd_ctx *x);
 void pk_reply_notint(pk_cmd_ctx *x);
 
 void pk_reply_slice(pk_cmd_ctx *x, pk_slice v); /* bulk, or nil */
+/* A store call's integer result: v, or the error rc names. */
+void pk_reply_int_rc(pk_cmd_ctx *x, int rc, int64_t v);
 /* A store read's result: v, nil for PK_ENOTFOUND, or the error. */
 void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v);
 
@@ -234,5 +236,24 @@ void pk_cmd_rand_pick(uint64_t seed, size_t n, int64_t count, size_t *idx,
                       size_t *k);
 uint64_t pk_cmd_rand_next(uint64_t *s);
 uint64_t pk_cmd_rand_seed(const void *p);
+
+/* Strings (pk_cmd_str.c) and bits (pk_cmd_bits.c). */
+void pk_cmd_setnx(pk_cmd_ctx *x);
+void pk_cmd_setex(pk_cmd_ctx *x);
+void pk_cmd_psetex(pk_cmd_ctx *x);
+void pk_cmd_getex(pk_cmd_ctx *x);
+void pk_cmd_getset(pk_cmd_ctx *x);
+void pk_cmd_msetnx(pk_cmd_ctx *x);
+void pk_cmd_incrbyfloat(pk_cmd_ctx *x);
+void pk_cmd_setrange(pk_cmd_ctx *x);
+void pk_cmd_getrange(pk_cmd_ctx *x);
+void pk_cmd_lcs(pk_cmd_ctx *x);
+void pk_cmd_setbit(pk_cmd_ctx *x);
+void pk_cmd_getbit(pk_cmd_ctx *x);
+void pk_cmd_bitcount(pk_cmd_ctx *x);
+void pk_cmd_bitpos(pk_cmd_ctx *x);
+void pk_cmd_bitop(pk_cmd_ctx *x);
+void pk_cmd_bitfield(pk_cmd_ctx *x);
+void pk_cmd_bitfield_ro(pk_cmd_ctx *x);
 
 #endif

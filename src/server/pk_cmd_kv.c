@@ -1,8 +1,9 @@
 /*
- * Strings and generic key commands: GET SET GETDEL MGET MSET DEL EXISTS
- * INCR INCRBY DECR DECRBY APPEND STRLEN EXPIRE PEXPIRE EXPIREAT PEXPIREAT
- * TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE.  Each maps its arguments to one
- * or more store calls in the iteration's transaction (pk_srv_txn).
+ * Generic key commands and the plainer string ones: GET GETDEL MGET MSET
+ * DEL EXISTS INCR INCRBY DECR DECRBY APPEND STRLEN EXPIRE PEXPIRE EXPIREAT
+ * PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE (SET and the other
+ * string commands: pk_cmd_str.c).  Each maps its arguments to one or more
+ * store calls in the iteration's transaction (pk_srv_txn).
  */
 #include <stdint.h>
 #include <string.h>
@@ -23,76 +24,6 @@ void pk_cmd_get(pk_cmd_ctx *x)
     else if (rc == PK_ENOTFOUND)
         x->srv->misses++;
     pk_reply_value(x, rc, v);
-}
-
-/* Parses SET's options into opts; 0 after replying an error. */
-static int set_options(pk_cmd_ctx *x, pk_set_opts *o)
-{
-    int have_expire = 0;
-
-    memset(o, 0, sizeof(*o));
-    for (int i = 3; i < x->argc; i++) {
-        const pk_arg *a = &x->argv[i];
-        int64_t v, mul = 0, abs = 0;
-        if (pk_arg_eq(a, "nx") && !(o->flags & PK_SET_XX))
-            o->flags |= PK_SET_NX;
-        else if (pk_arg_eq(a, "xx") && !(o->flags & PK_SET_NX))
-            o->flags |= PK_SET_XX;
-        else if (pk_arg_eq(a, "get"))
-            o->flags |= PK_SET_GET;
-        else if (pk_arg_eq(a, "keepttl") && !have_expire)
-            o->flags |= PK_SET_KEEPTTL, have_expire = 1;
-        else if (pk_arg_eq(a, "ex"))
-            mul = 1000;
-        else if (pk_arg_eq(a, "px"))
-            mul = 1;
-        else if (pk_arg_eq(a, "exat"))
-            mul = 1000, abs = 1;
-        else if (pk_arg_eq(a, "pxat"))
-            mul = 1, abs = 1;
-        else
-            goto syntax;
-        if (mul == 0)
-            continue;
-        if (have_expire || i + 1 >= x->argc)
-            goto syntax;
-        have_expire = 1;
-        if (!pk_arg_i64(&x->argv[++i], &v)) {
-            pk_reply_notint(x);
-            return 0;
-        }
-        if (v <= 0 || v > INT64_MAX / mul ||
-            (!abs && v * mul > INT64_MAX - (int64_t)NOW(x))) {
-            pk_reply_error(x->out, "ERR invalid expire time in 'set' command");
-            return 0;
-        }
-        o->expire_at = (uint64_t)(v * mul) + (abs ? 0 : NOW(x));
-    }
-    return 1;
-syntax:
-    pk_reply_syntax(x);
-    return 0;
-}
-
-void pk_cmd_set(pk_cmd_ctx *x)
-{
-    pk_set_opts o;
-    pk_slice old = {NULL, 0};
-    int done = 0, rc;
-
-    if (!set_options(x, &o))
-        return;
-    TXN_OR_RETURN(x, t);
-    rc = pk_str_set(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len, &o, NOW(x),
-                    &done, &old);
-    if (rc != PK_OK)
-        pk_cmd_store_error(x, rc);
-    else if (o.flags & PK_SET_GET)
-        pk_reply_slice(x, old);
-    else if (done)
-        pk_reply_simple(x->out, "OK");
-    else
-        pk_reply_null(x->out, x->proto);
 }
 
 void pk_cmd_getdel(pk_cmd_ctx *x)

@@ -43,6 +43,11 @@ const char *pk_store_strstatus(int status)
     case PK_STORE_HASH_NOTFLOAT:
         return "ERR hash value is not a float";
     case PK_STORE_INCR_NANINF:
+    case PK_STORE_TOOBIG:
+        return "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+    case PK_STORE_NOTFLOAT:
+        return "ERR value is not a valid float";
+    case PK_STORE_NANINF:
         return "ERR increment would produce NaN or Infinity";
     }
     return NULL;

@@ -76,6 +76,10 @@ enum pk_store_status {
     /* Numbered apart so that other families' statuses can take 6.. */
     PK_STORE_HASH_NOTFLOAT = 16, /* HINCRBYFLOAT on a non-float field */
     PK_STORE_INCR_NANINF = 17,   /* HINCRBYFLOAT result NaN or infinite */
+    /* Strings (pk_str.h, pk_bits.h); numbered apart from the types'. */
+    PK_STORE_TOOBIG = 18,   /* string would exceed PK_STORE_VALUE_MAX */
+    PK_STORE_NOTFLOAT = 19, /* INCRBYFLOAT: value or increment not a float */
+    PK_STORE_NANINF = 20,   /* INCRBYFLOAT result is NaN or infinite */
 };
 
 typedef enum pk_fsync {

@@ -370,6 +370,23 @@ typedef int (*pk__sub_cb)(void *ctx, pk_slice sub, pk_slice val);
 int pk__sub_scan(pk_txn *t, const pk__meta *m, uint8_t tag, uint64_t cursor,
                  size_t count, const void *match, size_t mlen, pk__sub_cb cb,
                  void *ctx, uint64_t *next);
+/*
+ * Strings (pk_str.c), shared with pk_bits.c.  pk__str_load loads a key that
+ * must be missing or a string, inside an open operation: 0, PK_STORE_WRONGTYPE
+ * or an error. pk__str_grow gives a copy of m's value, zero-padded to len bytes
+ * (len >= m->vlen or not), in t's scratch memory: writing it with pk__meta_put
+ * needs no copy of the map first.  0 or PK_ENOMEM (sticky).
+ */
+int pk__str_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 uint64_t now, pk__meta *m);
+int pk__str_grow(pk_txn *t, const pk__meta *m, size_t len, uint8_t **out);
+/*
+ * Writes the string val as m's key with this expiry (0 none), dropping
+ * the key first if it holds another type; an expiry <= now leaves the key
+ * deleted.  0, PK_ERANGE or a sticky error.
+ */
+int pk__str_put(pk_txn *t, pk__meta *m, const void *val, size_t vlen,
+                uint64_t expire, uint64_t now);
 
 /* The score stored in a ZMEMBER value (8 bytes, big-endian bits). */
 static inline double pk__score_get(const uint8_t *p)
