@@ -353,7 +353,7 @@ int pk_arg_double(const pk_arg *a, double *v)
     memcpy(buf, a->ptr, a->len);
     buf[a->len] = '\0';
     d = strtod(buf, &end);
-    ok = *end == '\0' && !isnan(d);
+    ok = end == buf + a->len && !isnan(d); /* a NUL inside is no float */
     if (buf != small)
         free(buf);
     if (ok)

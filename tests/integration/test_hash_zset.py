@@ -361,3 +361,10 @@ def test_command_getkeys(raw):
     assert raw.call("COMMAND", "GETKEYS", "ZMPOP", "1", "a", "MIN") == ["a"]
     assert raw.call("COMMAND", "GETKEYS", "ZRANGESTORE", "d", "s", "0",
                     "1") == ["d", "s"]
+
+
+def test_score_with_nul_inside_is_not_a_float(raw):
+    """strtod stops at a NUL byte; the argument as a whole is no float."""
+    r = raw.call("ZADD", "znul", b"1\x002", "m")
+    assert isinstance(r, Exception) and "not a valid float" in str(r)
+    assert raw.call("EXISTS", "znul") == 0
