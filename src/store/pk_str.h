@@ -6,8 +6,8 @@
  * one LMDB lookup and at most one put.  Parameters, errors and lifetimes
  * follow pk_key.h and pk_store.h: reads return PK_ENOTFOUND for a missing
  * key, PK_STORE_WRONGTYPE for a key of another type; writes return
- * PK_ERANGE for a key too long to store or a value above
- * PK_STORE_VALUE_MAX.
+ * PK_ERANGE for a value above PK_STORE_VALUE_MAX or a key that cannot
+ * exist (see pk_key.h; keys of any length up to PK_STORE_KEY_MAX can).
  */
 #ifndef PK_STORE_PK_STR_H
 #define PK_STORE_PK_STR_H

@@ -163,7 +163,7 @@ static void test_parse_rejects_malformed(void **state)
     (void)state;
     assert_int_equal(pk_keyenc_parse((const uint8_t *)"\0\0\0\1", 4, &kp),
                      PK_ECORRUPT);
-    /* 0x00 followed by 0x02: neither escape nor terminator. */
+    /* 0x00 followed by 0x02: a long form without its 16 digest bytes. */
     assert_int_equal(
         pk_keyenc_parse((const uint8_t *)"\0\0\0\1a\0\2\0\1\1", 10, &kp),
         PK_ECORRUPT);
@@ -192,15 +192,32 @@ static void test_length_limits(void **state)
 
     (void)state;
     memset(key, 'k', sizeof(key));
-    /* 4 + 497 + 2 == PK_KEYENC_PREFIX_MAX fits, one more does not. */
-    assert_int_equal(pk_keyenc_prefix(1, key, 497, buf, sizeof(buf), &n), 0);
-    assert_int_equal(n, PK_KEYENC_PREFIX_MAX);
-    assert_int_equal(pk_keyenc_prefix(1, key, 498, buf, sizeof(buf), &n),
-                     PK_ERANGE);
-    /* NUL bytes take two bytes each. */
+    /* 4 + 234 + 2 == PK_KEYENC_SHORT is the longest short form; one byte
+     * more takes the long form, as long: head, 00 02, digest. */
+    assert_int_equal(pk_keyenc_prefix(1, key, 234, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, PK_KEYENC_SHORT);
+    assert_int_equal(buf[n - 1], 0x01);
+    assert_false(pk_keyenc_long(key, 234));
+    assert_true(pk_keyenc_long(key, 235));
+    assert_int_equal(pk_keyenc_prefix(1, key, 235, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, PK_KEYENC_SHORT);
+    assert_int_equal(buf[4 + PK_KEYENC_HEAD], 0x00);
+    assert_int_equal(buf[4 + PK_KEYENC_HEAD + 1], 0x02);
+    /* NUL bytes take two bytes each: 117 NULs are short, 118 long, and a
+     * head of NULs holds 109 of them (218 bytes). */
     memset(key, 0, 300);
-    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, sizeof(buf), &n),
-                     PK_ERANGE);
+    assert_false(pk_keyenc_long(key, 117));
+    assert_true(pk_keyenc_long(key, 118));
+    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, 4 + PK_KEYENC_HEAD + 2 + PK_KEYENC_DIGEST);
+    key[0] = 'x'; /* x then NULs: the head stops short of a split NUL */
+    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, 4 + PK_KEYENC_HEAD - 1 + 2 + PK_KEYENC_DIGEST);
+    assert_int_equal(n, pk_keyenc_prefix_len(key, 300));
+    /* Only a buffer too small fails, and leaves it alone. */
+    memset(buf, 0xAA, sizeof(buf));
+    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, 100, &n), PK_ERANGE);
+    assert_int_equal(buf[0], 0xAA);
     /* Sub-keys: the whole key must fit in PK_KEYENC_MAX. */
     assert_int_equal(pk_keyenc_prefix(1, "k", 1, buf, sizeof(buf), &n), 0);
     assert_int_equal(pk_keyenc_sub(buf, sizeof(buf), n, PK_TAG_HFIELD, key,
