@@ -434,6 +434,21 @@ static void test_collision_is_not_served(void **state)
     free(v);
 }
 
+/* A store written before long keys (format 2) is refused on open. */
+static void test_old_format_refused(void **state)
+{
+    lk *w = *state;
+    pk_txn *t = wtxn(w->a->s);
+    uint8_t ver[4];
+    MDB_val k = {6, "format"}, v = {4, ver};
+
+    pk_be32_put(ver, 2);
+    assert_int_equal(mdb_put(t->txn, t->s->info, &k, &v, 0), 0);
+    assert_int_equal(pk_txn_commit(t), 0);
+    assert_int_equal(tstore_reopen(w->a), PK_EVERSION);
+    assert_null(w->a->s);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -445,6 +460,7 @@ int main(void)
         T(test_rec_check),
         T(test_log_apply_rejects_bad_meta),
         T(test_collision_is_not_served),
+        T(test_old_format_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
