@@ -405,8 +405,10 @@ void pk_cmd_store_error(pk_cmd_ctx *x, int rc)
     if (status)
         pk_reply_error(x->out, status);
     else if (rc == PK_ERANGE)
-        pk_reply_error(x->out, "ERR key, field or member too long for the "
-                               "store (at most about 500 bytes)");
+        /* Also a key whose digest prefix another key holds (pk_key.h). */
+        pk_reply_error(x->out, "ERR field or member too long for the store "
+                               "(at most about 500 bytes, 260 beside a "
+                               "long key)");
     else
         pk_reply_errorf(x->out, "ERR storage error: %s", pk_strerror(rc));
 }

@@ -538,8 +538,13 @@ int pk_server_run(const pk_server_config *cfg)
     s->idle.data = s;
     rc = cfg->dir ? pk_store_open(cfg->dir, &so, &s->store) : PK_OK;
     if (rc != PK_OK) {
-        fprintf(stderr, "partkv: cannot open store in '%s': %s\n", cfg->dir,
-                pk_strerror(rc));
+        fprintf(stderr, "partkv: cannot open store in '%s': %s%s\n", cfg->dir,
+                pk_strerror(rc),
+                rc == PK_EVERSION
+                    ? " (the directory was written by another partkv "
+                      "version; start with an empty --dir and let the "
+                      "node copy its partitions from its replicas)"
+                    : "");
         goto out;
     }
     if (listen_on(s) != 0)

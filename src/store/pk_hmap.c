@@ -25,7 +25,7 @@ static int field_key(const pk__meta *m, const void *f, size_t flen,
                          len);
 }
 
-/* Loads the key for a read: missing (also too long) or a hash. */
+/* Loads the key for a read: missing (also one that cannot exist) or a hash. */
 static int load_read(pk_txn *t, uint32_t part, const void *key, size_t klen,
                      uint64_t now, pk__meta *m)
 {

@@ -3,8 +3,9 @@
  *
  * SCAN walks the data DB in key order, jumping from one key's META record
  * to the next key's (seek to prefix | FF, past every tag), so a hash with a
- * million fields costs one seek.  Its cursor is stateless; see pk_key.h for
- * why it never loses a key.
+ * million fields costs one seek.  A long key (pk_keyenc.h) comes back from
+ * its META value, which holds the whole key.  Its cursor is stateless; see
+ * pk_key.h for why it never loses a key.
  */
 #include <string.h>
 
@@ -31,7 +32,10 @@ const char *pk_type_name(pk_type type)
     }
 }
 
-/* Loads a key for a read; a key too long to exist is simply missing. */
+/*
+ * Loads a key for a read; a key that cannot exist (PK_ERANGE: its long
+ * prefix is another key's, see pk__meta_load) is simply missing.
+ */
 static int load_read(pk_txn *t, uint32_t part, const void *key, size_t klen,
                      uint64_t now, pk__meta *m)
 {
@@ -197,14 +201,17 @@ static uint32_t scan_group(const uint8_t *k, size_t klen)
     return pk_be32_get(g);
 }
 
-/* Reports the key whose META record is (k, v) if it passes the filters. */
+/*
+ * Reports the key whose META record is (k, v) if it passes the filters.  A
+ * long key's prefix holds only its head: its META value holds the key.
+ */
 static int scan_visit(const pk_keyparts *kp, const MDB_val *v,
                       const pk_scan_opts *o, uint64_t now, pk_scan_cb cb,
                       void *ctx)
 {
     uint8_t type, user[PK_KEYENC_MAX];
     uint64_t exp, cnt;
-    size_t n;
+    pk_slice key;
 
     if (pk__meta_parse(v->mv_data, v->mv_size, &type, &exp, &cnt) != 0) {
         return PK_ECORRUPT;
@@ -212,12 +219,19 @@ static int scan_visit(const pk_keyparts *kp, const MDB_val *v,
     if ((exp != 0 && exp <= now) || (o->type != 0 && o->type != type)) {
         return 0;
     }
-    n = pk_keyenc_unescape(kp->esc, kp->esc_len, user);
+    if (kp->longkey) {
+        pk__meta_body(v->mv_data, v->mv_size, &key);
+        if (key.ptr == NULL) {
+            return PK_ECORRUPT;
+        }
+    } else {
+        key = (pk_slice){user, pk_keyenc_unescape(kp->esc, kp->esc_len, user)};
+    }
     if (o->match != NULL &&
-        !pk_glob_match(o->match, o->match_len, user, n, 0)) {
+        !pk_glob_match(o->match, o->match_len, key.ptr, key.len, 0)) {
         return 0;
     }
-    return cb(ctx, kp->part, (pk_slice){user, n});
+    return cb(ctx, kp->part, key);
 }
 
 int pk_store_scan(pk_txn *t, uint64_t cursor, const pk_scan_opts *opts,

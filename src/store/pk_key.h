@@ -10,9 +10,13 @@
  * caller's clock (see pk_store.h for expiry, errors and lifetimes).  Out
  * parameters are written only on success.
  *
- * Keys whose encoding exceeds the LMDB key limit (about 500 bytes, fewer
- * with NUL bytes) cannot exist: reads report them missing, writes return
- * PK_ERANGE.
+ * Keys of any length (up to PK_STORE_KEY_MAX) exist; one longer than about
+ * 230 bytes is stored under a digest with the whole key in its META record
+ * (pk_keyenc.h).  The only key that cannot exist is one whose digest
+ * prefix another stored key already holds (a SHA-256/128 collision, never
+ * seen in practice): reads report it missing, writes return PK_ERANGE
+ * and touch nothing, so the other key's data is never returned or
+ * overwritten.
  */
 #ifndef PK_STORE_PK_KEY_H
 #define PK_STORE_PK_KEY_H

@@ -1,23 +1,34 @@
 /*
  * pk_keyenc: prefix escaping and score mapping; see pk_keyenc.h for the
  * layout.  The invariant every function keeps: memcmp order of encoded keys
- * equals the order of (part, user key, tag, sub-key).
+ * equals the order of (part, user key, tag, sub-key) for short keys, and
+ * no prefix is a prefix of another, long or short (proof in pk_keyenc.h).
  */
 #include <assert.h>
 #include <float.h>
 #include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "core/pk_err.h"
 #include "store/pk_keyenc.h"
 
 static_assert(sizeof(double) == sizeof(uint64_t) && FLT_RADIX == 2,
               "scores are IEEE-754 binary64");
-static_assert(PK_KEYENC_PREFIX_MAX + 8 == PK_KEYENC_MAX,
-              "expiry index keys fit in an LMDB key");
+static_assert(PK_KEYENC_SHORT + 8 <= PK_KEYENC_MAX,
+              "expiry index keys (u64 when | prefix) fit in an LMDB key");
+static_assert(PK_KEYENC_SHORT + 1 + 8 + PK_KEYENC_SHORT <= PK_KEYENC_MAX,
+              "room for a fixed sub-key budget after any prefix");
+static_assert(PK_KEYENC_MAX - 4 <= UINT16_MAX,
+              "a data key without its part fits a change record's u16 klen");
+static_assert(PK_KEYENC_HEAD >= 4 + 1,
+              "a long key's head fills SCAN's four group bytes");
+static_assert(PK_KEYENC_DIGEST <= SHA256_DIGEST_LENGTH, "digest is SHA-256");
 
-size_t pk_keyenc_prefix_len(const void *key, size_t klen)
+/* 4 + escaped key + 2, the length of the short form. */
+static size_t short_len(const uint8_t *k, size_t klen)
 {
-    const uint8_t *k = key;
     size_t n = 4 + klen + 2;
 
     for (size_t i = 0; i < klen; i++) {
@@ -26,24 +37,81 @@ size_t pk_keyenc_prefix_len(const void *key, size_t klen)
     return n;
 }
 
+int pk_keyenc_long(const void *key, size_t klen)
+{
+    /* Without counting NULs when the key is long anyway, or short anyway. */
+    if (klen + 6 > PK_KEYENC_SHORT) {
+        return 1;
+    }
+    return 2 * klen + 6 > PK_KEYENC_SHORT &&
+           short_len(key, klen) > PK_KEYENC_SHORT;
+}
+
+/* Escapes the head of k that fits in cap bytes to out; returns its size. */
+static size_t escape(const uint8_t *k, size_t klen, uint8_t *out, size_t cap)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < klen && o + 1 + (k[i] == 0) <= cap; i++) {
+        out[o++] = k[i];
+        if (k[i] == 0) {
+            out[o++] = 0xFF;
+        }
+    }
+    return o;
+}
+
+size_t pk_keyenc_prefix_len(const void *key, size_t klen)
+{
+    const uint8_t *k = key;
+    size_t n = 0;
+
+    if (!pk_keyenc_long(key, klen)) {
+        return short_len(key, klen);
+    }
+    for (size_t i = 0; i < klen && n + 1 + (k[i] == 0) <= PK_KEYENC_HEAD; i++) {
+        n += 1 + (k[i] == 0);
+    }
+    return 4 + n + 2 + PK_KEYENC_DIGEST;
+}
+
+int pk_keyenc_digest(const void *key, size_t klen, uint8_t *out)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+
+    if (EVP_Digest(key, klen, md, &n, EVP_sha256(), NULL) != 1 ||
+        n != SHA256_DIGEST_LENGTH) {
+        return PK_ENOMEM;
+    }
+    memcpy(out, md, PK_KEYENC_DIGEST);
+    return 0;
+}
+
 int pk_keyenc_prefix(uint32_t part, const void *key, size_t klen, uint8_t *buf,
                      size_t cap, size_t *len)
 {
-    const uint8_t *k = key;
-    size_t n = pk_keyenc_prefix_len(key, klen), o = 4;
+    int longkey = pk_keyenc_long(key, klen);
+    uint8_t tmp[PK_KEYENC_SHORT];
+    size_t o = 4;
+    int rc;
 
-    if (n > PK_KEYENC_PREFIX_MAX || n > cap) {
+    /* Built in tmp so that buf is left when cap is too small. */
+    pk_be32_put(tmp, part);
+    o += escape(key, klen, tmp + 4,
+                longkey ? PK_KEYENC_HEAD : PK_KEYENC_SHORT - 6);
+    tmp[o++] = 0x00;
+    tmp[o++] = longkey ? 0x02 : 0x01;
+    if (longkey) {
+        if ((rc = pk_keyenc_digest(key, klen, tmp + o)) != 0) {
+            return rc;
+        }
+        o += PK_KEYENC_DIGEST;
+    }
+    if (o > cap) {
         return PK_ERANGE;
     }
-    pk_be32_put(buf, part);
-    for (size_t i = 0; i < klen; i++) {
-        buf[o++] = k[i];
-        if (k[i] == 0) {
-            buf[o++] = 0xFF;
-        }
-    }
-    buf[o++] = 0x00;
-    buf[o++] = 0x01;
+    memcpy(buf, tmp, o);
     *len = o;
     return 0;
 }
@@ -66,7 +134,7 @@ int pk_keyenc_sub(uint8_t *buf, size_t cap, size_t plen, uint8_t tag,
 
 int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out)
 {
-    size_t i = 4;
+    size_t i = 4, plen;
 
     if (klen < 4 + 2 + 1) {
         return PK_ECORRUPT;
@@ -79,26 +147,29 @@ int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out)
             i++;
         } else if (key[i + 1] == 0xFF) {
             i += 2;
-        } else if (key[i + 1] == 0x01) {
+        } else if (key[i + 1] == 0x01 || key[i + 1] == 0x02) {
             break;
         } else {
             return PK_ECORRUPT;
         }
     }
-    /* i is at the terminator; a tag must follow it. */
-    if (i + 2 >= klen) {
+    /* i is at the terminator; a long form's digest and a tag follow. */
+    plen = i + 2 + (key[i + 1] == 0x02 ? PK_KEYENC_DIGEST : 0);
+    if (plen > PK_KEYENC_SHORT || plen >= klen) {
         return PK_ECORRUPT;
     }
-    if (key[i + 2] < PK_TAG_META || key[i + 2] > PK_TAG_LAST) {
+    if (key[plen] < PK_TAG_META || key[plen] > PK_TAG_LAST) {
         return PK_ECORRUPT;
     }
     out->part = pk_be32_get(key);
     out->esc = key + 4;
     out->esc_len = i - 4;
-    out->prefix_len = i + 2;
-    out->tag = key[i + 2];
-    out->sub = key + i + 3;
-    out->sub_len = klen - (i + 3);
+    out->longkey = key[i + 1] == 0x02;
+    out->digest = out->longkey ? key + i + 2 : NULL;
+    out->prefix_len = plen;
+    out->tag = key[plen];
+    out->sub = key + plen + 1;
+    out->sub_len = klen - (plen + 1);
     return 0;
 }
 

@@ -20,16 +20,46 @@
  *
  * Escaping 0x00 as 00 FF and terminating with 00 01 (FoundationDB's tuple
  * layer) makes memcmp order of prefixes equal the order of (part, key): the
- * terminator sorts below every escaped byte, so "a" < "a\0" < "ab", and no
- * key's prefix is a prefix of another key's.  Sub-keys are the last
- * component and need no escaping.  score8 is a double mapped to a u64 whose
- * big-endian bytes sort like the numbers (sign bit flipped for positives,
- * all bits flipped for negatives; -0 is stored as +0), so one cursor walk
- * over tag 0x04 yields a sorted set in score order, ties by member.
+ * terminator sorts below every escaped byte, so "a" < "a\0" < "ab".
+ * Sub-keys are the last component and need no escaping.  score8 is a
+ * double mapped to a u64 whose big-endian bytes sort like the numbers
+ * (sign bit flipped for positives, all bits flipped for negatives; -0 is
+ * stored as +0), so one cursor walk over tag 0x04 yields a sorted set in
+ * score order, ties by member.
  *
- * LMDB keys hold at most PK_KEYENC_MAX bytes.  A prefix may take at most
- * PK_KEYENC_PREFIX_MAX so that the expiry index (u64 time + prefix) fits
- * too; functions return PK_ERANGE for keys or sub-keys that do not fit.
+ * Long keys.  A prefix is "short" when 4 + escaped key + 2 <= PK_KEYENC_SHORT
+ * (240).  A longer key gets the long form, of at most PK_KEYENC_SHORT bytes:
+ *
+ *   part u32 | escaped head | 00 02 | SHA-256(key)[0..16)
+ *
+ * where the head is the longest leading part of the key whose escaped form
+ * fits (PK_KEYENC_HEAD bytes or one less, when a NUL would straddle the
+ * end).  Its META record carries the whole key (pk_store_int.h), which is
+ * how SCAN gets it back and how a lookup tells a digest collision from its
+ * own key.  Capping every prefix at 240 leaves a later fixed sub-key budget
+ * room: 240 + tag + 8 + 240 <= 511.
+ *
+ * No prefix is a prefix of another one (so a key's records are exactly the
+ * data keys starting with its prefix, one contiguous run, and parsing a
+ * data key is unambiguous).  Proof: read a prefix from byte 4 on; a 00
+ * followed by FF is an escaped NUL, the first 00 followed by anything else
+ * ends the key, and escaped bytes never hold 00 01 or 00 02.  If prefix P
+ * is a prefix of Q (same part), both reads see the same bytes up to and
+ * including P's terminator, so Q's terminator is at the same place and is
+ * the same: 00 01 ends both there, 00 02 is followed by exactly 16 digest
+ * bytes in both.  Hence |P| = |Q| and P = Q.  Two long keys share a prefix
+ * only if heads and 128-bit digests collide.
+ *
+ * Order: short prefixes keep the order of (part, key).  A long key sorts
+ * after its head as a short key and before every key extending the head
+ * (00 01 < 00 02 < 00 FF and any byte > 00), among long keys of that head
+ * by digest.  Clients see SCAN order as arbitrary, so only a future
+ * range scheme over user keys would have to treat long keys apart.
+ *
+ * LMDB keys hold at most PK_KEYENC_MAX bytes; the expiry index (u64 time +
+ * prefix) fits because prefixes do.  pk_keyenc_prefix never fails for a
+ * key's length; pk_keyenc_sub returns PK_ERANGE for sub-keys that do not
+ * fit.
  * Pure functions, thread-safe.
  */
 #ifndef PK_STORE_PK_KEYENC_H
@@ -38,8 +68,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PK_KEYENC_MAX 511 /* LMDB's compiled-in maximum key size */
-#define PK_KEYENC_PREFIX_MAX (PK_KEYENC_MAX - 8)
+#define PK_KEYENC_MAX 511   /* LMDB's compiled-in maximum key size */
+#define PK_KEYENC_SHORT 240 /* longest prefix, short or long form */
+#define PK_KEYENC_DIGEST 16 /* bytes of SHA-256 in a long-form prefix */
+/* Escaped head bytes in a long-form prefix, at most. */
+#define PK_KEYENC_HEAD (PK_KEYENC_SHORT - 4 - 2 - PK_KEYENC_DIGEST)
 
 enum pk_keyenc_tag {
     PK_TAG_META = 0x01,
@@ -54,11 +87,13 @@ enum pk_keyenc_tag {
 /* A data key taken apart by pk_keyenc_parse; pointers borrow its bytes. */
 typedef struct pk_keyparts {
     uint32_t part;
-    size_t prefix_len;  /* part + escaped key + terminator */
-    const uint8_t *esc; /* escaped user key (without terminator) */
+    size_t prefix_len;  /* part + escaped key + terminator (+ digest) */
+    const uint8_t *esc; /* escaped user key or head (without terminator) */
     size_t esc_len;
-    uint8_t tag;        /* byte after the prefix */
-    const uint8_t *sub; /* bytes after the tag */
+    int longkey;           /* long form: esc is the head, digest follows */
+    const uint8_t *digest; /* long form: PK_KEYENC_DIGEST bytes, else NULL */
+    uint8_t tag;           /* byte after the prefix */
+    const uint8_t *sub;    /* bytes after the tag */
     size_t sub_len;
 } pk_keyparts;
 
@@ -87,18 +122,27 @@ static inline uint64_t pk_be64_get(const uint8_t *p)
     return (uint64_t)pk_be32_get(p) << 32 | pk_be32_get(p + 4);
 }
 
-/*
- * Length of the prefix of (part, key): 4 + key bytes + NUL bytes + 2.
- */
+/* Whether key takes the long form (4 + escaped key + 2 > 240). */
+int pk_keyenc_long(const void *key, size_t klen);
+
+/* Length of the prefix of (part, key), short or long form. */
 size_t pk_keyenc_prefix_len(const void *key, size_t klen);
 
 /*
  * Writes the prefix of (part, key) to buf, which holds cap bytes, and its
- * length to *len.  Returns 0, or PK_ERANGE when the prefix is longer than
- * PK_KEYENC_PREFIX_MAX or cap (buf and *len are then unspecified / left).
+ * length to *len.  Any key has a prefix of at most PK_KEYENC_SHORT bytes;
+ * returns 0, PK_ERANGE only when cap is smaller than the prefix (never
+ * with cap >= PK_KEYENC_SHORT), or PK_ENOMEM when OpenSSL cannot digest a
+ * long key (buf and *len are then unspecified / left).
  */
 int pk_keyenc_prefix(uint32_t part, const void *key, size_t klen, uint8_t *buf,
                      size_t cap, size_t *len);
+
+/*
+ * The PK_KEYENC_DIGEST bytes of a long-form prefix of key to out: the
+ * first bytes of SHA-256(key).  Returns 0 or PK_ENOMEM (OpenSSL failed).
+ */
+int pk_keyenc_digest(const void *key, size_t klen, uint8_t *out);
 
 /*
  * Appends tag and sub-key to a prefix of plen bytes already in buf, which
@@ -110,8 +154,11 @@ int pk_keyenc_sub(uint8_t *buf, size_t cap, size_t plen, uint8_t tag,
 
 /*
  * Parses a data key.  Returns 0, or PK_ECORRUPT when the key is shorter
- * than a prefix and a tag, holds a 0x00 followed by anything but FF or 01,
- * lacks a terminator, or has an unknown tag.  *out borrows key.
+ * than a prefix and a tag, holds a 0x00 followed by anything but FF, 01 or
+ * 02, lacks a terminator, has a prefix longer than PK_KEYENC_SHORT (a
+ * long-form one: missing digest bytes) or an unknown tag.  *out borrows
+ * key.  A long-form prefix is not checked against a key here: its META
+ * record holds the key (pk__rec_check).
  */
 int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out);
 

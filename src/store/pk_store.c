@@ -21,8 +21,11 @@
 #include "store/pk_store_int.h"
 #include "store/pk_store_log.h"
 
-/* 2: one journal for all partitions' logs; packed, checkpointed stats. */
-#define PK__FORMAT 2u
+/* 2: one journal for all partitions' logs; packed, checkpointed stats.
+ * 3: keys longer than about 230 bytes stored under a digest prefix with
+ * the full key in META (pk_keyenc.h); a version 2 store could hold keys
+ * of 231..497 bytes in the short form, which version 3 no longer finds. */
+#define PK__FORMAT 3u
 
 static_assert(PK_PARTITIONS_MAX % PK__CTR_PAGE == 0, "counter pages");
 

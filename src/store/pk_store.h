@@ -65,6 +65,7 @@ typedef struct pk_txn pk_txn;
 
 #define PK_STORE_MAP_SIZE_DEFAULT (8ull << 30) /* sparse file, 8 GiB */
 #define PK_STORE_VALUE_MAX (512u << 20)        /* Redis proto-max-bulk-len */
+#define PK_STORE_KEY_MAX (512u << 20)          /* longest user key, as Redis */
 
 /* Command-level results.  pk_store_strstatus() gives the Redis reply. */
 enum pk_store_status {

@@ -24,8 +24,15 @@
  * its page without descending from the root), and stats go through a
  * cache in pk_store that checkpoints write back (pk_store_stcache.c).
  *
- *   META value     0 u8 type | 1 u8 flags (0) | 2 u64 expire ms (0 none)
- *                  | 10 string value, or u64 element count (hash, zset)
+ *   META value     0 u8 type | 1 u8 flags | 2 u64 expire ms (0 none)
+ *                  | 10 full key, if flags bit 0: u32 length | user key
+ *                  | body: string value, or u64 element count (hash, zset)
+ *                  flags: bit 0 (PK__META_FKEY) is set exactly for keys
+ *                  whose prefix is the long form (pk_keyenc.h), other
+ *                  bits 0.  The body starts after the full key
+ *                  (pk__meta_body), so type-specific fields are at offsets
+ *                  relative to it and a key of any length combines with
+ *                  any body layout.
  *   ZMEMBER value  u64 bits of the score (big-endian)
  *   stats key      u32 group (part >> 8), big-endian
  *   stats value    for each of the group's 256 partitions, in order:
@@ -64,7 +71,11 @@
 #include "store/pk_store_log.h"
 
 #define PK__META_HDR 10
-#define PK__META_AGG (PK__META_HDR + 8)
+#define PK__META_AGG (PK__META_HDR + 8) /* hash/zset META of a short key */
+#define PK__META_FKEY 0x01u /* flags: the full user key follows the header */
+/* Longest META value: header, full key, string value. */
+#define PK__META_MAX                                                           \
+    ((uint64_t)PK__META_HDR + 4 + PK_STORE_KEY_MAX + PK_STORE_VALUE_MAX)
 #define PK__SGROUP 256u /* partitions per stats record */
 #define PK__SGROUP_MAX (PK__SGROUP * (1 + 5 * 10)) /* mask, 5 varints */
 #define PK__CKPT_RECORDS 8192u /* journal records between checkpoints */
@@ -286,6 +297,12 @@ typedef struct pk__meta {
     size_t vlen;
     size_t plen; /* prefix length; key[plen] is the tag */
     uint8_t key[PK_KEYENC_MAX];
+    /* The user key as pk__meta_load got it (borrowed from its caller, so
+     * valid for the operation); longkey: the prefix is the long form and
+     * pk__meta_put writes the full key into the META value. */
+    const uint8_t *ukey;
+    size_t uklen;
+    int longkey;
 } pk__meta;
 
 int pk__err(int mdb_rc);
@@ -337,8 +354,15 @@ int pk__read_begin(pk_txn *t, uint32_t part);
 int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags);
 int pk__op_end(pk_txn *t, int rc);
 
+/*
+ * Checks a META value and takes its header apart (0 or PK_ECORRUPT).
+ * pk__meta_body gives, for a value pk__meta_parse accepted, the offset of
+ * its body and in *ukey the full user key (borrowed from v; {NULL, 0}
+ * without PK__META_FKEY).
+ */
 int pk__meta_parse(const uint8_t *v, size_t n, uint8_t *type, uint64_t *expire,
                    uint64_t *count);
+size_t pk__meta_body(const uint8_t *v, size_t n, pk_slice *ukey);
 int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen);
 
 int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v);

@@ -24,6 +24,9 @@
 
 static_assert(PK__META_HDR == 1 + 1 + 8, "META header: type, flags, expire");
 static_assert(PK__META_AGG == PK__META_HDR + 8, "META of hash/zset: count");
+static_assert(PK_STORE_KEY_MAX <= UINT32_MAX, "a full key's length is a u32");
+static_assert(PK__META_MAX <= UINT32_MAX,
+              "a META value's length fits a change record's u32 vlen");
 
 int pk__read_begin(pk_txn *t, uint32_t part)
 {
@@ -154,17 +157,74 @@ uint64_t pk_txn_changes(const pk_txn *t)
     return t->changes;
 }
 
+/* Offset of the body of a META value with a valid header, or 0. */
+static size_t meta_body(const uint8_t *v, size_t n)
+{
+    size_t klen;
+
+    if (!(v[1] & PK__META_FKEY)) {
+        return PK__META_HDR;
+    }
+    if (n - PK__META_HDR < 4) {
+        return 0;
+    }
+    klen = pk_be32_get(v + PK__META_HDR);
+    return klen <= n - PK__META_HDR - 4 && klen <= PK_STORE_KEY_MAX
+               ? PK__META_HDR + 4 + klen
+               : 0;
+}
+
 int pk__meta_parse(const uint8_t *v, size_t n, uint8_t *type, uint64_t *expire,
                    uint64_t *count)
 {
+    size_t body;
+
     if (n < PK__META_HDR || v[0] < PK__T_STRING || v[0] > PK__T_LASTTYPE ||
-        v[1] != 0 || (v[0] != PK__T_STRING && n != PK__META_AGG)) {
+        (v[1] & ~PK__META_FKEY) != 0 || (body = meta_body(v, n)) == 0 ||
+        (v[0] != PK__T_STRING && n - body != 8)) {
         return PK_ECORRUPT;
     }
     *type = v[0];
     *expire = pk_be64_get(v + 2);
-    *count = v[0] == PK__T_STRING ? 0 : pk_be64_get(v + PK__META_HDR);
+    *count = v[0] == PK__T_STRING ? 0 : pk_be64_get(v + body);
     return 0;
+}
+
+size_t pk__meta_body(const uint8_t *v, size_t n, pk_slice *ukey)
+{
+    size_t body = meta_body(v, n);
+
+    *ukey = body > PK__META_HDR
+                ? (pk_slice){v + PK__META_HDR + 4, body - PK__META_HDR - 4}
+                : (pk_slice){NULL, 0};
+    return body;
+}
+
+/*
+ * Whether a META value's full key belongs to the record's prefix kp: only
+ * long-form prefixes carry one, and theirs must be the prefix of the key
+ * it names (same head, same digest).  0, PK_ECORRUPT, or PK_ENOMEM.
+ */
+static int meta_key_check(const uint8_t *k, const pk_keyparts *kp,
+                          const uint8_t *v, size_t vlen)
+{
+    uint8_t want[PK_KEYENC_SHORT];
+    pk_slice uk;
+    size_t n;
+    int rc;
+
+    pk__meta_body(v, vlen, &uk);
+    if (!kp->longkey) {
+        return uk.ptr == NULL ? 0 : PK_ECORRUPT;
+    }
+    if (uk.ptr == NULL) {
+        return PK_ECORRUPT;
+    }
+    rc = pk_keyenc_prefix(kp->part, uk.ptr, uk.len, want, sizeof(want), &n);
+    if (rc != 0) {
+        return rc;
+    }
+    return n == kp->prefix_len && memcmp(want, k, n) == 0 ? 0 : PK_ECORRUPT;
 }
 
 int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
@@ -173,14 +233,15 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
     uint8_t type;
     uint64_t exp, cnt;
 
-    if (klen > PK_KEYENC_MAX || pk_keyenc_parse(k, klen, &kp) != 0 ||
-        kp.prefix_len > PK_KEYENC_PREFIX_MAX) {
+    if (klen > PK_KEYENC_MAX || pk_keyenc_parse(k, klen, &kp) != 0) {
         return PK_ECORRUPT;
     }
     switch (kp.tag) {
     case PK_TAG_META:
-        return kp.sub_len == 0 ? pk__meta_parse(v, vlen, &type, &exp, &cnt)
-                               : PK_ECORRUPT;
+        if (kp.sub_len != 0 || pk__meta_parse(v, vlen, &type, &exp, &cnt)) {
+            return PK_ECORRUPT;
+        }
+        return meta_key_check(k, &kp, v, vlen);
     case PK_TAG_ZMEMBER:
         return vlen == 8 ? 0 : PK_ECORRUPT;
     case PK_TAG_ZSCORE:
@@ -415,6 +476,8 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
 {
     uint64_t expire, count;
     uint8_t type;
+    pk_slice uk;
+    size_t body;
     MDB_val v;
     int rc;
 
@@ -424,6 +487,9 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     m->count = 0;
     m->val = NULL;
     m->vlen = 0;
+    m->ukey = key;
+    m->uklen = klen;
+    m->longkey = pk_keyenc_long(key, klen);
     rc =
         pk_keyenc_prefix(part, key, klen, m->key, sizeof(m->key) - 1, &m->plen);
     if (rc != 0) {
@@ -438,6 +504,16 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     if (rc != 0) {
         return pk__fail(t, rc);
     }
+    body = pk__meta_body(v.mv_data, v.mv_size, &uk);
+    /* A long key's prefix names it by a digest: the record is this key's
+     * only if it holds this key.  Another key under the same prefix (a
+     * 128-bit collision) makes this one impossible to store, as an
+     * over-long key used to be: PK_ERANGE, which reads take as missing
+     * and writes refuse, before anything is written. */
+    if (m->longkey &&
+        (uk.len != klen || (klen > 0 && memcmp(uk.ptr, key, klen) != 0))) {
+        return PK_ERANGE;
+    }
     if (expire != 0 && expire <= now) {
         return t->rdonly || !t->op_open ? 0 : pk__key_drop(t, m);
     }
@@ -445,18 +521,20 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     m->type = type;
     m->expire = expire;
     m->count = count;
-    m->val = (const uint8_t *)v.mv_data + PK__META_HDR;
-    m->vlen = v.mv_size - PK__META_HDR;
+    m->val = (const uint8_t *)v.mv_data + body;
+    m->vlen = v.mv_size - body;
     return 0;
 }
 
 int pk__meta_put(pk_txn *t, pk__meta *m, const void *a, size_t alen,
                  const void *b, size_t blen)
 {
-    size_t n = PK__META_HDR + (m->type == PK__T_STRING ? alen + blen : 8);
+    size_t fk = m->longkey ? 4 + m->uklen : 0, body = PK__META_HDR + fk;
+    size_t n = body + (m->type == PK__T_STRING ? alen + blen : 8);
     uint8_t *p;
 
-    if (m->type == PK__T_STRING && alen + blen > PK_STORE_VALUE_MAX) {
+    if ((m->type == PK__T_STRING && alen + blen > PK_STORE_VALUE_MAX) ||
+        m->uklen > PK_STORE_KEY_MAX) {
         return PK_ERANGE;
     }
     t->val.len = 0;
@@ -465,16 +543,20 @@ int pk__meta_put(pk_txn *t, pk__meta *m, const void *a, size_t alen,
     }
     p = t->val.p;
     p[0] = m->type;
-    p[1] = 0;
+    p[1] = m->longkey ? PK__META_FKEY : 0;
     pk_be64_put(p + 2, m->expire);
+    if (m->longkey) {
+        pk_be32_put(p + PK__META_HDR, (uint32_t)m->uklen);
+        memcpy(p + PK__META_HDR + 4, m->ukey, m->uklen);
+    }
     if (m->type != PK__T_STRING) {
-        pk_be64_put(p + PK__META_HDR, m->count);
+        pk_be64_put(p + body, m->count);
     } else {
         if (alen > 0) {
-            memcpy(p + PK__META_HDR, a, alen);
+            memcpy(p + body, a, alen);
         }
         if (blen > 0) {
-            memcpy(p + PK__META_HDR + alen, b, blen);
+            memcpy(p + body + alen, b, blen);
         }
     }
     m->exists = 1;

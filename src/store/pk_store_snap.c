@@ -22,13 +22,14 @@
 #include "store/pk_store_snap.h"
 
 #define SNAP_MAGIC "PKSN"
-#define SNAP_VERSION 1
+/* 2: long keys under a digest prefix (pk_keyenc.h, store format 3). */
+#define SNAP_VERSION 2
 #define SNAP_HDR_LEN 20
 #define SNAP_END_LEN 13
 #define SNAP_REC 0x01
 #define SNAP_END 0xFF
 #define SNAP_KEY_MAX (PK_KEYENC_MAX - 4)
-#define SNAP_VAL_MAX (PK_STORE_VALUE_MAX + PK__META_HDR)
+#define SNAP_VAL_MAX PK__META_MAX /* the longest data value */
 #define SNAP_CHUNK (64u << 10)
 
 static_assert(SNAP_HDR_LEN == 4 + 2 + 2 + 4 + 8, "header layout");

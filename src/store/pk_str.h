@@ -8,8 +8,9 @@
  * one LMDB lookup and at most one put.  Parameters, errors and lifetimes
  * follow pk_key.h and pk_store.h: reads return PK_ENOTFOUND for a missing
  * key, PK_STORE_WRONGTYPE for a key of another type; writes return
- * PK_ERANGE for a key too long to store, PK_STORE_TOOBIG for a string that
- * would grow beyond PK_STORE_VALUE_MAX (Redis's proto-max-bulk-len).
+ * PK_ERANGE for a key that cannot exist (see pk_key.h; keys of any length
+ * up to PK_STORE_KEY_MAX can), PK_STORE_TOOBIG for a string that would
+ * grow beyond PK_STORE_VALUE_MAX (Redis's proto-max-bulk-len).
  */
 #ifndef PK_STORE_PK_STR_H
 #define PK_STORE_PK_STR_H

@@ -24,7 +24,7 @@ static uint64_t score_bits(double d)
     return u;
 }
 
-/* Loads a sorted set; a missing (or too long) key reads as empty. */
+/* Loads a sorted set; a missing key (or one that cannot exist) is empty. */
 int pk__zset_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   uint64_t now, pk__meta *m)
 {

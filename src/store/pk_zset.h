@@ -13,9 +13,11 @@
  * score" is one seek and 20 cursor steps.  A set never exists empty.
  *
  * Parameters, errors and lifetimes follow pk_key.h and pk_store.h; every
- * function returns PK_STORE_WRONGTYPE for a key of another type.  Writes
- * return PK_ERANGE when a member does not fit in an LMDB key together with
- * the key (prefix + 9 + member <= 511 bytes); nothing is written then.
+ * function returns PK_STORE_WRONGTYPE for a key of another type.  A key
+ * of any length is fine; writes return PK_ERANGE when a member does not
+ * fit in an LMDB key together with the key's prefix (prefix + 9 + member
+ * <= 511 bytes, and a prefix takes at most 240) or for a key that cannot
+ * exist (see pk_key.h); nothing is written then.
  * Scores are never NaN; -0 is stored as 0.
  */
 #ifndef PK_STORE_PK_ZSET_H

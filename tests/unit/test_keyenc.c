@@ -163,7 +163,7 @@ static void test_parse_rejects_malformed(void **state)
     (void)state;
     assert_int_equal(pk_keyenc_parse((const uint8_t *)"\0\0\0\1", 4, &kp),
                      PK_ECORRUPT);
-    /* 0x00 followed by 0x02: neither escape nor terminator. */
+    /* 0x00 followed by 0x02: a long form without its 16 digest bytes. */
     assert_int_equal(
         pk_keyenc_parse((const uint8_t *)"\0\0\0\1a\0\2\0\1\1", 10, &kp),
         PK_ECORRUPT);
@@ -192,15 +192,32 @@ static void test_length_limits(void **state)
 
     (void)state;
     memset(key, 'k', sizeof(key));
-    /* 4 + 497 + 2 == PK_KEYENC_PREFIX_MAX fits, one more does not. */
-    assert_int_equal(pk_keyenc_prefix(1, key, 497, buf, sizeof(buf), &n), 0);
-    assert_int_equal(n, PK_KEYENC_PREFIX_MAX);
-    assert_int_equal(pk_keyenc_prefix(1, key, 498, buf, sizeof(buf), &n),
-                     PK_ERANGE);
-    /* NUL bytes take two bytes each. */
+    /* 4 + 234 + 2 == PK_KEYENC_SHORT is the longest short form; one byte
+     * more takes the long form, as long: head, 00 02, digest. */
+    assert_int_equal(pk_keyenc_prefix(1, key, 234, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, PK_KEYENC_SHORT);
+    assert_int_equal(buf[n - 1], 0x01);
+    assert_false(pk_keyenc_long(key, 234));
+    assert_true(pk_keyenc_long(key, 235));
+    assert_int_equal(pk_keyenc_prefix(1, key, 235, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, PK_KEYENC_SHORT);
+    assert_int_equal(buf[4 + PK_KEYENC_HEAD], 0x00);
+    assert_int_equal(buf[4 + PK_KEYENC_HEAD + 1], 0x02);
+    /* NUL bytes take two bytes each: 117 NULs are short, 118 long, and a
+     * head of NULs holds 109 of them (218 bytes). */
     memset(key, 0, 300);
-    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, sizeof(buf), &n),
-                     PK_ERANGE);
+    assert_false(pk_keyenc_long(key, 117));
+    assert_true(pk_keyenc_long(key, 118));
+    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, 4 + PK_KEYENC_HEAD + 2 + PK_KEYENC_DIGEST);
+    key[0] = 'x'; /* x then NULs: the head stops short of a split NUL */
+    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, sizeof(buf), &n), 0);
+    assert_int_equal(n, 4 + PK_KEYENC_HEAD - 1 + 2 + PK_KEYENC_DIGEST);
+    assert_int_equal(n, pk_keyenc_prefix_len(key, 300));
+    /* Only a buffer too small fails, and leaves it alone. */
+    memset(buf, 0xAA, sizeof(buf));
+    assert_int_equal(pk_keyenc_prefix(1, key, 300, buf, 100, &n), PK_ERANGE);
+    assert_int_equal(buf[0], 0xAA);
     /* Sub-keys: the whole key must fit in PK_KEYENC_MAX. */
     assert_int_equal(pk_keyenc_prefix(1, "k", 1, buf, sizeof(buf), &n), 0);
     assert_int_equal(pk_keyenc_sub(buf, sizeof(buf), n, PK_TAG_HFIELD, key,
@@ -210,6 +227,183 @@ static void test_length_limits(void **state)
     assert_int_equal(pk_keyenc_sub(buf, sizeof(buf), 7, PK_TAG_HFIELD, key,
                                    PK_KEYENC_MAX - 7, &n),
                      PK_ERANGE);
+}
+
+/* A key for the long-form tests: lengths around the threshold, or big. */
+typedef struct lkey {
+    uint8_t *key; /* owned */
+    size_t klen;
+    uint8_t pre[PK_KEYENC_SHORT];
+    size_t plen;
+} lkey;
+
+static void random_lkey(lkey *k, size_t klen, int nul_heavy)
+{
+    k->klen = klen;
+    k->key = malloc(klen ? klen : 1);
+    assert_non_null(k->key);
+    for (size_t i = 0; i < klen; i++) {
+        k->key[i] = nul_heavy && rnd() % 2 ? 0 : rnd_byte();
+    }
+    assert_int_equal(pk_keyenc_prefix(rnd() % 2, k->key, klen, k->pre,
+                                      sizeof(k->pre), &k->plen),
+                     0);
+    assert_true(k->plen <= PK_KEYENC_SHORT);
+    assert_int_equal(k->plen, pk_keyenc_prefix_len(k->key, klen));
+}
+
+static size_t lkey_len(void)
+{
+    static const size_t big[] = {300, 500, 4096, 1u << 20};
+
+    switch (rnd() % 4) {
+    case 0:
+        return 110 + rnd() % 20; /* all-NUL keys cross at 118 */
+    case 1:
+        return 225 + rnd() % 20; /* NUL-free keys cross at 235 */
+    case 2:
+        return rnd() % 260;
+    }
+    return big[rnd() % 4];
+}
+
+static void test_long_form_properties(void **state)
+{
+    enum { N = 400 };
+    lkey *v = calloc(N, sizeof(*v));
+    uint8_t a[PK_KEYENC_SHORT + 8], b[PK_KEYENC_SHORT + 8];
+
+    (void)state;
+    assert_non_null(v);
+    for (size_t i = 0; i < N; i++) {
+        random_lkey(&v[i], lkey_len(), rnd() % 3 == 0);
+    }
+    /* Two keys differing only in their last byte: same head. */
+    free(v[0].key);
+    free(v[1].key);
+    random_lkey(&v[0], 1u << 20, 0);
+    v[1].klen = v[0].klen;
+    v[1].key = malloc(v[1].klen);
+    memcpy(v[1].key, v[0].key, v[1].klen);
+    v[1].key[v[1].klen - 1] ^= 1;
+    pk_keyenc_prefix(pk_be32_get(v[0].pre), v[1].key, v[1].klen, v[1].pre,
+                     sizeof(v[1].pre), &v[1].plen);
+    assert_memory_equal(v[0].pre, v[1].pre, v[0].plen - PK_KEYENC_DIGEST);
+    for (size_t i = 0; i < N; i++) {
+        for (size_t j = 0; j < N; j++) {
+            const lkey *x = &v[i], *y = &v[j];
+            int same = x->klen == y->klen &&
+                       pk_be32_get(x->pre) == pk_be32_get(y->pre) &&
+                       memcmp(x->key, y->key, x->klen) == 0;
+            size_t n = x->plen < y->plen ? x->plen : y->plen;
+            int c = memcmp(x->pre, y->pre, n);
+
+            /* Equal prefixes exactly for equal keys, and no prefix is a
+             * prefix of another: a key's records are its own range. */
+            assert_int_equal(c == 0, same);
+            if (same) {
+                continue;
+            }
+            /* So any records of the two keys order like their prefixes. */
+            memcpy(a, x->pre, x->plen);
+            memcpy(b, y->pre, y->plen);
+            a[x->plen] = (uint8_t)(PK_TAG_META + rnd() % 4);
+            b[y->plen] = (uint8_t)(PK_TAG_META + rnd() % 4);
+            a[x->plen + 1] = 0xFF;
+            b[y->plen + 1] = 0x00;
+            assert_int_equal(sign(cmp_bytes(a, x->plen + 2, b, y->plen + 1)),
+                             sign(c));
+        }
+    }
+    for (size_t i = 0; i < N; i++) {
+        free(v[i].key);
+    }
+    free(v);
+}
+
+static void test_long_form_parse(void **state)
+{
+    uint8_t buf[PK_KEYENC_MAX], user[PK_KEYENC_SHORT], dig[PK_KEYENC_DIGEST];
+    pk_keyparts kp;
+    size_t n;
+    lkey k;
+
+    (void)state;
+    for (int i = 0; i < 300; i++) {
+        random_lkey(&k, lkey_len(), rnd() % 3 == 0);
+        memcpy(buf, k.pre, k.plen);
+        assert_int_equal(pk_keyenc_sub(buf, sizeof(buf), k.plen, PK_TAG_HFIELD,
+                                       "f\0\2", 3, &n),
+                         0);
+        assert_int_equal(pk_keyenc_parse(buf, n, &kp), 0);
+        assert_int_equal(kp.part, pk_be32_get(k.pre));
+        assert_int_equal(kp.prefix_len, k.plen);
+        assert_int_equal(kp.tag, PK_TAG_HFIELD);
+        assert_int_equal(kp.sub_len, 3);
+        assert_memory_equal(kp.sub, "f\0\2", 3);
+        assert_int_equal(kp.longkey, pk_keyenc_long(k.key, k.klen));
+        n = pk_keyenc_unescape(kp.esc, kp.esc_len, user);
+        if (!kp.longkey) {
+            assert_null(kp.digest);
+            assert_int_equal(n, k.klen);
+        } else {
+            /* The head is the key's start, as long as it fits. */
+            assert_true(n < k.klen && kp.esc_len <= PK_KEYENC_HEAD);
+            assert_true(kp.esc_len + 1 + (k.key[n] == 0) > PK_KEYENC_HEAD);
+            assert_int_equal(pk_keyenc_digest(k.key, k.klen, dig), 0);
+            assert_memory_equal(kp.digest, dig, PK_KEYENC_DIGEST);
+        }
+        assert_memory_equal(user, k.key, n);
+        free(k.key);
+    }
+    /* A long-form prefix cut short, or grown past 240 bytes, is corrupt. */
+    random_lkey(&k, 1000, 0);
+    memcpy(buf, k.pre, k.plen);
+    buf[k.plen] = PK_TAG_META;
+    assert_int_equal(pk_keyenc_parse(buf, k.plen + 1, &kp), 0);
+    assert_int_equal(pk_keyenc_parse(buf, k.plen, &kp), PK_ECORRUPT);
+    memset(buf, 'a', sizeof(buf));
+    buf[300] = 0;
+    buf[301] = 1;
+    buf[302] = PK_TAG_META;
+    assert_int_equal(pk_keyenc_parse(buf, 303, &kp), PK_ECORRUPT);
+    free(k.key);
+}
+
+static void test_long_form_order(void **state)
+{
+    uint8_t key[400], s1[PK_KEYENC_SHORT], s2[PK_KEYENC_SHORT];
+    uint8_t l[PK_KEYENC_SHORT];
+    size_t n1, n2, nl, head = PK_KEYENC_HEAD;
+
+    (void)state;
+    /* A long key sorts after its head as a key and before every key that
+     * extends the head (pk_keyenc.h). */
+    memset(key, 'h', sizeof(key));
+    pk_keyenc_prefix(3, key, sizeof(key), l, sizeof(l), &nl);
+    pk_keyenc_prefix(3, key, head, s1, sizeof(s1), &n1);
+    key[head] = 0;
+    pk_keyenc_prefix(3, key, head + 1, s2, sizeof(s2), &n2);
+    assert_true(memcmp(s1, l, n1) < 0);
+    assert_true(memcmp(l, s2, n2) < 0);
+}
+
+static void test_digest_known_answers(void **state)
+{
+    uint8_t d[PK_KEYENC_DIGEST];
+
+    (void)state;
+    /* SHA-256("") and SHA-256("abc"), first 16 bytes (FIPS 180-2). */
+    assert_int_equal(pk_keyenc_digest("", 0, d), 0);
+    assert_memory_equal(d,
+                        "\xe3\xb0\xc4\x42\x98\xfc\x1c\x14"
+                        "\x9a\xfb\xf4\xc8\x99\x6f\xb9\x24",
+                        16);
+    assert_int_equal(pk_keyenc_digest("abc", 3, d), 0);
+    assert_memory_equal(d,
+                        "\xba\x78\x16\xbf\x8f\x01\xcf\xea"
+                        "\x41\x41\x40\xde\x5d\xae\x22\x23",
+                        16);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -282,6 +476,10 @@ int main(void)
         cmocka_unit_test(test_parse_roundtrip),
         cmocka_unit_test(test_parse_rejects_malformed),
         cmocka_unit_test(test_length_limits),
+        cmocka_unit_test(test_long_form_properties),
+        cmocka_unit_test(test_long_form_parse),
+        cmocka_unit_test(test_long_form_order),
+        cmocka_unit_test(test_digest_known_answers),
         cmocka_unit_test(test_score_order),
         cmocka_unit_test(test_be_codecs),
     };

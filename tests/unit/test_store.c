@@ -850,17 +850,18 @@ static void test_generic_keys(void **state)
     assert_int_equal(pk_store_dbsize(t, &n), 0);
     assert_int_equal(n, 0);
     expect_get(t, 1, "s", NULL, NOW);
-    /* Too-long keys: missing for reads, PK_ERANGE for writes. */
+    /* Long keys exist (test_longkey.c has more); a field too long to sit
+     * beside its key's prefix is PK_ERANGE and writes nothing. */
     char big[600];
     int done;
     memset(big, 'k', sizeof(big));
     assert_int_equal(
-        pk_str_set(t, 1, big, sizeof(big), S("v"), NULL, NOW, &done, NULL),
-        PK_ERANGE);
+        pk_str_set(t, 1, big, sizeof(big), S("v"), NULL, NOW, &done, NULL), 0);
     pk_slice v;
-    assert_int_equal(pk_str_get(t, 1, big, sizeof(big), NOW, &v), PK_ENOTFOUND);
+    assert_int_equal(pk_str_get(t, 1, big, sizeof(big), NOW, &v), 0);
+    assert_int_equal(v.len, 1);
     assert_int_equal(pk_key_del(t, 1, big, sizeof(big), NOW, &del), 0);
-    assert_int_equal(del, 0);
+    assert_int_equal(del, 1);
     pk_slice f = {big, 505}, fv = {"v", 1};
     assert_int_equal(pk_hmap_set(t, 1, S("h"), 1, &f, &fv, NOW, &n), PK_ERANGE);
     assert_int_equal(pk_txn_error(t), 0);
