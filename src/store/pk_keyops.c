@@ -120,12 +120,24 @@ static int collect(pk_txn *t, uint32_t part, const void *key, size_t klen,
         p[0] = (uint8_t)(n >> 8);
         p[1] = (uint8_t)n;
         memcpy(p + 2, (uint8_t *)k.mv_data + m->plen, n);
-        pk_be32_put(p + 2 + n, (uint32_t)v.mv_size);
-        memcpy(p + REC_HDR + n, v.mv_data, v.mv_size);
-        if (p[2] == PK_TAG_META && v.mv_size >= PK__META_HDR) {
-            memset(p + REC_HDR + n + 2, 0, 8); /* the expiry */
+        if (p[2] == PK_TAG_META) {
+            /* The body names no key: a long key's full name is left out
+             * (the destination's goes in), and so is the expiry. */
+            pk_slice uk;
+            size_t body = pk__meta_body(v.mv_data, v.mv_size, &uk);
+            size_t vlen = PK__META_HDR + v.mv_size - body;
+            pk_be32_put(p + 2 + n, (uint32_t)vlen);
+            memcpy(p + REC_HDR + n, v.mv_data, PK__META_HDR);
+            memcpy(p + REC_HDR + n + PK__META_HDR,
+                   (const uint8_t *)v.mv_data + body, v.mv_size - body);
+            p[REC_HDR + n + 1] &= (uint8_t)~PK__META_FKEY;
+            memset(p + REC_HDR + n + 2, 0, 8);
+            b->len += REC_HDR + n + vlen;
+        } else {
+            pk_be32_put(p + 2 + n, (uint32_t)v.mv_size);
+            memcpy(p + REC_HDR + n, v.mv_data, v.mv_size);
+            b->len += REC_HDR + n + v.mv_size;
         }
-        b->len += REC_HDR + n + v.mv_size;
         top = n > top ? n : top;
     }
     if (rc != 0 && rc != MDB_NOTFOUND) {
@@ -216,13 +228,17 @@ static int rec_check(const brec *r, uint8_t type, const uint8_t *prefix,
     }
     memcpy(kb, prefix, plen);
     memcpy(kb + plen, r->sub, r->n);
+    if (r->sub[0] == PK_TAG_META) {
+        /* A body's META names no key (body_put adds the destination's);
+         * the expiry comes from RESTORE's argument. */
+        if (r->n != 1 || r->vlen < PK__META_HDR ||
+            (r->val[1] & PK__META_FKEY) ||
+            pk__meta_parse(r->val, r->vlen, &mtype, &exp, count) != 0)
+            return PK_ECORRUPT;
+        return mtype == type && exp == 0 ? 0 : PK_ECORRUPT;
+    }
     if (pk__rec_check(kb, plen + r->n, r->val, r->vlen) != 0) {
         return PK_ECORRUPT;
-    }
-    if (r->sub[0] == PK_TAG_META) {
-        /* rec_check parsed it; the expiry comes from RESTORE's argument. */
-        pk__meta_parse(r->val, r->vlen, &mtype, &exp, count);
-        return mtype == type && exp == 0 ? 0 : PK_ECORRUPT;
     }
     for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         if (kinds[i].type != type) {
@@ -282,31 +298,43 @@ static int body_check(const uint8_t *p, size_t len, uint8_t type,
     return type == PK__T_ZSET ? zset_pairs(p, len, (size_t)nscore) : 0;
 }
 
-/* Writes the (checked) body p[0..len) under prefix, expiring at expire. */
-static int body_put(pk_txn *t, const uint8_t *prefix, size_t plen,
-                    const uint8_t *p, size_t len, uint64_t expire)
+/* Writes the (checked) body p[0..len) as the key loaded in m (prefix and,
+ * for a long key, the full name its META carries), expiring at expire. */
+static int body_put(pk_txn *t, const pk__meta *m, const uint8_t *p, size_t len,
+                    uint64_t expire)
 {
     uint8_t kb[PK_KEYENC_MAX];
     const void *val;
-    size_t off = 0;
+    size_t off = 0, vlen, fk = m->longkey ? 4 + m->uklen : 0;
     brec r;
     int rc = 0;
 
-    memcpy(kb, prefix, plen);
+    memcpy(kb, m->key, m->plen);
     while (rc == 0 && off < len) {
         brec_next(p, len, &off, &r);
-        memcpy(kb + plen, r.sub, r.n);
+        memcpy(kb + m->plen, r.sub, r.n);
         val = r.val;
+        vlen = r.vlen;
         if (r.sub[0] == PK_TAG_META) {
+            uint8_t *v;
+            vlen = r.vlen + fk;
             t->val.len = 0;
-            if (pk__buf_reserve(&t->val, r.vlen) != 0) {
+            if (pk__buf_reserve(&t->val, vlen) != 0) {
                 return pk__fail(t, PK_ENOMEM);
             }
-            memcpy(t->val.p, r.val, r.vlen);
-            pk_be64_put(t->val.p + 2, expire);
-            val = t->val.p;
+            v = t->val.p;
+            memcpy(v, r.val, PK__META_HDR);
+            v[1] = m->longkey ? PK__META_FKEY : 0;
+            pk_be64_put(v + 2, expire);
+            if (m->longkey) {
+                pk_be32_put(v + PK__META_HDR, (uint32_t)m->uklen);
+                memcpy(v + PK__META_HDR + 4, m->ukey, m->uklen);
+            }
+            memcpy(v + PK__META_HDR + fk, r.val + PK__META_HDR,
+                   r.vlen - PK__META_HDR);
+            val = v;
         }
-        rc = pk__rec_put(t, kb, plen + r.n, val, r.vlen);
+        rc = pk__rec_put(t, kb, m->plen + r.n, val, vlen);
     }
     return rc;
 }
@@ -352,8 +380,7 @@ int pk_key_copy(pk_txn *t, uint32_t spart, const void *src, size_t slen,
         rc = drop_prefix(t, &dm);
     }
     if (rc == 0) {
-        rc = body_put(t, dm.key, dm.plen, b->p + BODY_HDR, b->len - BODY_HDR,
-                      sm.expire);
+        rc = body_put(t, &dm, b->p + BODY_HDR, b->len - BODY_HDR, sm.expire);
     }
     if (rc == 0 && (flags & PK_KEYOPS_MOVE) && spart == dpart) {
         rc = drop_prefix(t, &sm);
@@ -424,8 +451,8 @@ int pk_key_restore(pk_txn *t, uint32_t part, const void *key, size_t klen,
     }
     /* An expiry already past creates nothing, as in Redis. */
     if (rc == 0 && (expire_ms == 0 || expire_ms > now_ms)) {
-        rc = body_put(t, m.key, m.plen, p + BODY_HDR, len - BODY_HDR - BODY_SUM,
-                      expire_ms);
+        rc =
+            body_put(t, &m, p + BODY_HDR, len - BODY_HDR - BODY_SUM, expire_ms);
     }
     return pk__op_end(t, rc);
 }

@@ -168,3 +168,27 @@ def test_long_keys_survive_restart(server):
         assert c.hgetall(key_of(n, "h")) == {"f": "v"}
     assert c.dbsize() == 2 * len(SIZES)
     c.close()
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_rename_copy_dump_restore(r, n):
+    """A key's records move between short and long names: the META of a
+    long key carries its own full name, never the source's."""
+    k, k2 = key_of(n), key_of(n, "c")
+    r.set(k, "v")
+    assert r.rename(k, "short") is True
+    assert r.get("short") == "v"
+    assert r.rename("short", k) is True
+    assert r.get(k) == "v"
+    assert r.copy(k, k2) is True
+    assert r.get(k2) == "v" and r.get(k) == "v"
+    assert sorted(r.scan_iter()) == sorted([k, k2])
+    r.hset(key_of(n, "h"), mapping={"f": "1", "g": "2"})
+    assert r.rename(key_of(n, "h"), key_of(n, "j")) is True
+    assert r.hgetall(key_of(n, "j")) == {"f": "1", "g": "2"}
+    payload = r.dump(key_of(n, "j"))
+    assert r.restore("plain", 0, payload) == "OK"
+    assert r.hgetall("plain") == {"f": "1", "g": "2"}
+    assert r.restore(key_of(n, "q"), 0, r.dump("plain")) == "OK"
+    assert r.hgetall(key_of(n, "q")) == {"f": "1", "g": "2"}
+    assert key_of(n, "q") in set(r.scan_iter())
