@@ -5,6 +5,7 @@
  * not list.
  */
 #include "server/pk_cmd.h"
+#include "server/pk_block.h"
 #include "server/pk_move.h"
 #include "server/pk_repl.h"
 
@@ -30,6 +31,13 @@ static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
     {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
     {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth, NULL},
+    {"blmove", 6, W, 1, 2, 1, "write list slow blocking", pk_cmd_blmove, NULL},
+    {"blmpop", -5, W, 0, 0, 0, "write list slow blocking", pk_cmd_blmpop,
+     pk_cmd_keys_blmpop},
+    {"blpop", -3, W, 1, -2, 1, "write list slow blocking", pk_cmd_blpop, NULL},
+    {"brpop", -3, W, 1, -2, 1, "write list slow blocking", pk_cmd_brpop, NULL},
+    {"brpoplpush", 4, W, 1, 2, 1, "write list slow blocking", pk_cmd_brpoplpush,
+     NULL},
     {"client", -2, S | L, 0, 0, 0, "slow connection", pk_cmd_client, NULL},
     {"cluster", -2, S, 0, 0, 0, "slow", pk_cmd_cluster, NULL},
     {"command", -1, S | L, 0, 0, 0, "slow connection", pk_cmd_command, NULL},
@@ -61,6 +69,20 @@ static const pk_cmd table[] = {
     {"incr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_incr, NULL},
     {"incrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrby, NULL},
     {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info, NULL},
+    {"lindex", 3, R, 1, 1, 1, "read list slow", pk_cmd_lindex, NULL},
+    {"linsert", 5, W, 1, 1, 1, "write list slow", pk_cmd_linsert, NULL},
+    {"llen", 2, R | F, 1, 1, 1, "read list fast", pk_cmd_llen, NULL},
+    {"lmove", 5, W, 1, 2, 1, "write list slow", pk_cmd_lmove, NULL},
+    {"lmpop", -4, W, 0, 0, 0, "write list slow", pk_cmd_lmpop,
+     pk_cmd_keys_lmpop},
+    {"lpop", -2, W | F, 1, 1, 1, "write list fast", pk_cmd_lpop, NULL},
+    {"lpos", -3, R, 1, 1, 1, "read list slow", pk_cmd_lpos, NULL},
+    {"lpush", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_lpush, NULL},
+    {"lpushx", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_lpushx, NULL},
+    {"lrange", 4, R, 1, 1, 1, "read list slow", pk_cmd_lrange, NULL},
+    {"lrem", 4, W, 1, 1, 1, "write list slow", pk_cmd_lrem, NULL},
+    {"lset", 4, W, 1, 1, 1, "write list slow", pk_cmd_lset, NULL},
+    {"ltrim", 4, W, 1, 1, 1, "write list slow", pk_cmd_ltrim, NULL},
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
     {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist, NULL},
@@ -81,6 +103,10 @@ static const pk_cmd table[] = {
     {"readwrite", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readwrite,
      NULL},
     {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset, NULL},
+    {"rpop", -2, W | F, 1, 1, 1, "write list fast", pk_cmd_rpop, NULL},
+    {"rpoplpush", 3, W, 1, 2, 1, "write list slow", pk_cmd_rpoplpush, NULL},
+    {"rpush", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpush, NULL},
+    {"rpushx", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpushx, NULL},
     {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan, NULL},
     {"select", 2, F | S | L, 0, 0, 0, "fast connection", pk_cmd_select, NULL},
     {"set", -3, W, 1, 1, 1, "write string slow", pk_cmd_set, NULL},
@@ -278,6 +304,7 @@ static void reply_unknown(pk_cmd_ctx *x)
 void pk_cmd_dispatch(pk_cmd_ctx *x)
 {
     const pk_cmd *cmd = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
+    pk_block_mark mark;
 
     x->have_part = 0;
     if (cmd == NULL) {
@@ -298,9 +325,17 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
     }
     if (!pk_cluster_route(x, cmd))
         return;
+    /* Clients blocked on keys this command changes are served once the
+     * outermost dispatch is done (after EXEC, not inside it). */
+    pk_block_before(x, cmd, &mark);
+    x->srv->dispatch_depth++;
     cmd->fn(x);
+    x->srv->dispatch_depth--;
     if (x->have_part)
         pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);
+    pk_block_after(x, &mark);
+    if (x->srv->dispatch_depth == 0)
+        pk_block_serve(x->srv);
 }
 
 /* One COMMAND entry, in Redis 7's 10-field shape. */

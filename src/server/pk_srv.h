@@ -83,6 +83,8 @@ struct pk_conn {
     struct coord_call *coord_call; /* a PK.COORD answer awaited (etcd) */
     pk_conn *prev, *next;          /* all connections */
     const char *last_cmd;          /* name of the last command, static */
+    /* Waiting in a blocking command (pk_block.c), or NULL. */
+    struct bl_waiter *blk;
 };
 
 typedef struct pk_part_rate {
@@ -132,6 +134,10 @@ struct pk_server {
     uint64_t hits, misses, commit_failures, commits;
     uint64_t ops_last, ops_rate;
     pk_part_rate *rates; /* owned, PK_SLOTS entries */
+    /* Blocked connections (pk_block.c), owned, NULL until first used;
+     * and the pk_cmd_dispatch calls under way (retries run at 0). */
+    struct pk_block *block;
+    int dispatch_depth;
 };
 
 /* Command execution context, one per command. */
@@ -146,6 +152,8 @@ typedef struct pk_cmd_ctx {
      * so command code does not hash the keys a second time. */
     int have_part;
     uint32_t part;
+    /* Set by EXEC: a blocking command answers as if it timed out. */
+    int noblock;
 } pk_cmd_ctx;
 
 /* pk_conn.c */
@@ -163,6 +171,11 @@ void pk_conn_hold(pk_cmd_ctx *x);
 void pk_conn_hold_expire(pk_server *s, uint64_t max_ms);
 /* Runs every held command again, then what each connection has buffered */
 void pk_conn_release_all(pk_server *s);
+/* Enrols c in this iteration's group commit (a reply made outside its
+ * own read: a blocked command served or timed out). */
+void pk_conn_join(pk_conn *c);
+/* c waits no more (pk_block): its buffered commands run next. */
+void pk_conn_unblocked(pk_conn *c);
 
 /* pk_server.c */
 uint64_t pk_srv_wall_ms(void);

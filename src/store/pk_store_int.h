@@ -21,7 +21,11 @@
  * cache in pk_store that checkpoints write back (pk_store_stcache.c).
  *
  *   META value     0 u8 type | 1 u8 flags (0) | 2 u64 expire ms (0 none)
- *                  | 10 string value, or u64 element count (hash, zset)
+ *                  | 10 string value, or u64 element count (hash, zset,
+ *                  list) | list only: 18 u64 head, the position of its
+ *                  first element (elements sit at head .. head + count
+ *                  - 1, no gaps: pk_list.c)
+ *   LITEM value    the element (sub-key: its u64 position, big-endian)
  *   ZMEMBER value  u64 bits of the score (big-endian)
  *   stats key      u32 group (part >> 8), big-endian
  *   stats value    for each of the group's 256 partitions, in order:
@@ -60,6 +64,7 @@
 
 #define PK__META_HDR 10
 #define PK__META_AGG (PK__META_HDR + 8)
+#define PK__META_LIST (PK__META_AGG + 8)
 #define PK__SGROUP 256u /* partitions per stats record */
 #define PK__SGROUP_MAX (PK__SGROUP * (1 + 5 * 10)) /* mask, 5 varints */
 #define PK__CKPT_RECORDS 8192u /* journal records between checkpoints */
@@ -267,7 +272,8 @@ typedef struct pk__meta {
     int exists;
     uint8_t type; /* enum pk__type */
     uint64_t expire;
-    uint64_t count;     /* hash fields or zset members */
+    uint64_t count;     /* hash fields, zset members or list elements */
+    uint64_t head;      /* list: position of the first element */
     const uint8_t *val; /* string value, borrowed from the map */
     size_t vlen;
     size_t plen; /* prefix length; key[plen] is the tag */

@@ -24,6 +24,7 @@
 
 static_assert(PK__META_HDR == 1 + 1 + 8, "META header: type, flags, expire");
 static_assert(PK__META_AGG == PK__META_HDR + 8, "META of hash/zset: count");
+static_assert(PK__META_LIST == PK__META_AGG + 8, "META of a list: head");
 
 int pk__read_begin(pk_txn *t, uint32_t part)
 {
@@ -104,8 +105,18 @@ int pk__op_end(pk_txn *t, int rc)
 int pk__meta_parse(const uint8_t *v, size_t n, uint8_t *type, uint64_t *expire,
                    uint64_t *count)
 {
+    size_t want = v[0] == PK__T_LIST ? PK__META_LIST : PK__META_AGG;
+
     if (n < PK__META_HDR || v[0] < PK__T_STRING || v[0] > PK__T_LASTTYPE ||
-        v[1] != 0 || (v[0] != PK__T_STRING && n != PK__META_AGG)) {
+        v[1] != 0 || (v[0] != PK__T_STRING && n != want)) {
+        return PK_ECORRUPT;
+    }
+    /* A list is never empty, and its positions head .. head + count - 1
+     * must not wrap. */
+    if (v[0] == PK__T_LIST &&
+        (pk_be64_get(v + PK__META_HDR) == 0 ||
+         pk_be64_get(v + PK__META_HDR) - 1 >
+             UINT64_MAX - pk_be64_get(v + PK__META_AGG))) {
         return PK_ECORRUPT;
     }
     *type = v[0];
@@ -132,6 +143,8 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
         return vlen == 8 ? 0 : PK_ECORRUPT;
     case PK_TAG_ZSCORE:
         return vlen == 0 && kp.sub_len >= 8 ? 0 : PK_ECORRUPT;
+    case PK_TAG_LITEM:
+        return kp.sub_len == 8 && vlen <= PK_STORE_VALUE_MAX ? 0 : PK_ECORRUPT;
     }
     return 0;
 }
@@ -366,6 +379,7 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     m->type = 0;
     m->expire = 0;
     m->count = 0;
+    m->head = 0;
     m->val = NULL;
     m->vlen = 0;
     rc =
@@ -389,6 +403,9 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     m->type = type;
     m->expire = expire;
     m->count = count;
+    if (type == PK__T_LIST) {
+        m->head = pk_be64_get((const uint8_t *)v.mv_data + PK__META_AGG);
+    }
     m->val = (const uint8_t *)v.mv_data + PK__META_HDR;
     m->vlen = v.mv_size - PK__META_HDR;
     return 0;
@@ -397,7 +414,9 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
 int pk__meta_put(pk_txn *t, pk__meta *m, const void *a, size_t alen,
                  const void *b, size_t blen)
 {
-    size_t n = PK__META_HDR + (m->type == PK__T_STRING ? alen + blen : 8);
+    size_t n = m->type == PK__T_STRING ? PK__META_HDR + alen + blen
+               : m->type == PK__T_LIST ? PK__META_LIST
+                                       : PK__META_AGG;
     uint8_t *p;
 
     if (m->type == PK__T_STRING && alen + blen > PK_STORE_VALUE_MAX) {
@@ -411,6 +430,9 @@ int pk__meta_put(pk_txn *t, pk__meta *m, const void *a, size_t alen,
     p[0] = m->type;
     p[1] = 0;
     pk_be64_put(p + 2, m->expire);
+    if (m->type == PK__T_LIST) {
+        pk_be64_put(p + PK__META_AGG, m->head);
+    }
     if (m->type != PK__T_STRING) {
         pk_be64_put(p + PK__META_HDR, m->count);
     } else {
