@@ -24,7 +24,6 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_srv.h"
-#include "store/pk_store_log.h"
 
 typedef struct bl_entry bl_entry;
 typedef struct bl_waiter bl_waiter;
@@ -402,41 +401,57 @@ void pk_block_before(pk_cmd_ctx *x, const pk_cmd *cmd, pk_block_mark *m)
 
     m->n = 0;
     if (s->block == NULL || s->block->nwait == 0 ||
-        !(cmd->flags & PK_CMD_WRITE) || s->store == NULL) {
+        !(cmd->flags & PK_CMD_WRITE)) {
         return;
     }
     nruns = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
     for (int k = 0; k < nruns; k++) {
-        for (int i = r[k].first; i <= r[k].last && m->n < PK_BLOCK_MARKS;
-             i += r[k].step) {
-            if (entry_find(s->block, x->argv[i].ptr, x->argv[i].len) == NULL) {
-                continue;
-            }
-            if (s->txn == NULL && pk_txn_begin(s->store, 0, &s->txn) != PK_OK) {
-                s->txn = NULL;
+        for (int i = r[k].first; i <= r[k].last; i += r[k].step) {
+            if (m->n == PK_BLOCK_MARKS) {
+                m->n = -1; /* too many to note: all of them, after */
                 return;
             }
-            m->arg[m->n] = i;
-            m->seq[m->n] = 0;
-            pk_store_log_last(s->txn, pk_cmd_part(x, i), &m->seq[m->n]);
-            m->n++;
+            if (entry_find(s->block, x->argv[i].ptr, x->argv[i].len)) {
+                m->arg[m->n++] = i;
+            }
         }
     }
 }
 
-void pk_block_after(pk_cmd_ctx *x, const pk_block_mark *m)
+void pk_block_after(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_block_mark *m)
 {
     pk_server *s = x->srv;
-    uint64_t seq;
+    bl_waiter *w = x->c->blk;
+    pk_keyrun r[PK_KEYRUNS_MAX];
     bl_entry *e;
+    int nruns;
 
-    /* A command that changed a key appended its partition's log. */
-    for (int i = 0; i < m->n && s->txn; i++) {
-        const pk_arg *a = &x->argv[m->arg[i]];
-        seq = 0;
-        pk_store_log_last(s->txn, pk_cmd_part(x, m->arg[i]), &seq);
-        if (seq != m->seq[i] && (e = entry_find(s->block, a->ptr, a->len))) {
-            mark_ready(s->block, e, 0);
+    /*
+     * Any write to a key counts: telling a change from a no-op would take
+     * the store's view (and MULTI groups its log records), and a retry
+     * that finds nothing costs one lookup.  A command that ended up
+     * waiting itself changed nothing, and readying its own keys would
+     * retry it for ever.
+     */
+    if (m->n == 0 || (w && (w->still || !w->retrying))) {
+        return;
+    }
+    if (m->n > 0) {
+        for (int i = 0; i < m->n; i++) {
+            const pk_arg *a = &x->argv[m->arg[i]];
+            if ((e = entry_find(s->block, a->ptr, a->len)) != NULL) {
+                mark_ready(s->block, e, 0);
+            }
+        }
+        return;
+    }
+    nruns = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
+    for (int k = 0; k < nruns; k++) {
+        for (int i = r[k].first; i <= r[k].last; i += r[k].step) {
+            e = entry_find(s->block, x->argv[i].ptr, x->argv[i].len);
+            if (e != NULL) {
+                mark_ready(s->block, e, 0);
+            }
         }
     }
 }

@@ -7,7 +7,7 @@
  * A blocking command runs as usual; when it finds nothing to serve it
  * calls pk_block_wait, which keeps a copy of its arguments and parks the
  * connection (it runs nothing else meanwhile, but is still read from, so
- * that a close is noticed).  After every write command that changed one
+ * that a close is noticed).  After every write command to one
  * of the keys somebody waits on (pk_block_before/after around it, called
  * by dispatch), the key is ready; pk_block_serve then runs the waiting
  * commands again, oldest first for each key (FIFO), through the normal
@@ -57,18 +57,16 @@ void pk_block_wait(pk_cmd_ctx *x, const pk_keyrun *runs, int nruns,
 int pk_block_ready_arg(const pk_cmd_ctx *x);
 
 /*
- * Around a write command (dispatch): before notes the log positions of
- * those of its keys somebody waits on, after marks the ones it changed
- * ready.  Cheap when nobody waits.
+ * Around a write command (dispatch): before notes which of its keys
+ * somebody waits on, after marks them ready.  Cheap when nobody waits.
  */
-typedef struct pk_block_mark {
-    int n;           /* keys noted, at most PK_BLOCK_MARKS */
-    int arg[8];      /* their argv positions */
-    uint64_t seq[8]; /* their partitions' log positions before */
-} pk_block_mark;
 #define PK_BLOCK_MARKS 8
+typedef struct pk_block_mark {
+    int n; /* keys noted; -1: more than PK_BLOCK_MARKS, look again */
+    int arg[PK_BLOCK_MARKS]; /* their argv positions */
+} pk_block_mark;
 void pk_block_before(pk_cmd_ctx *x, const pk_cmd *cmd, pk_block_mark *m);
-void pk_block_after(pk_cmd_ctx *x, const pk_block_mark *m);
+void pk_block_after(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_block_mark *m);
 
 /* Runs the commands waiting on ready keys (no-op while one is running). */
 void pk_block_serve(pk_server *s);

@@ -333,7 +333,7 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
     x->srv->dispatch_depth--;
     if (x->have_part)
         pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);
-    pk_block_after(x, &mark);
+    pk_block_after(x, cmd, &mark);
     if (x->srv->dispatch_depth == 0)
         pk_block_serve(x->srv);
 }
