@@ -399,12 +399,12 @@ static void move(pk_cmd_ctx *x, unsigned from, unsigned to, int blocking,
     TXN_OR_RETURN(x, t);
     if (blocking) {
         rc = pk_list_len(t, PK_KEY(x, 1), NOW(x), &len);
-        if (rc == PK_STORE_WRONGTYPE && x->c->blk) {
-            pk_block_wait(x, &src_run, 1, deadline, reply_null);
-            return;
-        }
-        if (rc == PK_OK && len == 0) {
-            pk_block_wait(x, &src_run, 1, deadline, reply_null);
+        if ((rc == PK_STORE_WRONGTYPE && x->c->blk) ||
+            (rc == PK_OK && len == 0)) {
+            /* Redis answers a null array at the timeout, but a null
+             * where it may not block. */
+            pk_block_wait(x, &src_run, 1, deadline,
+                          x->noblock ? reply_null : reply_null_array);
             return;
         }
     }
