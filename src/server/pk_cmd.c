@@ -5,6 +5,7 @@
  * not list.
  */
 #include "server/pk_cmd.h"
+#include "server/pk_block.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
@@ -48,6 +49,13 @@ static const pk_cmd table[] = {
      NULL},
     {"bitop", -4, W, 2, -1, 1, "write bitmap slow", pk_cmd_bitop, NULL},
     {"bitpos", -3, R, 1, 1, 1, "read bitmap slow", pk_cmd_bitpos, NULL},
+    {"blmove", 6, W, 1, 2, 1, "write list slow blocking", pk_cmd_blmove, NULL},
+    {"blmpop", -5, W, 0, 0, 0, "write list slow blocking", pk_cmd_blmpop,
+     pk_cmd_keys_blmpop},
+    {"blpop", -3, W, 1, -2, 1, "write list slow blocking", pk_cmd_blpop, NULL},
+    {"brpop", -3, W, 1, -2, 1, "write list slow blocking", pk_cmd_brpop, NULL},
+    {"brpoplpush", 4, W, 1, 2, 1, "write list slow blocking", pk_cmd_brpoplpush,
+     NULL},
     {"client", -2, S | L, 0, 0, 0, "slow connection", pk_cmd_client, NULL},
     {"cluster", -2, S, 0, 0, 0, "slow", pk_cmd_cluster, NULL},
     {"command", -1, S | L, 0, 0, 0, "slow connection", pk_cmd_command, NULL},
@@ -106,6 +114,20 @@ static const pk_cmd table[] = {
     {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info, NULL},
     {"keys", 2, R, 0, 0, 0, "keyspace read slow dangerous", pk_cmd_keys, NULL},
     {"lcs", -3, R, 1, 2, 1, "read string slow", pk_cmd_lcs, NULL},
+    {"lindex", 3, R, 1, 1, 1, "read list slow", pk_cmd_lindex, NULL},
+    {"linsert", 5, W, 1, 1, 1, "write list slow", pk_cmd_linsert, NULL},
+    {"llen", 2, R | F, 1, 1, 1, "read list fast", pk_cmd_llen, NULL},
+    {"lmove", 5, W, 1, 2, 1, "write list slow", pk_cmd_lmove, NULL},
+    {"lmpop", -4, W, 0, 0, 0, "write list slow", pk_cmd_lmpop,
+     pk_cmd_keys_lmpop},
+    {"lpop", -2, W | F, 1, 1, 1, "write list fast", pk_cmd_lpop, NULL},
+    {"lpos", -3, R, 1, 1, 1, "read list slow", pk_cmd_lpos, NULL},
+    {"lpush", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_lpush, NULL},
+    {"lpushx", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_lpushx, NULL},
+    {"lrange", 4, R, 1, 1, 1, "read list slow", pk_cmd_lrange, NULL},
+    {"lrem", 4, W, 1, 1, 1, "write list slow", pk_cmd_lrem, NULL},
+    {"lset", 4, W, 1, 1, 1, "write list slow", pk_cmd_lset, NULL},
+    {"ltrim", 4, W, 1, 1, 1, "write list slow", pk_cmd_ltrim, NULL},
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
     {"msetnx", -3, W, 1, -1, 2, "write string slow", pk_cmd_msetnx, NULL},
@@ -145,6 +167,10 @@ static const pk_cmd table[] = {
     {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset, NULL},
     {"restore", -4, W, 1, 1, 1, "keyspace write slow dangerous", pk_cmd_restore,
      NULL},
+    {"rpop", -2, W | F, 1, 1, 1, "write list fast", pk_cmd_rpop, NULL},
+    {"rpoplpush", 3, W, 1, 2, 1, "write list slow", pk_cmd_rpoplpush, NULL},
+    {"rpush", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpush, NULL},
+    {"rpushx", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpushx, NULL},
     {"sadd", -3, W | F, 1, 1, 1, "write set fast", pk_cmd_sadd, NULL},
     {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan, NULL},
     {"scard", 2, R | F, 1, 1, 1, "read set fast", pk_cmd_scard, NULL},
@@ -436,11 +462,20 @@ void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd)
     pk_server *s = x->srv;
     int watched = s->nwatched && (cmd->flags & PK_CMD_WRITE);
     uint64_t before = watched && s->txn ? pk_txn_changes(s->txn) : 0;
+    pk_block_mark mark;
 
+    /* Clients blocked on keys this command changes are served once the
+     * outermost command is done (after EXEC, not inside it); inside EXEC
+     * a blocking command answers as if its timeout had passed. */
+    x->noblock = x->c->in_exec;
+    pk_block_before(x, cmd, &mark);
+    s->dispatch_depth++;
     cmd->fn(x);
+    s->dispatch_depth--;
     /* A transaction begun by cmd started from 0 changes. */
     if (watched && s->txn && pk_txn_changes(s->txn) != before)
         pk_watch_touch_cmd(x, cmd);
+    pk_block_after(x, cmd, &mark);
 }
 
 void pk_cmd_dispatch(pk_cmd_ctx *x)
@@ -480,6 +515,8 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
     pk_cmd_run(x, cmd);
     if (x->have_part)
         pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);
+    if (x->srv->dispatch_depth == 0)
+        pk_block_serve(x->srv);
 }
 
 /* One COMMAND entry, in Redis 7's 10-field shape. */

@@ -160,6 +160,32 @@ void pk_cmd_pfadd(pk_cmd_ctx *x);
 void pk_cmd_pfcount(pk_cmd_ctx *x);
 void pk_cmd_pfmerge(pk_cmd_ctx *x);
 
+/* Lists (pk_cmd_list.c). */
+void pk_cmd_blmove(pk_cmd_ctx *x);
+void pk_cmd_blmpop(pk_cmd_ctx *x);
+void pk_cmd_blpop(pk_cmd_ctx *x);
+void pk_cmd_brpop(pk_cmd_ctx *x);
+void pk_cmd_brpoplpush(pk_cmd_ctx *x);
+void pk_cmd_lindex(pk_cmd_ctx *x);
+void pk_cmd_linsert(pk_cmd_ctx *x);
+void pk_cmd_llen(pk_cmd_ctx *x);
+void pk_cmd_lmove(pk_cmd_ctx *x);
+void pk_cmd_lmpop(pk_cmd_ctx *x);
+void pk_cmd_lpop(pk_cmd_ctx *x);
+void pk_cmd_lpos(pk_cmd_ctx *x);
+void pk_cmd_lpush(pk_cmd_ctx *x);
+void pk_cmd_lpushx(pk_cmd_ctx *x);
+void pk_cmd_lrange(pk_cmd_ctx *x);
+void pk_cmd_lrem(pk_cmd_ctx *x);
+void pk_cmd_lset(pk_cmd_ctx *x);
+void pk_cmd_ltrim(pk_cmd_ctx *x);
+void pk_cmd_rpop(pk_cmd_ctx *x);
+void pk_cmd_rpoplpush(pk_cmd_ctx *x);
+void pk_cmd_rpush(pk_cmd_ctx *x);
+void pk_cmd_rpushx(pk_cmd_ctx *x);
+int pk_cmd_keys_lmpop(int argc, const pk_arg *argv, pk_keyrun *r);
+int pk_cmd_keys_blmpop(int argc, const pk_arg *argv, pk_keyrun *r);
+
 #define PK__CMD_DECL(n) void pk_cmd_##n(pk_cmd_ctx *x);
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL

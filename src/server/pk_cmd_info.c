@@ -14,6 +14,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "server/pk_block.h"
 #include "server/pk_cmd.h"
 #include "server/pk_repl.h"
 #include "store/pk_store_part.h"
@@ -72,8 +73,8 @@ static void sec_clients(pk_cmd_ctx *x, pk_obuf *b)
 {
     add(b,
         "# Clients\r\nconnected_clients:%u\r\nmaxclients:%d\r\n"
-        "blocked_clients:0\r\n\r\n",
-        x->srv->nconns, x->srv->cfg.maxclients);
+        "blocked_clients:%u\r\n\r\n",
+        x->srv->nconns, x->srv->cfg.maxclients, pk_block_count(x->srv));
 }
 
 static void sec_memory(pk_cmd_ctx *x, pk_obuf *b)

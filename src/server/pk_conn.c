@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "server/pk_block.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
@@ -99,7 +100,8 @@ static void process(pk_conn *c)
     pk_cmd_ctx x = {.srv = c->srv, .c = c, .out = &c->out};
     int rc;
 
-    while (!c->closing && !c->freed && !c->waiting_fwd && !c->waiting_ack) {
+    while (!c->closing && !c->freed && !c->waiting_fwd && !c->waiting_ack &&
+           !c->blk) {
         if (pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) >
             PK_CONN_OBUF_HIGH) {
             read_stop(c);
@@ -129,7 +131,9 @@ static void process(pk_conn *c)
         }
     }
     /* While a forwarded reply is outstanding, nothing more is read: the
-     * client's pipeline waits in the socket, not in our memory. */
+     * client's pipeline waits in the socket, not in our memory.  A
+     * blocked connection is read on, so that its close is seen (the
+     * parser's limits bound what it buffers). */
     if (c->waiting_fwd || c->waiting_ack)
         read_stop(c);
     else
@@ -323,6 +327,17 @@ void pk_conn_release_all(pk_server *s)
     }
 }
 
+void pk_conn_join(pk_conn *c)
+{
+    iter_join(c);
+}
+
+void pk_conn_unblocked(pk_conn *c)
+{
+    if (!c->freed && !c->closing)
+        resume_later(c);
+}
+
 void pk_conn_resume(pk_conn *c)
 {
     if (c->freed)
@@ -361,6 +376,7 @@ void pk_conn_close(pk_conn *c)
         free(c->held);
         c->held = NULL;
     }
+    pk_block_conn_closed(s, c);
     pk_move_conn_closed(s, c);
     pk_repl_conn_closed(s, c);
     pk_multi_conn_reset(c);

@@ -17,6 +17,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_agent.h"
+#include "server/pk_block.h"
 #include "server/pk_ctrl.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
@@ -304,6 +305,7 @@ int pk_srv_set_map(pk_server *s, pk_pmap *m, int polled)
     pk_repl_map_changed(s);
     pk_move_map_changed(s, polled);
     pk_watch_map_changed(s);
+    pk_block_map_changed(s); /* waiters on keys that moved get MOVED */
     return 1;
 }
 
@@ -563,6 +565,7 @@ out:
     teardown(s);
     uv_loop_close(&s->loop);
     pk_repl_free(s);
+    pk_block_free(s);
     pk_store_close(s->store);
     pk_cluster_free(&s->cluster);
     pk_pmap_free(s->map_pending);

@@ -91,6 +91,8 @@ struct pk_conn {
     int in_exec;
     pk_conn *prev, *next; /* all connections */
     const char *last_cmd; /* name of the last command, static */
+    /* Waiting in a blocking command (pk_block.c), or NULL. */
+    struct bl_waiter *blk;
 };
 
 typedef struct pk_part_rate {
@@ -142,6 +144,10 @@ struct pk_server {
     pk_part_rate *rates;   /* owned, PK_SLOTS entries */
     struct pk_wtab *watch; /* WATCHed keys (pk_multi.c), owned, or NULL */
     uint32_t nwatched;     /* entries in it: 0 costs writes nothing */
+    /* Blocked connections (pk_block.c), owned, NULL until first used;
+     * and the pk_cmd_dispatch calls under way (retries run at 0). */
+    struct pk_block *block;
+    int dispatch_depth;
 };
 
 /* Command execution context, one per command. */
@@ -156,6 +162,8 @@ typedef struct pk_cmd_ctx {
      * so command code does not hash the keys a second time. */
     int have_part;
     uint32_t part;
+    /* Set by EXEC: a blocking command answers as if it timed out. */
+    int noblock;
 } pk_cmd_ctx;
 
 /* pk_conn.c */
@@ -176,6 +184,11 @@ void pk_conn_release_all(pk_server *s);
 /* A copy of argv in one allocation (free() it; each argument is also
  * NUL-terminated), or NULL when out of memory. */
 pk_arg *pk_conn_args_copy(int argc, const pk_arg *argv);
+/* Enrols c in this iteration's group commit (a reply made outside its
+ * own read: a blocked command served or timed out). */
+void pk_conn_join(pk_conn *c);
+/* c waits no more (pk_block): its buffered commands run next. */
+void pk_conn_unblocked(pk_conn *c);
 
 /* pk_server.c */
 uint64_t pk_srv_wall_ms(void);

@@ -26,13 +26,17 @@
  *
  *   META value     0 u8 type | 1 u8 flags | 2 u64 expire ms (0 none)
  *                  | 10 full key, if flags bit 0: u32 length | user key
- *                  | body: string value, or u64 element count (hash, zset)
+ *                  | body: string value, or u64 element count (hash, zset,
+ *                  set, list) | list only: u64 head, the position of its
+ *                  first element (elements sit at head .. head + count
+ *                  - 1, no gaps: pk_list.c)
  *                  flags: bit 0 (PK__META_FKEY) is set exactly for keys
  *                  whose prefix is the long form (pk_keyenc.h), other
  *                  bits 0.  The body starts after the full key
  *                  (pk__meta_body), so type-specific fields are at offsets
  *                  relative to it and a key of any length combines with
  *                  any body layout.
+ *   LITEM value    the element (sub-key: its u64 position, big-endian)
  *   ZMEMBER value  u64 bits of the score (big-endian)
  *   stats key      u32 group (part >> 8), big-endian
  *   stats value    for each of the group's 256 partitions, in order:
@@ -76,6 +80,8 @@
 /* Longest META value: header, full key, string value. */
 #define PK__META_MAX                                                           \
     ((uint64_t)PK__META_HDR + 4 + PK_STORE_KEY_MAX + PK_STORE_VALUE_MAX)
+/* The body of a list's META: count, head (offsets from the body). */
+#define PK__LIST_BODY 16
 #define PK__SGROUP 256u /* partitions per stats record */
 #define PK__SGROUP_MAX (PK__SGROUP * (1 + 5 * 10)) /* mask, 5 varints */
 #define PK__CKPT_RECORDS 8192u /* journal records between checkpoints */
@@ -292,7 +298,8 @@ typedef struct pk__meta {
     int exists;
     uint8_t type; /* enum pk__type */
     uint64_t expire;
-    uint64_t count;     /* hash fields or zset members */
+    uint64_t count;     /* hash fields, zset members or list elements */
+    uint64_t head;      /* list: position of the first element */
     const uint8_t *val; /* string value, borrowed from the map */
     size_t vlen;
     size_t plen; /* prefix length; key[plen] is the tag */

@@ -27,6 +27,7 @@ static_assert(PK__META_AGG == PK__META_HDR + 8, "META of hash/zset: count");
 static_assert(PK_STORE_KEY_MAX <= UINT32_MAX, "a full key's length is a u32");
 static_assert(PK__META_MAX <= UINT32_MAX,
               "a META value's length fits a change record's u32 vlen");
+static_assert(PK__LIST_BODY == 8 + 8, "META body of a list: count, head");
 
 int pk__read_begin(pk_txn *t, uint32_t part)
 {
@@ -181,7 +182,15 @@ int pk__meta_parse(const uint8_t *v, size_t n, uint8_t *type, uint64_t *expire,
 
     if (n < PK__META_HDR || v[0] < PK__T_STRING || v[0] > PK__T_LASTTYPE ||
         (v[1] & ~PK__META_FKEY) != 0 || (body = meta_body(v, n)) == 0 ||
-        (v[0] != PK__T_STRING && n - body != 8)) {
+        (v[0] != PK__T_STRING &&
+         n - body != (v[0] == PK__T_LIST ? PK__LIST_BODY : 8))) {
+        return PK_ECORRUPT;
+    }
+    /* A list is never empty, and its positions head .. head + count - 1
+     * must not wrap. */
+    if (v[0] == PK__T_LIST &&
+        (pk_be64_get(v + body) == 0 ||
+         pk_be64_get(v + body) - 1 > UINT64_MAX - pk_be64_get(v + body + 8))) {
         return PK_ECORRUPT;
     }
     *type = v[0];
@@ -248,6 +257,8 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
         return vlen == 0 && kp.sub_len >= 8 ? 0 : PK_ECORRUPT;
     case PK_TAG_SMEMBER:
         return vlen == 0 ? 0 : PK_ECORRUPT;
+    case PK_TAG_LITEM:
+        return kp.sub_len == 8 && vlen <= PK_STORE_VALUE_MAX ? 0 : PK_ECORRUPT;
     }
     return 0;
 }
@@ -485,6 +496,7 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     m->type = 0;
     m->expire = 0;
     m->count = 0;
+    m->head = 0;
     m->val = NULL;
     m->vlen = 0;
     m->ukey = key;
@@ -521,6 +533,9 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     m->type = type;
     m->expire = expire;
     m->count = count;
+    if (type == PK__T_LIST) {
+        m->head = pk_be64_get((const uint8_t *)v.mv_data + body + 8);
+    }
     m->val = (const uint8_t *)v.mv_data + body;
     m->vlen = v.mv_size - body;
     return 0;
@@ -530,7 +545,9 @@ int pk__meta_put(pk_txn *t, pk__meta *m, const void *a, size_t alen,
                  const void *b, size_t blen)
 {
     size_t fk = m->longkey ? 4 + m->uklen : 0, body = PK__META_HDR + fk;
-    size_t n = body + (m->type == PK__T_STRING ? alen + blen : 8);
+    size_t n = body + (m->type == PK__T_STRING ? alen + blen
+                       : m->type == PK__T_LIST ? PK__LIST_BODY
+                                               : 8);
     uint8_t *p;
 
     if ((m->type == PK__T_STRING && alen + blen > PK_STORE_VALUE_MAX) ||
@@ -551,6 +568,9 @@ int pk__meta_put(pk_txn *t, pk__meta *m, const void *a, size_t alen,
     }
     if (m->type != PK__T_STRING) {
         pk_be64_put(p + body, m->count);
+        if (m->type == PK__T_LIST) {
+            pk_be64_put(p + body + 8, m->head);
+        }
     } else {
         if (alen > 0) {
             memcpy(p + body, a, alen);
