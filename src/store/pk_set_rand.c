@@ -6,8 +6,8 @@
  * from the nearer end, k distinct members come from one pass of
  * selection sampling, and draws with repeats are sorted by rank and
  * resolved a batch (PK_SET_RAND_BATCH) per pass, so memory stays bounded
- * whatever the count.  The generator is splitmix64 seeded by the caller,
- * and draws below n use rejection, so no rank is favoured.
+ * whatever the count.  The generator is splitmix64 (pk__rand_next) seeded by
+ * the caller, and draws below n use rejection, so no rank is favoured.
  *
  * SPOP reads before it writes: the chosen members are copied out while
  * the walk runs and deleted after it is closed, so no cursor walks over
@@ -19,23 +19,13 @@
 #include "core/pk_err.h"
 #include "store/pk_set_int.h"
 
-/* splitmix64: a good 64-bit generator in one word of state. */
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Uniform in [0, n), n > 0, without modulo bias (rejection). */
 static uint64_t rnd_below(uint64_t *s, uint64_t n)
 {
     uint64_t lim = UINT64_MAX - UINT64_MAX % n, r;
 
     do {
-        r = rnd(s);
+        r = pk__rand_next(s);
     } while (r >= lim);
     return r % n;
 }
