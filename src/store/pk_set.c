@@ -9,16 +9,14 @@
  * write checks every member's length and the key's type before it writes
  * anything, so an error leaves the set as it was.
  *
- * The set algebra is in pk_set_algebra.c, the random choices of SPOP and
+ * SSCAN is the cursor walk HSCAN and ZSCAN use (pk__sub_scan).  The set
+ * algebra is in pk_set_algebra.c, the random choices of SPOP and
  * SRANDMEMBER in pk_set_rand.c.
  */
 #include <string.h>
 
 #include "core/pk_err.h"
-#include "store/pk_glob.h"
 #include "store/pk_set_int.h"
-
-#define GROUP_MAX 7 /* member bytes an SSCAN cursor holds */
 
 int pk__set_member_key(const uint8_t *prefix, size_t plen, const void *mem,
                        size_t mlen, uint8_t *buf, size_t *len)
@@ -97,10 +95,9 @@ static int walk_check(pk_txn *t, pk__set_walk *w, int mrc, MDB_val *k)
 }
 
 int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                      size_t plen, const void *from, size_t flen, int rev)
+                      size_t plen, int rev)
 {
-    uint8_t kb[PK_KEYENC_MAX];
-    size_t kl;
+    uint8_t kb[PK_KEYENC_MAX + 1];
     MDB_val k, v;
     int mrc;
 
@@ -111,14 +108,10 @@ int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
         w->c = NULL;
         return pk__fail(t, pk__err(mrc));
     }
-    if (pk__set_member_key(prefix, plen, from, flen, kb, &kl) != 0) {
-        kl = plen + 1;
-    }
-    if (rev) {
-        kb[plen] = PK_TAG_SMEMBER + 1; /* just past the members */
-        kl = plen + 1;
-    }
-    k = (MDB_val){kl, kb};
+    /* Forward: the first member; backward: just past the last one. */
+    memcpy(kb, prefix, plen);
+    kb[plen] = rev ? PK_TAG_SMEMBER + 1 : PK_TAG_SMEMBER;
+    k = (MDB_val){plen + 1, kb};
     mrc = mdb_cursor_get(w->c, &k, &v, MDB_SET_RANGE);
     if (rev) {
         mrc = mdb_cursor_get(w->c, &k, &v,
@@ -146,7 +139,7 @@ void pk__set_walk_close(pk__set_walk *w)
 int pk__set_each(pk_txn *t, const pk__meta *m, pk_set_cb cb, void *ctx)
 {
     pk__set_walk w;
-    int rc = pk__set_walk_open(t, &w, m->key, m->plen, NULL, 0, 0);
+    int rc = pk__set_walk_open(t, &w, m->key, m->plen, 0);
 
     while (rc == 0 && w.valid && (rc = cb(ctx, w.mem)) == 0) {
         rc = pk__set_walk_next(t, &w, 0);
@@ -384,29 +377,18 @@ out:
     return pk__op_end(t, rc);
 }
 
-/* The SSCAN group of a member: its first GROUP_MAX bytes, or all. */
-static size_t group_len(pk_slice mem)
+/* SSCAN hands pk__sub_scan's (member, empty value) pairs to a set callback. */
+typedef struct scan_ctx {
+    pk_set_cb cb;
+    void *ctx;
+} scan_ctx;
+
+static int scan_one(void *ctx, pk_slice sub, pk_slice val)
 {
-    return mem.len < GROUP_MAX ? mem.len : GROUP_MAX;
-}
+    scan_ctx *sc = ctx;
 
-static uint64_t group_cursor(pk_slice mem)
-{
-    uint8_t b[8] = {0};
-    size_t g = group_len(mem);
-
-    if (g > 0) {
-        memcpy(b, mem.ptr, g);
-    }
-    b[7] = (uint8_t)(g + 1);
-    return pk_be64_get(b);
-}
-
-static int same_group(pk_slice a, pk_slice b)
-{
-    size_t g = group_len(a);
-
-    return g == group_len(b) && (g == 0 || memcmp(a.ptr, b.ptr, g) == 0);
+    (void)val;
+    return sc->cb(sc->ctx, sub);
 }
 
 int pk_set_scan(pk_txn *t, uint32_t part, const void *key, size_t klen,
@@ -414,46 +396,17 @@ int pk_set_scan(pk_txn *t, uint32_t part, const void *key, size_t klen,
                 pk_set_cb cb, void *ctx, uint64_t *next)
 {
     pk_sscan_opts o = {NULL, 0, 10};
-    uint8_t from[8], last[GROUP_MAX];
-    pk_slice lastg = {last, 0};
-    size_t flen = 0, examined = 0;
+    scan_ctx sc = {cb, ctx};
     pk__meta m;
-    pk__set_walk w = {0};
     int rc = pk__set_load_read(t, part, key, klen, now_ms, &m);
 
-    if (rc != 0 || !m.exists) {
-        if (rc == 0) {
-            *next = 0;
-        }
+    if (rc != 0) {
         return rc;
     }
     if (opts != NULL) {
         o = *opts;
         o.count = o.count ? o.count : 10;
     }
-    if (cursor != 0) {
-        pk_be64_put(from, cursor);
-        flen = (size_t)(cursor & 0xff) - 1;
-        flen = flen > GROUP_MAX ? GROUP_MAX : flen;
-    }
-    *next = 0;
-    rc = pk__set_walk_open(t, &w, m.key, m.plen, from, flen, 0);
-    while (rc == 0 && w.valid) {
-        if (examined >= o.count && !same_group(w.mem, lastg)) {
-            *next = group_cursor(w.mem);
-            break;
-        }
-        examined++;
-        lastg.len = group_len(w.mem);
-        if (lastg.len > 0) {
-            memcpy(last, w.mem.ptr, lastg.len);
-        }
-        if (o.match == NULL ||
-            pk_glob_match(o.match, o.match_len, w.mem.ptr, w.mem.len, 0)) {
-            rc = cb(ctx, w.mem);
-        }
-        rc = rc ? rc : pk__set_walk_next(t, &w, 0);
-    }
-    pk__set_walk_close(&w);
-    return rc;
+    return pk__sub_scan(t, &m, PK_TAG_SMEMBER, cursor, o.count, o.match,
+                        o.match_len, scan_one, &sc, next);
 }

@@ -144,11 +144,12 @@ typedef struct pk_sscan_opts {
  * SSCAN: visits members in byte order from cursor (0 to begin) and sets
  * *next to the cursor to pass next time, 0 when done.
  *
- * The cursor holds the first up to 7 bytes of the next member to visit
- * (high bytes) and their number + 1 (low byte).  A call examines at
- * least opts->count members, then finishes the group sharing the last
- * one's 7 leading bytes (or the whole member, if shorter), so a cursor
- * falls between groups: a member present for the whole scan is returned
+ * The cursor is stateless and shared with HSCAN and ZSCAN
+ * (pk_store_subscan.c): it is the big-endian value of the first 8 bytes,
+ * zero padded, of the next member to visit.  A call examines at least
+ * opts->count members (0 or NULL opts: 10), then finishes the group
+ * sharing the last one's 8 padded leading bytes, so a cursor falls
+ * between groups: a member present for the whole scan is returned
  * exactly once whatever is written in between.  Members sharing a long
  * common prefix form one group and come back in one call.  Returns 0,
  * WRONGTYPE, the callback's value or an error.

@@ -112,8 +112,7 @@ static int probe(pk_txn *t, const srcs *s, pk_set_op op, uint64_t limit,
         *card = 0;
         return 0;
     }
-    rc = pk__set_walk_open(t, &w, src_prefix(s, from), s->plen[from], NULL, 0,
-                           0);
+    rc = pk__set_walk_open(t, &w, src_prefix(s, from), s->plen[from], 0);
     while (rc == 0 && w.valid && (limit == 0 || n < limit)) {
         /* Only `from` itself is skipped: SDIFF a a probes the copy. */
         k = keep(t, s, op, from, w.mem);
@@ -152,8 +151,7 @@ static int merge(pk_txn *t, const srcs *s, pk_set_cb cb, void *ctx,
 
     for (size_t i = 0; rc == 0 && i < s->n; i++) {
         if (s->count[i] > 0) {
-            rc = pk__set_walk_open(t, &w[i], src_prefix(s, i), s->plen[i], NULL,
-                                   0, 0);
+            rc = pk__set_walk_open(t, &w[i], src_prefix(s, i), s->plen[i], 0);
         }
     }
     while (rc == 0) {

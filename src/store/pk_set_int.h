@@ -65,12 +65,12 @@ typedef struct pk__set_walk {
 } pk__set_walk;
 
 /*
- * Opens w on the set at prefix (plen bytes) at the first member >= from
- * (rev: at the last member, from ignored).  Returns 0 or a sticky error;
- * w must be closed either way.
+ * Opens w on the set at prefix (plen bytes; an existing set's, so that
+ * prefix | tag fits in a key) at its first member, or at its last when
+ * rev.  Returns 0 or a sticky error; w must be closed either way.
  */
 int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                      size_t plen, const void *from, size_t flen, int rev);
+                      size_t plen, int rev);
 int pk__set_walk_next(pk_txn *t, pk__set_walk *w, int rev);
 /* Closes w; a closed or zeroed walk may be closed again. */
 void pk__set_walk_close(pk__set_walk *w);

@@ -35,7 +35,7 @@ static int walk_rank(pk_txn *t, const pk__meta *m, uint64_t r, pk__set_walk *w)
 {
     int rev = r >= m->count / 2;
     uint64_t steps = rev ? m->count - 1 - r : r;
-    int rc = pk__set_walk_open(t, w, m->key, m->plen, NULL, 0, rev);
+    int rc = pk__set_walk_open(t, w, m->key, m->plen, rev);
 
     while (rc == 0 && w->valid && steps-- > 0) {
         rc = pk__set_walk_next(t, w, rev);
@@ -55,7 +55,7 @@ static int choose(pk_txn *t, const pk__meta *m, uint64_t k, uint64_t *seed,
 {
     uint64_t seen = 0, left = k;
     pk__set_walk w;
-    int rc = pk__set_walk_open(t, &w, m->key, m->plen, NULL, 0, 0);
+    int rc = pk__set_walk_open(t, &w, m->key, m->plen, 0);
 
     while (rc == 0 && w.valid && left > 0 && seen < m->count) {
         if (rnd_below(seed, m->count - seen) < left) {
@@ -162,7 +162,7 @@ static int draw_batch(pk_txn *t, const pk__meta *m, uint64_t n, uint64_t *seed,
         d[j] = (draw){rnd_below(seed, m->count), j};
     }
     qsort(d, n, sizeof(*d), draw_cmp);
-    rc = pk__set_walk_open(t, &w, m->key, m->plen, NULL, 0, 0);
+    rc = pk__set_walk_open(t, &w, m->key, m->plen, 0);
     while (rc == 0 && w.valid && i < n) {
         while (i < n && d[i].rank == rank) {
             out[d[i++].pos] = w.mem;
