@@ -18,6 +18,10 @@
  *
  * Callbacks get a member that is valid only during the call.  They return
  * 0 to go on; any other value stops the walk and is returned.
+ *
+ * Implemented by pk_set.c (records, SSCAN), pk_set_algebra.c (INTER,
+ * UNION, DIFF and their STORE forms) and pk_set_rand.c (SPOP,
+ * SRANDMEMBER), which share pk_set_int.h.
  */
 #ifndef PK_STORE_PK_SET_H
 #define PK_STORE_PK_SET_H

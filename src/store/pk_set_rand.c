@@ -9,6 +9,10 @@
  * whatever the count.  The generator is splitmix64 (pk__rand_next) seeded by
  * the caller, and draws below n use rejection, so no rank is favoured.
  *
+ * HRANDFIELD and ZRANDMEMBER choose differently (pk_cmd_rand_pick, over
+ * the whole collection loaded in memory, distinct picks in random order);
+ * sets stream instead, and distinct members come in byte order.
+ *
  * SPOP reads before it writes: the chosen members are copied out while
  * the walk runs and deleted after it is closed, so no cursor walks over
  * records being deleted and no borrowed byte outlives a write.
