@@ -457,16 +457,6 @@ int pk_key_restore(pk_txn *t, uint32_t part, const void *key, size_t klen,
     return pk__op_end(t, rc);
 }
 
-/* splitmix64: spreads one caller's random number over several draws. */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /*
  * The META record of the first key at or after seek[0..n) in part (k, v
  * set), PK_ENOTFOUND past the partition's end.  seek holds
@@ -531,14 +521,14 @@ int pk_key_random(pk_txn *t, uint32_t part, uint64_t rnd, uint64_t now_ms,
     if (st.keys == 0) {
         return PK_ENOTFOUND;
     }
-    r = mix(&rnd);
+    r = pk__rand_next(&rnd);
     while (geo < st.keys / WALK_SPAN + 1 && (r & 1)) {
         geo++;
         r >>= 1;
     }
-    steps = (mix(&rnd) % WALK_SPAN + WALK_SPAN * geo) % st.keys;
+    steps = (pk__rand_next(&rnd) % WALK_SPAN + WALK_SPAN * geo) % st.keys;
     pk_be32_put(seek, part);
-    pk_be64_put(seek + 4, mix(&rnd));
+    pk_be64_put(seek + 4, pk__rand_next(&rnd));
     rc = key_at(t, c, part, seek, 12, &k, &v);
     for (;;) {
         if (rc == PK_ENOTFOUND) {

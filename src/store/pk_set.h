@@ -18,6 +18,10 @@
  *
  * Callbacks get a member that is valid only during the call.  They return
  * 0 to go on; any other value stops the walk and is returned.
+ *
+ * Implemented by pk_set.c (records, SSCAN), pk_set_algebra.c (INTER,
+ * UNION, DIFF and their STORE forms) and pk_set_rand.c (SPOP,
+ * SRANDMEMBER), which share pk_set_int.h.
  */
 #ifndef PK_STORE_PK_SET_H
 #define PK_STORE_PK_SET_H
@@ -144,11 +148,12 @@ typedef struct pk_sscan_opts {
  * SSCAN: visits members in byte order from cursor (0 to begin) and sets
  * *next to the cursor to pass next time, 0 when done.
  *
- * The cursor holds the first up to 7 bytes of the next member to visit
- * (high bytes) and their number + 1 (low byte).  A call examines at
- * least opts->count members, then finishes the group sharing the last
- * one's 7 leading bytes (or the whole member, if shorter), so a cursor
- * falls between groups: a member present for the whole scan is returned
+ * The cursor is stateless and shared with HSCAN and ZSCAN
+ * (pk_store_subscan.c): it is the big-endian value of the first 8 bytes,
+ * zero padded, of the next member to visit.  A call examines at least
+ * opts->count members (0 or NULL opts: 10), then finishes the group
+ * sharing the last one's 8 padded leading bytes, so a cursor falls
+ * between groups: a member present for the whole scan is returned
  * exactly once whatever is written in between.  Members sharing a long
  * common prefix form one group and come back in one call.  Returns 0,
  * WRONGTYPE, the callback's value or an error.

@@ -123,6 +123,15 @@ int pk__buf_reserve(pk__buf *b, size_t extra)
     return 0;
 }
 
+uint64_t pk__rand_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 pk__ctr *pk__ctr_get(pk_store *s, uint32_t part)
 {
     pk__ctr **page;

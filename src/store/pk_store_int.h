@@ -315,6 +315,12 @@ typedef struct pk__meta {
 int pk__err(int mdb_rc);
 int pk__fail(pk_txn *t, int rc);
 int pk__buf_reserve(pk__buf *b, size_t extra);
+/*
+ * splitmix64: the next 64 random bits from a generator whose whole state
+ * is *s (any value, a caller's seed).  For spreading one random number
+ * over several draws (RANDOMKEY, SPOP, SRANDMEMBER), not for secrets.
+ */
+uint64_t pk__rand_next(uint64_t *s);
 pk__ctr *pk__ctr_get(pk_store *s, uint32_t part);
 
 /*
