@@ -1,5 +1,5 @@
 /*
- * Server commands: INFO CONFIG DBSIZE FLUSHALL SHUTDOWN SCAN and
+ * Server commands: DBSIZE FLUSHALL FUNCTION SHUTDOWN SCAN and
  * PK.PARTITIONS (per-partition keys, bytes, reads/s, writes/s).
  */
 #include <stdio.h>
@@ -148,61 +148,6 @@ void pk_cmd_scan(pk_cmd_ctx *x)
                            pk_obuf_pending(&keys));
     }
     pk_obuf_free(&keys);
-}
-
-/* CONFIG GET: the parameters clients and tools ask for. */
-void pk_cmd_config(pk_cmd_ctx *x)
-{
-    const pk_server_config *c = &x->srv->cfg;
-    static const char *const fsyncs[] = {"always", "everysec", "no"};
-    char port[16], bulk[24], maxc[16];
-    const char *params[][2] = {
-        {"appendfsync", fsyncs[c->fsync]},
-        {"appendonly", "no"},
-        {"bind", c->bind},
-        {"cluster-enabled", "no"},
-        {"databases", "1"},
-        {"dir", c->dir},
-        {"maxclients", maxc},
-        {"maxmemory", "0"},
-        {"maxmemory-policy", "noeviction"},
-        {"port", port},
-        {"protected-mode", c->protected_mode ? "yes" : "no"},
-        {"proto-max-bulk-len", bulk},
-        {"save", ""},
-        {"timeout", "0"},
-    };
-    size_t np = sizeof(params) / sizeof(params[0]), n = 0, pos;
-
-    snprintf(port, sizeof(port), "%d", x->srv->port);
-    snprintf(bulk, sizeof(bulk), "%zu", c->proto_max_bulk_len);
-    snprintf(maxc, sizeof(maxc), "%d", c->maxclients);
-    if (pk_arg_eq(&x->argv[1], "resetstat") && x->argc == 2) {
-        x->srv->total_cmds = x->srv->hits = x->srv->misses = 0;
-        pk_reply_simple(x->out, "OK");
-        return;
-    }
-    if (!pk_arg_eq(&x->argv[1], "get") || x->argc < 3) {
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand or wrong number of arguments "
-                        "for '%.*s'. Try CONFIG HELP.",
-                        (int)(x->argv[1].len > 64 ? 64 : x->argv[1].len),
-                        x->argv[1].ptr);
-        return;
-    }
-    pk_reply_defer(x->out, &pos);
-    for (size_t i = 0; i < np; i++) {
-        for (int a = 2; a < x->argc; a++) {
-            if (pk_glob_match(x->argv[a].ptr, x->argv[a].len, params[i][0],
-                              strlen(params[i][0]), 1)) {
-                pk_reply_bulk_str(x->out, params[i][0]);
-                pk_reply_bulk_str(x->out, params[i][1]);
-                n++;
-                break;
-            }
-        }
-    }
-    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_MAP, n);
 }
 
 void pk_cmd_pk_partitions(pk_cmd_ctx *x)
