@@ -152,7 +152,9 @@ static int walk_init(pk_txn *t, uint32_t part, const void *key, size_t klen,
     int rc = pk__read_begin(t, part);
 
     rc = rc ? rc : pk__zset_load(t, part, key, klen, now, m);
-    if (rc != 0) {
+    /* A key too long to store loads as missing with m->key unset: there
+     * is no prefix to copy. */
+    if (rc != 0 || !m->exists) {
         return rc;
     }
     memcpy(w->pfx, m->key, m->plen);
@@ -232,6 +234,9 @@ int pk_zset_range_score(pk_txn *t, uint32_t part, const void *key, size_t klen,
     if (rc != 0 || isnan(min->value) || isnan(max->value)) {
         return rc ? rc : PK_EINVAL;
     }
+    if (!m.exists) {
+        return 0;
+    }
     w.rev = rev;
     w.offset = offset;
     w.count = count;
@@ -286,7 +291,7 @@ int pk_zset_range_lex(pk_txn *t, uint32_t part, const void *key, size_t klen,
     size_t n;
     int rc = walk_init(t, part, key, klen, now_ms, &m, &w, PK_TAG_ZMEMBER);
 
-    if (rc != 0) {
+    if (rc != 0 || !m.exists) {
         return rc;
     }
     w.rev = rev;
