@@ -511,8 +511,8 @@ static void config_help(pk_cmd_ctx *x)
     static const char *const help[] = {
         "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "GET <pattern>",
-        "    Return parameters matching the glob-like <pattern> and their "
-        "values.",
+        ("    Return parameters matching the glob-like <pattern> and their "
+         "values."),
         "SET <directive> <value>",
         "    Set the configuration <directive> to <value>.",
         "RESETSTAT",

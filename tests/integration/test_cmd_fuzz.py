@@ -254,9 +254,9 @@ def make_keys(c, names):
 
 
 def test_cmd_fuzz(server):
-    seed = int(os.environ.get("PARTKV_FUZZ_SEED",
-                              random.SystemRandom().randrange(1 << 32)))
-    seconds = float(os.environ.get("PARTKV_FUZZ_SECONDS", "20"))
+    seed = int(os.environ.get("PARTKV_FUZZ_SEED")
+               or random.SystemRandom().randrange(1 << 32))
+    seconds = float(os.environ.get("PARTKV_FUZZ_SECONDS") or "20")
     print("test_cmd_fuzz: PARTKV_FUZZ_SEED=%d" % seed)
     rng = random.Random(seed)
     c = Conn(server.host, server.port)
