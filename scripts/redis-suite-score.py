@@ -96,6 +96,8 @@ def main():
             note = "  aborted: " + p_exc[:90]
         if r_exc:
             note += "  (redis aborted too: %s)" % r_exc[:60]
+        elif not r_pass:
+            note += "  (redis passed nothing: see %s)" % rpath
         rows.append((unit, len(r_pass), len(both), note))
     w = max([len(u) for u, *_ in rows] + [5])
     for unit, nr, np_, note in rows:

@@ -96,7 +96,10 @@ start_server() {
     rm -rf "$2"
     mkdir -p "$2"
     if [ "$1" = partkv ]; then
-        "$PARTKV" server --port 0 --dir "$2" >"$2/stdout" 2>"$2/stderr" &
+        # The file exists before the node starts: sed below may run
+        # before the background shell has opened it.
+        : >"$2/stdout"
+        "$PARTKV" server --port 0 --dir "$2" >>"$2/stdout" 2>"$2/stderr" &
         SRV_PID=$!
         i=0
         while [ $i -lt 100 ]; do
@@ -137,12 +140,21 @@ run_unit() {
     fi
     durable=
     [ "${DURABLE:-0}" = 1 ] && durable=--durable
-    # shellcheck disable=SC2086 # SUITE_ARGS is a word list on purpose
-    (cd "$REDIS_SUITE" && timeout -k 10 "$UNIT_TIMEOUT" tclsh \
-        tests/test_helper.tcl --host 127.0.0.1 --port "$SRV_PORT" \
-        --singledb --single "$2" --clients 1 --timeout 120 \
-        --tags "$TAGS" $durable ${SUITE_ARGS:-}) >"$3" 2>&1
-    rc=$?
+    # The harness listens for its test client on a port below --baseport
+    # (21079.. by default); other runs on this machine may hold those, so
+    # each run takes a random range, and another one if that was taken.
+    for try in 1 2 3; do
+        bport=$(/usr/bin/python3 -c 'import random
+print(random.randrange(20000, 40000))')
+        # shellcheck disable=SC2086 # SUITE_ARGS is a word list on purpose
+        (cd "$REDIS_SUITE" && timeout -k 10 "$UNIT_TIMEOUT" tclsh \
+            tests/test_helper.tcl --host 127.0.0.1 --port "$SRV_PORT" \
+            --singledb --single "$2" --clients 1 --timeout 120 \
+            --baseport "$bport" --tags "$TAGS" $durable \
+            ${SUITE_ARGS:-}) >"$3" 2>&1
+        rc=$?
+        grep -q "^couldn't open socket" "$3" || break
+    done
     [ $rc -eq 124 ] && echo "[exception]: unit timed out after" \
         "${UNIT_TIMEOUT}s" >>"$3"
     if ! kill -0 "$SRV_PID" 2>/dev/null; then
