@@ -10,6 +10,8 @@
  */
 #include <assert.h>
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,10 +150,32 @@ static_assert(NPARAMS <= PK_CONFIG_MAX, "raise PK_CONFIG_MAX");
  * scratch space, and Redis has fewer parameters than this anyway. */
 #define MAX_PAIRS 256
 
+/* The RESP parser refuses limits above these (pk_resp_parser_new):
+ * larger settings are recorded as given and applied clamped. */
+#define BULK_CAP ((int64_t)(PTRDIFF_MAX / 2))
+#define QBUF_CAP                                                               \
+    ((int64_t)(SIZE_MAX / 4 < INT64_MAX ? SIZE_MAX / 4 : INT64_MAX))
+
+/* The value of a parameter partkv acts on, as s->cfg holds it. */
+static int64_t live_get(const pk_server *s, int src)
+{
+    switch (src) {
+    case S_MAXCLIENTS:
+        return s->cfg.maxclients;
+    case S_BULK:
+        return (int64_t)s->cfg.proto_max_bulk_len;
+    case S_QBUF:
+        return (int64_t)s->cfg.client_query_buffer_limit;
+    default:
+        return s->cfg.protected_mode;
+    }
+}
+
 void pk_config_init(pk_server *s)
 {
     for (size_t i = 0; i < NPARAMS; i++)
-        s->conf.v[i] = params[i].def;
+        s->conf.v[i] = params[i].how == H_LIVE ? live_get(s, params[i].src)
+                                               : params[i].def;
     s->conf.save[0] = '\0';
 }
 
@@ -164,36 +188,32 @@ static int64_t value_get(const pk_server *s, size_t i)
         return s->cfg.fsync == PK_FSYNC_ALWAYS     ? 1
                : s->cfg.fsync == PK_FSYNC_EVERYSEC ? 0
                                                    : 2;
-    case S_MAXCLIENTS:
-        return s->cfg.maxclients;
-    case S_BULK:
-        return (int64_t)s->cfg.proto_max_bulk_len;
-    case S_QBUF:
-        return (int64_t)s->cfg.client_query_buffer_limit;
-    case S_PROTECTED:
-        return s->cfg.protected_mode;
     default:
         return s->conf.v[i];
     }
 }
 
+/* Records v; a live parameter is copied into s->cfg, where new
+ * connections (maxclients, the parser limits) and accept() read it. */
 static void value_set(pk_server *s, size_t i, int64_t v)
 {
+    s->conf.v[i] = v;
     switch (params[i].src) {
     case S_MAXCLIENTS: /* the table's range is UINT_MAX, the field an int */
         s->cfg.maxclients = v > INT_MAX ? INT_MAX : (int)v;
         break;
-    case S_BULK: /* new connections' parsers take it */
-        s->cfg.proto_max_bulk_len = (size_t)v;
+    case S_BULK:
+        s->cfg.proto_max_bulk_len = (size_t)(v > BULK_CAP ? BULK_CAP : v);
         break;
     case S_QBUF:
-        s->cfg.client_query_buffer_limit = (size_t)v;
+        s->cfg.client_query_buffer_limit =
+            (size_t)(v > QBUF_CAP ? QBUF_CAP : v);
         break;
     case S_PROTECTED:
         s->cfg.protected_mode = (int)v;
         break;
     default:
-        s->conf.v[i] = v;
+        break;
     }
 }
 

@@ -237,6 +237,16 @@ def test_proto_max_bulk_len_takes_effect(server, raw):
                     "10000000000") == "OK"
     assert raw.call("CONFIG", "SET", "client-query-buffer-limit",
                     "10000000000") == "OK"
+    # The largest values allowed: new connections still work.
+    big = "9223372036854775807"
+    assert raw.call("CONFIG", "SET", "proto-max-bulk-len", big,
+                    "client-query-buffer-limit", big) == "OK"
+    assert get(raw, "proto-max-bulk-len") == {"proto-max-bulk-len": big}
+    c = server.raw(proto=2)
+    try:
+        assert c.call("PING") == "PONG"
+    finally:
+        c.close()
 
 
 @pytest.mark.partkv_only
