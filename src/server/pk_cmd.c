@@ -61,6 +61,7 @@ static const pk_cmd table[] = {
     {"incr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_incr, NULL},
     {"incrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_incrby, NULL},
     {"info", -1, S | L, 0, 0, 0, "slow dangerous", pk_cmd_info, NULL},
+    {"memory", -2, R, 0, 0, 0, "slow", pk_cmd_memory, pk_cmd_keys_memory},
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
     {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist, NULL},

@@ -120,4 +120,8 @@ static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL
 
+/* Introspection (pk_cmd_admin.c). */
+void pk_cmd_memory(pk_cmd_ctx *x);
+int pk_cmd_keys_memory(int argc, const pk_arg *argv, pk_keyrun *r);
+
 #endif

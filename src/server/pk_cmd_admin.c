@@ -1,5 +1,5 @@
 /*
- * Server commands: DBSIZE FLUSHALL FUNCTION SHUTDOWN SCAN and
+ * Server commands: DBSIZE FLUSHALL FUNCTION MEMORY SHUTDOWN SCAN and
  * PK.PARTITIONS (per-partition keys, bytes, reads/s, writes/s).
  */
 #include <stdio.h>
@@ -57,6 +57,59 @@ void pk_cmd_function(pk_cmd_ctx *x)
         pk_reply_errorf(
             x->out, "ERR unknown subcommand '%.*s'. Try FUNCTION HELP.",
             (int)(x->argv[1].len > 64 ? 64 : x->argv[1].len), x->argv[1].ptr);
+}
+
+/* MEMORY USAGE's key is argument 2 (the harness's memory_usage). */
+int pk_cmd_keys_memory(int argc, const pk_arg *argv, pk_keyrun *r)
+{
+    if (argc < 3 || !pk_arg_eq(&argv[1], "usage"))
+        return 0;
+    *r = (pk_keyrun){2, 2, 1};
+    return 1;
+}
+
+/* MEMORY USAGE key [SAMPLES n]: pk_key_usage's estimate; partkv samples
+ * nothing, so n is only checked. */
+void pk_cmd_memory(pk_cmd_ctx *x)
+{
+    const pk_arg *sub = &x->argv[1];
+    uint64_t bytes;
+    int64_t n;
+
+    if (!pk_arg_eq(sub, "usage")) {
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand '%.*s'. Try MEMORY HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+        return;
+    }
+    if (x->argc < 3) {
+        pk_reply_error(x->out, "ERR wrong number of arguments for "
+                               "'memory|usage' command");
+        return;
+    }
+    for (int i = 3; i < x->argc; i += 2) {
+        if (!pk_arg_eq(&x->argv[i], "samples") || i + 1 >= x->argc) {
+            pk_reply_syntax(x);
+            return;
+        }
+        if (!pk_arg_i64(&x->argv[i + 1], &n)) {
+            pk_reply_notint(x);
+            return;
+        }
+        if (n < 0) {
+            pk_reply_syntax(x);
+            return;
+        }
+    }
+    TXN_OR_RETURN(x, t);
+    int rc = pk_key_usage(t, PK_KEY(x, 2), NOW(x), &bytes);
+
+    if (rc == PK_ENOTFOUND)
+        pk_reply_null(x->out, x->proto);
+    else if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, (int64_t)bytes);
 }
 
 void pk_cmd_shutdown(pk_cmd_ctx *x)

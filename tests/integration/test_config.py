@@ -288,3 +288,21 @@ def test_python_redis(r):
     assert r.config_get("hash-max-listpack-*") == {
         "hash-max-listpack-entries": "64",
         "hash-max-listpack-value": "64"}
+
+
+def test_memory_usage(raw):
+    """The harness's memory_usage helper (tests/support/util.tcl) calls
+    MEMORY USAGE at the top of a hash test group."""
+    raw.call("DEL", "mu")
+    assert raw.call("MEMORY", "USAGE", "mu") is None
+    raw.call("HSET", "mu", "a", "1", "b", "2")
+    assert raw.call("MEMORY", "USAGE", "mu") > 0
+    assert raw.call("MEMORY", "USAGE", "mu", "SAMPLES", "0") > 0
+    assert err(raw.call("MEMORY", "USAGE", "mu", "SAMPLES")) == SYNTAX
+    assert err(raw.call("MEMORY", "USAGE", "mu", "SAMPLES", "x")) == \
+        "ERR value is not an integer or out of range"
+    assert err(raw.call("MEMORY", "USAGE", "mu", "SAMPLES", "-1")) == SYNTAX
+    assert err(raw.call("MEMORY", "USAGE")) == \
+        "ERR wrong number of arguments for 'memory|usage' command"
+    assert err(raw.call("MEMORY", "NOPE")) == \
+        "ERR unknown subcommand 'NOPE'. Try MEMORY HELP."
