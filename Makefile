@@ -7,6 +7,9 @@
 #   make check      every test, with binaries built under ASan+UBSan
 #   make test-faults the long fault schedules (kill -9 / SIGSTOP cycles,
 #                    network cuts: tests/fault)
+#   make test-redis-suite  units of Redis 7.0.15's own test suite against
+#                    a partkv node and redis-server, scored side by side
+#                    (REDIS_SUITE=path, default ../redis; skipped if absent)
 #   make bench      benchmarks, each printed beside its anchor
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each
 #   make format     clang-format every C file
@@ -47,7 +50,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration test-fault test-faults check bench bench-run fuzz format install clean
+.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check bench bench-run fuzz format install clean
 
 all: $(BUILD)/partkv
 
@@ -109,6 +112,11 @@ test-faults: deps
 	    -k fault_cycles
 	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_LONG=1 \
 	    /usr/bin/python3 -m pytest -q -s tests/fault
+
+# Redis's own test suite in external-server mode (scripts/redis-suite.sh:
+# UNITS, UNIT_TIMEOUT, DURABLE=1, SUITE_ARGS).
+test-redis-suite: all
+	PARTKV=$(abspath $(BUILD)/partkv) scripts/redis-suite.sh
 
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \

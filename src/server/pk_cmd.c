@@ -128,6 +128,7 @@ static const pk_cmd table[] = {
     {"lrem", 4, W, 1, 1, 1, "write list slow", pk_cmd_lrem, NULL},
     {"lset", 4, W, 1, 1, 1, "write list slow", pk_cmd_lset, NULL},
     {"ltrim", 4, W, 1, 1, 1, "write list slow", pk_cmd_ltrim, NULL},
+    {"memory", -2, R, 0, 0, 0, "slow", pk_cmd_memory, pk_cmd_keys_memory},
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
     {"msetnx", -3, W, 1, -1, 2, "write string slow", pk_cmd_msetnx, NULL},

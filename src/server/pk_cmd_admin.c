@@ -1,5 +1,5 @@
 /*
- * Server commands: INFO CONFIG DBSIZE FLUSHALL SHUTDOWN SCAN and
+ * Server commands: DBSIZE FLUSHALL FUNCTION MEMORY SHUTDOWN SCAN and
  * PK.PARTITIONS (per-partition keys, bytes, reads/s, writes/s).
  */
 #include <stdio.h>
@@ -59,6 +59,59 @@ void pk_cmd_function(pk_cmd_ctx *x)
         pk_reply_errorf(
             x->out, "ERR unknown subcommand '%.*s'. Try FUNCTION HELP.",
             (int)(x->argv[1].len > 64 ? 64 : x->argv[1].len), x->argv[1].ptr);
+}
+
+/* MEMORY USAGE's key is argument 2 (the harness's memory_usage). */
+int pk_cmd_keys_memory(int argc, const pk_arg *argv, pk_keyrun *r)
+{
+    if (argc < 3 || !pk_arg_eq(&argv[1], "usage"))
+        return 0;
+    *r = (pk_keyrun){2, 2, 1};
+    return 1;
+}
+
+/* MEMORY USAGE key [SAMPLES n]: pk_key_usage's estimate; partkv samples
+ * nothing, so n is only checked. */
+void pk_cmd_memory(pk_cmd_ctx *x)
+{
+    const pk_arg *sub = &x->argv[1];
+    uint64_t bytes;
+    int64_t n;
+
+    if (!pk_arg_eq(sub, "usage")) {
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand '%.*s'. Try MEMORY HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+        return;
+    }
+    if (x->argc < 3) {
+        pk_reply_error(x->out, "ERR wrong number of arguments for "
+                               "'memory|usage' command");
+        return;
+    }
+    for (int i = 3; i < x->argc; i += 2) {
+        if (!pk_arg_eq(&x->argv[i], "samples") || i + 1 >= x->argc) {
+            pk_reply_syntax(x);
+            return;
+        }
+        if (!pk_arg_i64(&x->argv[i + 1], &n)) {
+            pk_reply_notint(x);
+            return;
+        }
+        if (n < 0) {
+            pk_reply_syntax(x);
+            return;
+        }
+    }
+    TXN_OR_RETURN(x, t);
+    int rc = pk_key_usage(t, PK_KEY(x, 2), NOW(x), &bytes);
+
+    if (rc == PK_ENOTFOUND)
+        pk_reply_null(x->out, x->proto);
+    else if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, (int64_t)bytes);
 }
 
 void pk_cmd_shutdown(pk_cmd_ctx *x)
@@ -150,61 +203,6 @@ void pk_cmd_scan(pk_cmd_ctx *x)
                            pk_obuf_pending(&keys));
     }
     pk_obuf_free(&keys);
-}
-
-/* CONFIG GET: the parameters clients and tools ask for. */
-void pk_cmd_config(pk_cmd_ctx *x)
-{
-    const pk_server_config *c = &x->srv->cfg;
-    static const char *const fsyncs[] = {"always", "everysec", "no"};
-    char port[16], bulk[24], maxc[16];
-    const char *params[][2] = {
-        {"appendfsync", fsyncs[c->fsync]},
-        {"appendonly", "no"},
-        {"bind", c->bind},
-        {"cluster-enabled", "no"},
-        {"databases", "1"},
-        {"dir", c->dir},
-        {"maxclients", maxc},
-        {"maxmemory", "0"},
-        {"maxmemory-policy", "noeviction"},
-        {"port", port},
-        {"protected-mode", c->protected_mode ? "yes" : "no"},
-        {"proto-max-bulk-len", bulk},
-        {"save", ""},
-        {"timeout", "0"},
-    };
-    size_t np = sizeof(params) / sizeof(params[0]), n = 0, pos;
-
-    snprintf(port, sizeof(port), "%d", x->srv->port);
-    snprintf(bulk, sizeof(bulk), "%zu", c->proto_max_bulk_len);
-    snprintf(maxc, sizeof(maxc), "%d", c->maxclients);
-    if (pk_arg_eq(&x->argv[1], "resetstat") && x->argc == 2) {
-        x->srv->total_cmds = x->srv->hits = x->srv->misses = 0;
-        pk_reply_simple(x->out, "OK");
-        return;
-    }
-    if (!pk_arg_eq(&x->argv[1], "get") || x->argc < 3) {
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand or wrong number of arguments "
-                        "for '%.*s'. Try CONFIG HELP.",
-                        (int)(x->argv[1].len > 64 ? 64 : x->argv[1].len),
-                        x->argv[1].ptr);
-        return;
-    }
-    pk_reply_defer(x->out, &pos);
-    for (size_t i = 0; i < np; i++) {
-        for (int a = 2; a < x->argc; a++) {
-            if (pk_glob_match(x->argv[a].ptr, x->argv[a].len, params[i][0],
-                              strlen(params[i][0]), 1)) {
-                pk_reply_bulk_str(x->out, params[i][0]);
-                pk_reply_bulk_str(x->out, params[i][1]);
-                n++;
-                break;
-            }
-        }
-    }
-    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_MAP, n);
 }
 
 void pk_cmd_pk_partitions(pk_cmd_ctx *x)

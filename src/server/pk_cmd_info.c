@@ -213,7 +213,8 @@ void pk_cmd_info(pk_cmd_ctx *x)
     /* Redis ends INFO with the last section's blank line removed. */
     if (pk_obuf_pending(&b) >= 2)
         b.len -= 2;
-    pk_reply_verbatim(x->out, x->proto, "txt", b.data + b.head,
+    /* No section asked for exists: the buffer was never allocated. */
+    pk_reply_verbatim(x->out, x->proto, "txt", b.data ? b.data + b.head : "",
                       pk_obuf_pending(&b));
     pk_obuf_free(&b);
 }

@@ -454,6 +454,7 @@ void pk_conn_accept(uv_stream_t *listener, int status)
     if (status < 0)
         return;
     lim.max_bulk_len = s->cfg.proto_max_bulk_len;
+    lim.max_query_buf = s->cfg.client_query_buffer_limit;
     c = calloc(1, sizeof(*c));
     if (c == NULL || pk_resp_parser_new(&lim, &c->parser) != PK_OK) {
         free(c);

@@ -48,6 +48,7 @@ void pk_server_config_default(pk_server_config *c)
     c->fsync = PK_FSYNC_EVERYSEC;
     c->protected_mode = 1;
     c->proto_max_bulk_len = 512u << 20;
+    c->client_query_buffer_limit = (size_t)1 << 30;
     c->maxclients = 10000;
     c->acks = PK_ACKS_QUORUM;
     c->replace_after_ms = 60000;
@@ -528,6 +529,7 @@ int pk_server_run(const pk_server_config *cfg)
      * every writer handles; the signal would kill the whole node. */
     signal(SIGPIPE, SIG_IGN);
     s->cfg = *cfg;
+    pk_config_init(s);
     s->rates = calloc(PK_SLOTS, sizeof(*s->rates));
     if (s->rates == NULL || uv_loop_init(&s->loop) != 0) {
         free(s->rates);

@@ -40,7 +40,8 @@ typedef struct pk_server_config {
     const char *requirepass; /* NULL: no password */
     int protected_mode;      /* refuse non-loopback clients without a pass */
     size_t proto_max_bulk_len;
-    uint64_t map_size; /* LMDB map size in bytes, 0 = default */
+    size_t client_query_buffer_limit; /* a connection's unparsed bytes */
+    uint64_t map_size;                /* LMDB map size in bytes, 0 = default */
     int maxclients;
     /* Cluster mode: set coordinator to "embedded" to host the coordinator,
      * or join to "host:port" of the node that hosts it. */

@@ -19,6 +19,7 @@
 #include "proto/pk_reply.h"
 #include "proto/pk_resp.h"
 #include "server/pk_cluster.h"
+#include "server/pk_config.h"
 #include "server/pk_server.h"
 #include "store/pk_store.h"
 #include "store/pk_store_part.h"
@@ -114,6 +115,7 @@ struct pk_server {
     int syncing;
     int sync_rc;
     pk_server_config cfg;
+    pk_config_state conf; /* CONFIG SET's values (pk_config.h) */
     pk_store *store;
     pk_cluster cluster;
     struct pk_coord *coord;         /* hosted coordinator, or NULL */

@@ -96,6 +96,21 @@ int pk_key_type(pk_txn *t, uint32_t part, const void *key, size_t klen,
     return rc;
 }
 
+int pk_key_usage(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 uint64_t now_ms, uint64_t *bytes)
+{
+    pk__meta m;
+    int rc = load_read(t, part, key, klen, now_ms, &m);
+
+    if (rc == 0 && !m.exists) {
+        rc = PK_ENOTFOUND;
+    }
+    if (rc == 0) {
+        *bytes = m.plen + 1 + m.vlen + 16 * m.count + 16;
+    }
+    return rc;
+}
+
 int pk_key_expiretime(pk_txn *t, uint32_t part, const void *key, size_t klen,
                       uint64_t now_ms, int64_t *when_ms)
 {

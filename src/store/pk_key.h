@@ -53,6 +53,15 @@ const char *pk_type_name(pk_type type);
 int pk_key_del(pk_txn *t, uint32_t part, const void *key, size_t klen,
                uint64_t now_ms, int *deleted);
 
+/*
+ * MEMORY USAGE: an estimate of the bytes the key takes (its name, its
+ * value or META record, and a fixed 16 bytes for each field or member,
+ * whose records are not read).  PK_ENOTFOUND for a missing key; else 0 or
+ * an error.
+ */
+int pk_key_usage(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                 uint64_t now_ms, uint64_t *bytes);
+
 /* EXISTS: *exists = 1 or 0.  Returns 0 or an error. */
 int pk_key_exists(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   uint64_t now_ms, int *exists);
