@@ -235,6 +235,9 @@ void pk_cmd_zintercard(pk_cmd_ctx *x);
 void pk_cmd_zpopmin(pk_cmd_ctx *x);
 void pk_cmd_zpopmax(pk_cmd_ctx *x);
 void pk_cmd_zmpop(pk_cmd_ctx *x);
+void pk_cmd_bzmpop(pk_cmd_ctx *x);
+void pk_cmd_bzpopmin(pk_cmd_ctx *x);
+void pk_cmd_bzpopmax(pk_cmd_ctx *x);
 void pk_cmd_zrandmember(pk_cmd_ctx *x);
 void pk_cmd_zscan(pk_cmd_ctx *x);
 /* Key finders: "numkeys key..." at 1, and "dest numkeys key..." */

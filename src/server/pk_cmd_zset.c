@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "server/pk_block.h"
 #include "server/pk_cmd.h"
 #include "store/pk_zset.h"
 #include "store/pk_zset_ops.h"
@@ -770,21 +771,60 @@ void pk_cmd_zpopmax(pk_cmd_ctx *x)
     zpop_cmd(x, 1);
 }
 
-void pk_cmd_zmpop(pk_cmd_ctx *x)
+/*
+ * The first key argument in first..last whose sorted set has members, in
+ * *arg (0: none), as a pop looks for it: during a blocking retry for one
+ * key only that key, and a key of another type stops only the first try
+ * (Redis serves a woken client from the key that became ready).  Returns
+ * 0, or 1 after replying the error.
+ */
+static int zfirst_ready(pk_cmd_ctx *x, pk_txn *t, int first, int last, int *arg)
+{
+    int only = pk_block_ready_arg(x), retry = x->c->blk != NULL;
+    uint64_t card = 0;
+
+    *arg = 0;
+    for (int k = first; k <= last; k++) {
+        int rc;
+        if (only && k != only)
+            continue;
+        rc = pk_zset_card(t, PK_KEY(x, k), NOW(x), &card);
+        if (rc == PK_STORE_WRONGTYPE && retry)
+            continue;
+        if (rc != PK_OK) {
+            pk_cmd_store_error(x, rc);
+            return 1;
+        }
+        if (card > 0) {
+            *arg = k;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static void reply_null_array(pk_cmd_ctx *x)
+{
+    pk_reply_null_array(x->out, x->proto);
+}
+
+/* [B]ZMPOP: "numkeys key... MIN|MAX [COUNT n]" with numkeys at argv[i]. */
+static void zmpop(pk_cmd_ctx *x, int i, int blocking, uint64_t deadline)
 {
     int64_t nk, count = -1;
-    int wi, from_max, rc = PK_OK;
-    uint64_t card = 0, n;
+    int wi, k, from_max, rc;
+    pk_keyrun run;
+    uint64_t n;
 
-    if (!pk_arg_i64(&x->argv[1], &nk) || nk < 1) {
+    if (!pk_arg_i64(&x->argv[i], &nk) || nk < 1) {
         pk_reply_error(x->out, "ERR numkeys should be greater than 0");
         return;
     }
-    if (nk > x->argc - 3) {
+    if (nk > x->argc - i - 2) {
         pk_reply_syntax(x);
         return;
     }
-    wi = 2 + (int)nk;
+    wi = i + 1 + (int)nk;
     if (pk_arg_eq(&x->argv[wi], "min"))
         from_max = 0;
     else if (pk_arg_eq(&x->argv[wi], "max"))
@@ -793,34 +833,29 @@ void pk_cmd_zmpop(pk_cmd_ctx *x)
         pk_reply_syntax(x);
         return;
     }
-    for (int i = wi + 1; i < x->argc; i += 2) {
-        if (count != -1 || i + 1 >= x->argc ||
-            !pk_arg_eq(&x->argv[i], "count")) {
+    for (int j = wi + 1; j < x->argc; j += 2) {
+        if (count != -1 || j + 1 >= x->argc ||
+            !pk_arg_eq(&x->argv[j], "count")) {
             pk_reply_syntax(x);
             return;
         }
-        if (!pk_arg_i64(&x->argv[i + 1], &count) || count < 1) {
+        if (!pk_arg_i64(&x->argv[j + 1], &count) || count < 1) {
             pk_reply_error(x->out, "ERR count should be greater than 0");
             return;
         }
     }
     count = count == -1 ? 1 : count;
-    if (!same_part(x, 2, wi - 1, 0))
+    if (!same_part(x, i + 1, wi - 1, 0))
         return;
     TXN_OR_RETURN(x, t);
-    /* The first key that holds members; a wrong type before it stops. */
-    int k = 2;
-    for (; k < wi; k++) {
-        rc = pk_zset_card(t, PK_KEY(x, k), NOW(x), &card);
-        if (rc != PK_OK || card > 0)
-            break;
-    }
-    if (rc != PK_OK) {
-        pk_cmd_store_error(x, rc);
+    if (zfirst_ready(x, t, i + 1, wi - 1, &k))
         return;
-    }
-    if (k == wi) {
-        pk_reply_null_array(x->out, x->proto);
+    if (k == 0) {
+        run = (pk_keyrun){i + 1, wi - 1, 1};
+        if (blocking)
+            pk_block_wait(x, &run, 1, deadline, reply_null_array);
+        else
+            reply_null_array(x);
         return;
     }
     size_t mark = pk_obuf_pending(x->out);
@@ -831,6 +866,58 @@ void pk_cmd_zmpop(pk_cmd_ctx *x)
         x->out->len = x->out->head + mark;
         pk_cmd_store_error(x, rc);
     }
+}
+
+void pk_cmd_zmpop(pk_cmd_ctx *x)
+{
+    zmpop(x, 1, 0, 0);
+}
+
+void pk_cmd_bzmpop(pk_cmd_ctx *x)
+{
+    uint64_t deadline;
+
+    if (pk_block_timeout(x, &x->argv[1], &deadline))
+        zmpop(x, 2, 1, deadline);
+}
+
+/* BZPOPMIN/BZPOPMAX key... timeout: [key, member, score] of the first
+ * key with members, waiting for one when none has. */
+static void bzpop(pk_cmd_ctx *x, int from_max)
+{
+    pk_keyrun run = {1, x->argc - 2, 1};
+    uint64_t deadline, n;
+    zpop_out o = {x, 0};
+    size_t mark;
+    int k, rc;
+
+    if (!pk_block_timeout(x, &x->argv[x->argc - 1], &deadline))
+        return;
+    TXN_OR_RETURN(x, t);
+    if (zfirst_ready(x, t, run.first, run.last, &k))
+        return;
+    if (k == 0) {
+        pk_block_wait(x, &run, 1, deadline, reply_null_array);
+        return;
+    }
+    mark = pk_obuf_pending(x->out);
+    pk_reply_array(x->out, 3);
+    pk_reply_bulk(x->out, x->argv[k].ptr, x->argv[k].len);
+    rc = pk_zset_pop(t, PK_KEY(x, k), from_max, 1, NOW(x), zpop_emit, &o, &n);
+    if (rc != PK_OK) {
+        x->out->len = x->out->head + mark;
+        pk_cmd_store_error(x, rc);
+    }
+}
+
+void pk_cmd_bzpopmin(pk_cmd_ctx *x)
+{
+    bzpop(x, 0);
+}
+
+void pk_cmd_bzpopmax(pk_cmd_ctx *x)
+{
+    bzpop(x, 1);
 }
 
 typedef struct zpairs {
