@@ -50,7 +50,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check bench bench-run fuzz format install clean
+.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check bench bench-run fuzz fuzz-libs format install clean
 
 all: $(BUILD)/partkv
 
@@ -136,18 +136,34 @@ bench-run: all $(BENCH_BIN) $(BUILD)/bench/mload
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 	@for s in bench/*.sh; do [ -x "$$s" ] && { $$s || exit 1; }; done; true
 
+# The layers are built once with coverage instrumentation and sanitizers
+# (in $(BUILD)/fuzzlib), then each fuzz/fuzz_*.c links against them.  A
+# finding -- a crash, a CHECK, an ASan or UBSan report -- stops make with
+# the fuzzer's status; the input is left in $(BUILD)/fuzz/.
+FUZZ_OPT := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=undefined
+FUZZ_LIBS := $(patsubst $(BUILD)/%,$(BUILD)/fuzzlib/%,$(LINK_LIBS))
+
 fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/fuzzlib CC=clang \
+	    OPT="$(FUZZ_OPT)" fuzz-libs
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do \
 	    n=$$(basename $$f .c); \
-	    clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(WARN) \
-	        -fsanitize=fuzzer,address,undefined $$f $(ALL_SRC) \
+	    clang -std=c11 -D_GNU_SOURCE $(FUZZ_OPT) -Isrc $(WARN) \
+	        -fsanitize=fuzzer $$f $(FUZZ_LIBS) \
 	        -o $(BUILD)/fuzz/$$n $(LDLIBS) || exit 1; \
 	    mkdir -p fuzz/corpus-$$n; \
 	    echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
 	    $(BUILD)/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	        fuzz/corpus-$$n fuzz/seeds/$$n 2>&1 | tail -n 12 || exit 1; \
+	        -artifact_prefix=$(BUILD)/fuzz/$$n- \
+	        fuzz/corpus-$$n fuzz/seeds/$$n > $(BUILD)/fuzz/$$n.log 2>&1; \
+	    rc=$$?; tail -n 12 $(BUILD)/fuzz/$$n.log; \
+	    [ $$rc -eq 0 ] || { echo "fuzz: $$n failed, see $(BUILD)/fuzz/$$n.log"; \
+	        exit $$rc; }; \
 	done
+
+fuzz-libs: $(LAYER_LIBS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h') $$(ls src/*/*.[ch] tests/*/*.[ch] bench/*.[ch] fuzz/*.[ch] 2>/dev/null) 

@@ -70,10 +70,13 @@ static int zcoll_add(void *ctx, pk_slice mem, double score)
     return 0;
 }
 
+/* Points the entries at their bytes, once no more are added.  When all
+ * members are empty the buffer was never allocated, and NULL + 0 is
+ * undefined: empty members keep NULL (zent_mem gives them ""). */
 static void zcoll_fix(zcoll *c)
 {
     for (size_t i = 0; i < c->n; i++) {
-        c->e[i].p = c->bytes.p + c->e[i].off;
+        c->e[i].p = c->e[i].len ? c->bytes.p + c->e[i].off : NULL;
     }
 }
 
@@ -393,7 +396,10 @@ static void union_fold(zcoll *c, pk_zagg agg)
 {
     size_t n = 0;
 
-    qsort(c->e, c->n, sizeof(*c->e), by_member);
+    /* With no entries c->e is NULL, which qsort must not be given. */
+    if (c->n > 1) {
+        qsort(c->e, c->n, sizeof(*c->e), by_member);
+    }
     for (size_t i = 0; i < c->n; i++) {
         if (n > 0 && mem_cmp(&c->e[n - 1], &c->e[i]) == 0) {
             aggregate(&c->e[n - 1].score, c->e[i].score, agg);
@@ -478,8 +484,10 @@ int pk_zset_combine(pk_txn *t, uint32_t part, const pk_zop *op, uint64_t now_ms,
     int rc = pk__read_begin(t, part);
 
     rc = rc ? rc : combine(t, part, op, now_ms, &c, NULL);
-    if (rc == 0) {
+    if (rc == 0 && c.n > 1) {
         qsort(c.e, c.n, sizeof(*c.e), by_score);
+    }
+    if (rc == 0) {
         for (size_t i = 0; rc == 0 && i < c.n; i++) {
             rc = cb(ctx, zent_mem(&c.e[i]), c.e[i].score);
         }

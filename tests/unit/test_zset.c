@@ -216,6 +216,45 @@ static void test_combine(void **state)
     pk_txn_abort(t);
 }
 
+/*
+ * Inputs that collect nothing leave the collection's buffers unallocated:
+ * all members empty (no member bytes: pointers must not be computed from
+ * the NULL buffer) or all inputs missing (no entries: NULL must not reach
+ * qsort).  Both were undefined behaviour that UBSan reports under make
+ * check; found by fuzz/fuzz_store_ops.
+ */
+static void test_combine_empty_members(void **state)
+{
+    pk_txn *t = wtxn(((tstore *)*state)->s);
+    pk_slice keys[2] = {{"a", 1}, {"b", 1}};
+    pk_zop op = {PK_ZOP_UNION, PK_ZAGG_SUM, 2, keys, NULL, 0};
+    uint64_t n = 0;
+    collect c = {0};
+
+    zadd1(t, "a", 1, "");
+    zadd1(t, "b", 2, "");
+    assert_int_equal(pk_zset_combine(t, 1, &op, NOW, collect_z, &c), 0);
+    assert_string_equal(c.buf, ":3 ");
+    op.op = PK_ZOP_INTER;
+    assert_int_equal(pk_zset_combine_store(t, 1, S("d"), &op, NOW, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(all(t, "d", &c), ":3 ");
+    op.op = PK_ZOP_DIFF;
+    assert_int_equal(pk_zset_combine_card(t, 1, &op, NOW, &n), 0);
+    assert_int_equal(n, 0);
+    keys[0] = (pk_slice){"none", 4};
+    keys[1] = (pk_slice){"none2", 5};
+    op.op = PK_ZOP_UNION;
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(pk_zset_combine(t, 1, &op, NOW, collect_z, &c), 0);
+    assert_int_equal(c.n, 0);
+    assert_int_equal(pk_zset_combine_store(t, 1, S("d"), &op, NOW, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(pk_zset_card(t, 1, S("d"), NOW, &n), 0);
+    assert_int_equal(n, 0);
+    pk_txn_abort(t);
+}
+
 typedef struct seen {
     int count[600];
 } seen;
@@ -399,9 +438,14 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_rank_count), T(test_pop),          T(test_remrange_rangestore),
-        T(test_combine),    T(test_scan_cursors), T(test_hsetnx_incrbyfloat),
+        T(test_rank_count),
+        T(test_pop),
+        T(test_remrange_rangestore),
+        T(test_combine),
+        T(test_scan_cursors),
+        T(test_hsetnx_incrbyfloat),
         T(test_model),
+        T(test_combine_empty_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
