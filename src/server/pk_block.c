@@ -538,6 +538,25 @@ void pk_block_map_changed(pk_server *s)
     }
 }
 
+/* Answers w's command without serving it -- as timed out, or with
+ * error -- and lets its connection go on. */
+static void give_up(pk_server *s, bl_waiter *w, const char *error)
+{
+    pk_conn *c = w->c;
+    pk_cmd_ctx x = {.srv = s, .c = c, .out = &c->out, .proto = c->proto};
+
+    pk_conn_join(c);
+    c->iter_cmds++;
+    x.argc = w->argc;
+    x.argv = w->argv;
+    if (error)
+        pk_reply_error(x.out, error);
+    else
+        w->on_timeout(&x);
+    waiter_free(s, w);
+    pk_conn_unblocked(c);
+}
+
 static void on_timer(uv_timer_t *t)
 {
     pk_server *s = t->data;
@@ -545,18 +564,18 @@ static void on_timer(uv_timer_t *t)
     uint64_t now = pk_srv_wall_ms();
     bl_waiter *w;
 
-    while ((w = b->tmo_head) != NULL && w->deadline <= now) {
-        pk_conn *c = w->c;
-        pk_cmd_ctx x = {.srv = s, .c = c, .out = &c->out, .proto = c->proto};
-        pk_conn_join(c);
-        c->iter_cmds++;
-        x.argc = w->argc;
-        x.argv = w->argv;
-        w->on_timeout(&x);
-        waiter_free(s, w);
-        pk_conn_unblocked(c);
-    }
+    while ((w = b->tmo_head) != NULL && w->deadline <= now)
+        give_up(s, w, NULL);
     arm(s);
+}
+
+int pk_block_unblock(pk_server *s, pk_conn *c, int error)
+{
+    if (c->blk == NULL || c->blk->retrying)
+        return 0;
+    give_up(s, c->blk,
+            error ? "UNBLOCKED client unblocked via CLIENT UNBLOCK" : NULL);
+    return 1;
 }
 
 void pk_block_conn_closed(pk_server *s, pk_conn *c)

@@ -72,6 +72,12 @@ void pk_block_after(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_block_mark *m);
 void pk_block_serve(pk_server *s);
 /* Every waiter is retried (a new map: keys may have moved away). */
 void pk_block_map_changed(pk_server *s);
+/*
+ * CLIENT UNBLOCK: c's blocked command is answered now, as if its timeout
+ * had passed, or (error) with Redis's -UNBLOCKED error.  Returns 1, or 0
+ * when c waits for nothing.
+ */
+int pk_block_unblock(pk_server *s, pk_conn *c, int error);
 /* Connection c closes: it waits no more. */
 void pk_block_conn_closed(pk_server *s, pk_conn *c);
 /* Connections waiting (INFO blocked_clients). */

@@ -43,6 +43,7 @@ static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
     {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
     {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth, NULL},
+    {"bgsave", -1, A, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
     {"bitcount", -2, R, 1, 1, 1, "read bitmap slow", pk_cmd_bitcount, NULL},
     {"bitfield", -2, W, 1, 1, 1, "write bitmap slow", pk_cmd_bitfield, NULL},
     {"bitfield_ro", -2, R | F, 1, 1, 1, "read bitmap fast", pk_cmd_bitfield_ro,
@@ -179,6 +180,7 @@ static const pk_cmd table[] = {
     {"rpush", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpush, NULL},
     {"rpushx", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpushx, NULL},
     {"sadd", -3, W | F, 1, 1, 1, "write set fast", pk_cmd_sadd, NULL},
+    {"save", 1, A, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
     {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan, NULL},
     {"scard", 2, R | F, 1, 1, 1, "read set fast", pk_cmd_scard, NULL},
     {"sdiff", -2, R, 1, -1, 1, "read set slow", pk_cmd_sdiff, NULL},
@@ -475,6 +477,7 @@ void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd)
      * outermost command is done (after EXEC, not inside it); inside EXEC
      * a blocking command answers as if its timeout had passed. */
     x->noblock = x->c->in_exec;
+    x->touch_arg = 0;
     pk_block_before(x, cmd, &mark);
     s->dispatch_depth++;
     cmd->fn(x);

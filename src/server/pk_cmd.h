@@ -287,6 +287,7 @@ void pk_cmd_bitfield_ro(pk_cmd_ctx *x);
 
 /* Introspection (pk_cmd_admin.c). */
 void pk_cmd_memory(pk_cmd_ctx *x);
+void pk_cmd_save(pk_cmd_ctx *x);
 int pk_cmd_keys_memory(int argc, const pk_arg *argv, pk_keyrun *r);
 
 #endif

@@ -114,6 +114,23 @@ void pk_cmd_memory(pk_cmd_ctx *x)
         pk_reply_int(x->out, (int64_t)bytes);
 }
 
+/*
+ * SAVE / BGSAVE: partkv has no snapshot file to write -- every commit is
+ * already in LMDB -- so both flush what is committed to disk (fsync),
+ * whatever --fsync says, and answer as Redis does once its dump is done.
+ */
+void pk_cmd_save(pk_cmd_ctx *x)
+{
+    int rc = pk_store_sync(x->srv->store);
+
+    if (rc != PK_OK)
+        pk_reply_errorf(x->out, "ERR %s", pk_strerror(rc));
+    else if (pk_arg_eq(&x->argv[0], "bgsave"))
+        pk_reply_simple(x->out, "Background saving started");
+    else
+        pk_reply_simple(x->out, "OK");
+}
+
 void pk_cmd_shutdown(pk_cmd_ctx *x)
 {
     /* The connection gets no reply, as with Redis: the server commits the

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/pk_block.h"
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
 
@@ -186,6 +187,31 @@ static void client_info_line(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n)
     (void)x;
 }
 
+/* CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if that client was blocked. */
+static void client_unblock(pk_cmd_ctx *x)
+{
+    int64_t id;
+    int error = 0, done = 0;
+
+    if (!pk_arg_i64(&x->argv[2], &id)) {
+        pk_reply_notint(x);
+        return;
+    }
+    if (x->argc == 4) {
+        if (pk_arg_eq(&x->argv[3], "error"))
+            error = 1;
+        else if (!pk_arg_eq(&x->argv[3], "timeout")) {
+            pk_reply_error(x->out, "ERR CLIENT UNBLOCK reason should be "
+                                   "TIMEOUT or ERROR");
+            return;
+        }
+    }
+    for (pk_conn *c = x->srv->conns; c && !done; c = c->next)
+        if ((int64_t)c->id == id)
+            done = pk_block_unblock(x->srv, c, error);
+    pk_reply_int(x->out, done);
+}
+
 void pk_cmd_client(pk_cmd_ctx *x)
 {
     const pk_arg *sub = &x->argv[1];
@@ -216,6 +242,8 @@ void pk_cmd_client(pk_cmd_ctx *x)
         pk_obuf_free(&all);
     } else if (pk_arg_eq(sub, "setinfo") && x->argc == 4) {
         pk_reply_simple(x->out, "OK");
+    } else if (pk_arg_eq(sub, "unblock") && (x->argc == 3 || x->argc == 4)) {
+        client_unblock(x);
     } else {
         pk_reply_errorf(x->out,
                         "ERR unknown subcommand or wrong number of arguments "

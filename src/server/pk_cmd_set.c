@@ -167,9 +167,19 @@ void pk_cmd_smembers(pk_cmd_ctx *x)
 void pk_cmd_smove(pk_cmd_ctx *x)
 {
     TXN_OR_RETURN(x, t);
-    int moved = 0;
-    int rc = pk_set_move(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len,
+    int moved = 0, rc = PK_OK;
+    pk_slice mem = {x->argv[3].ptr, x->argv[3].len};
+    uint8_t had = 0;
+
+    /* A member the destination holds already changes only the source;
+     * Redis then leaves a WATCH on the destination intact. */
+    if (x->srv->nwatched)
+        rc = pk_set_ismember(t, PK_KEY(x, 2), 1, &mem, NOW(x), &had);
+    if (rc == PK_OK)
+        rc = pk_set_move(t, PK_KEY(x, 1), x->argv[2].ptr, x->argv[2].len,
                          x->argv[3].ptr, x->argv[3].len, NOW(x), &moved);
+    if (rc == PK_OK && had)
+        x->touch_arg = 1;
 
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);

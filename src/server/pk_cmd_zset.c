@@ -845,8 +845,8 @@ static void zmpop(pk_cmd_ctx *x, int i, int blocking, uint64_t deadline)
         }
     }
     count = count == -1 ? 1 : count;
-    if (!same_part(x, i + 1, wi - 1, 0))
-        return;
+    /* Each key is looked at and popped alone: keys of several partitions
+     * are fine on a node without a cluster (routing refuses them in one). */
     TXN_OR_RETURN(x, t);
     if (zfirst_ready(x, t, i + 1, wi - 1, &k))
         return;

@@ -168,6 +168,10 @@ void pk_watch_touch_cmd(pk_cmd_ctx *x, const pk_cmd *cmd)
 
     if (x->srv->nwatched == 0)
         return;
+    if (x->touch_arg > 0) {
+        touch(x->srv, x->argv[x->touch_arg].ptr, x->argv[x->touch_arg].len);
+        return;
+    }
     n = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
     for (int k = 0; k < n; k++)
         for (int i = r[k].first; i <= r[k].last; i += r[k].step)
@@ -308,7 +312,7 @@ void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
     size_t bytes = (size_t)x->argc * sizeof(pk_arg);
     int slot, rc;
 
-    if (cmd->fn == pk_cmd_shutdown) {
+    if (cmd->fn == pk_cmd_shutdown || cmd->fn == pk_cmd_save) {
         pk_reply_error(x->out, "ERR Command not allowed inside a transaction");
         m->aborted = 1;
         return;

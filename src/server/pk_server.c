@@ -64,6 +64,11 @@ uint64_t pk_srv_wall_ms(void)
 
 uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len)
 {
+    /* A node alone holds one partition, so that every multi-key command
+     * (SMOVE, SINTERSTORE, ZUNIONSTORE, RENAME...) takes any keys, as on
+     * a standalone Redis; in a cluster keys live in their slots. */
+    if (!s->cluster.enabled)
+        return 0;
     return pk_cluster_part(&s->cluster, key, len);
 }
 

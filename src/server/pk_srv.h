@@ -166,6 +166,10 @@ typedef struct pk_cmd_ctx {
     uint32_t part;
     /* Set by EXEC: a blocking command answers as if it timed out. */
     int noblock;
+    /* Set by a write that changed only one of its keys (SMOVE of a
+     * member the destination holds): the argv position of that key, so
+     * WATCH sees only it touched; 0 for all of them. */
+    int touch_arg;
 } pk_cmd_ctx;
 
 /* pk_conn.c */
@@ -210,7 +214,8 @@ void pk_srv_settle(pk_server *s);
  * pk_part_filter; server is the pk_server.
  */
 int pk_srv_leads(void *server, uint32_t part);
-/* The partition of a key (Redis Cluster slot). */
+/* The partition of a key: its Redis Cluster slot (or hash partition) in
+ * a cluster, 0 on a node alone. */
 uint32_t pk_srv_part(const pk_server *s, const void *key, size_t len);
 void pk_srv_shutdown(pk_server *s);
 /* Installs map m (taking it) unless it is not newer than the one held;
