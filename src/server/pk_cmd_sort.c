@@ -498,11 +498,11 @@ static int sort_store(pk_cmd_ctx *x, pk_txn *t, int d, uint32_t part,
 }
 
 /*
- * The destination's partition, or replies CROSSSLOT and returns 0.
- * Routing checked the key the finder names; the parser takes the last
- * STORE, and in contrived argument lists ("STORE get STORE d") the two
- * differ, so a destination routing did not see must share the source's
- * partition.
+ * The destination's partition, or replies CROSSSLOT and returns 0.  A
+ * cluster node's routing checked the key the finder names; the parser
+ * takes the last STORE, and in contrived argument lists ("STORE get STORE
+ * d") the two differ, so there a destination routing did not see must
+ * share the source's slot.  A standalone node takes any partition.
  */
 static int store_part(pk_cmd_ctx *x, int d, uint32_t *part)
 {
@@ -510,7 +510,8 @@ static int store_part(pk_cmd_ctx *x, int d, uint32_t *part)
     int n = pk_cmd_keys_sort(x->argc, x->argv, r);
 
     *part = pk_srv_part(x->srv, x->argv[d].ptr, x->argv[d].len);
-    if ((n < 2 || r[1].first != d) && *part != pk_cmd_part(x, 1)) {
+    if (x->srv->cluster.enabled && (n < 2 || r[1].first != d) &&
+        *part != pk_cmd_part(x, 1)) {
         pk_reply_error(x->out, "CROSSSLOT Keys in request don't hash to the "
                                "same slot");
         return 0;

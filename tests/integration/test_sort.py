@@ -164,9 +164,11 @@ def test_store(r):
     assert r.exists("dst") == 0
     assert sort(r, "l", "LIMIT", 10, 1, "STORE", "dst") == 0
     assert r.exists("dst") == 0
-    # The last STORE wins.
+    # The last STORE wins, also where COMMAND GETKEYS names another key.
     assert sort(r, "l", "STORE", "a", "STORE", "b") == 3
     assert r.exists("a") == 0 and r.llen("b") == 3
+    assert sort(r, "l", "STORE", "get", "STORE", "other") == 3
+    assert r.exists("get") == 0 and r.llen("other") == 3
 
 
 def test_set_nosort_store_sorts_alpha(r):
