@@ -107,12 +107,14 @@ static char *obuf_room(pk_obuf *ob, size_t n)
 
 int pk_obuf_append(pk_obuf *ob, const void *p, size_t n)
 {
-    char *w = obuf_room(ob, n);
+    char *w;
 
-    if (!w)
+    /* An empty obuf has no buffer yet: NULL + 0 is no pointer. */
+    if (n == 0)
         return ob->err;
-    if (n)
-        memcpy(w, p, n);
+    if (!(w = obuf_room(ob, n)))
+        return ob->err;
+    memcpy(w, p, n);
     ob->len += n;
     return PK_OK;
 }

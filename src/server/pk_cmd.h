@@ -285,6 +285,13 @@ void pk_cmd_bitop(pk_cmd_ctx *x);
 void pk_cmd_bitfield(pk_cmd_ctx *x);
 void pk_cmd_bitfield_ro(pk_cmd_ctx *x);
 
+/* SORT and SORT_RO (pk_cmd_sort.c); SORT's finder gives the source and
+ * STORE's destination. */
+void pk_cmd_sort(pk_cmd_ctx *x);
+void pk_cmd_sort_ro(pk_cmd_ctx *x);
+int pk_cmd_keys_sort(int argc, const pk_arg *argv, pk_keyrun *r);
+int pk_cmd_keys_sort_ro(int argc, const pk_arg *argv, pk_keyrun *r);
+
 /* Introspection (pk_cmd_admin.c). */
 void pk_cmd_memory(pk_cmd_ctx *x);
 void pk_cmd_save(pk_cmd_ctx *x);

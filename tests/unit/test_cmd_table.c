@@ -64,11 +64,55 @@ static void test_key_positions(void **state)
     }
 }
 
+/* argv of C strings, for the key finders. */
+static int mkargv(pk_arg *a, const char *const *w)
+{
+    int n = 0;
+
+    for (; w[n]; n++)
+        a[n] = (pk_arg){w[n], strlen(w[n])};
+    return n;
+}
+
+/* SORT's finder: the source, and the argument after the last STORE, with
+ * the arguments of LIMIT, GET and BY skipped (Redis's sortGetKeys). */
+static void test_sort_keys(void **state)
+{
+    static const char *const plain[] = {"sort", "k", "alpha", NULL};
+    static const char *const store[] = {"sort",  "k", "STORE", "a",
+                                        "store", "b", NULL};
+    static const char *const skip[] = {"sort",  "k",     "get",   "store",
+                                       "by",    "store", "limit", "store",
+                                       "store", "x",     NULL};
+    static const char *const last[] = {"sort", "k", "store", NULL};
+    pk_arg a[16];
+    pk_keyrun r[PK_KEYRUNS_MAX];
+    int n;
+
+    (void)state;
+    n = mkargv(a, plain);
+    assert_int_equal(pk_cmd_keys_sort(n, a, r), 1);
+    assert_int_equal(r[0].first, 1);
+    assert_int_equal(r[0].last, 1);
+    n = mkargv(a, store);
+    assert_int_equal(pk_cmd_keys_sort(n, a, r), 2);
+    assert_int_equal(r[1].first, 5);
+    assert_int_equal(r[1].last, 5);
+    n = mkargv(a, skip);
+    assert_int_equal(pk_cmd_keys_sort(n, a, r), 1);
+    n = mkargv(a, last);
+    assert_int_equal(pk_cmd_keys_sort(n, a, r), 1);
+    assert_int_equal(pk_cmd_keys_sort(1, a, r), 0);
+    assert_int_equal(pk_cmd_keys_sort_ro(n, a, r), 1);
+    assert_int_equal(r[0].first, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sorted_and_found),
         cmocka_unit_test(test_key_positions),
+        cmocka_unit_test(test_sort_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
