@@ -444,10 +444,11 @@ void pk_cmd_store_error(pk_cmd_ctx *x, int rc)
     if (status)
         pk_reply_error(x->out, status);
     else if (rc == PK_ERANGE)
-        /* Also a key whose digest prefix another key holds (pk_key.h). */
-        pk_reply_error(x->out, "ERR field or member too long for the store "
-                               "(at most about 500 bytes, 260 beside a "
-                               "long key)");
+        /* Keys, fields and members of any length fit; what the store
+         * refuses is one whose digest (128 bits of SHA-256, pk_keyenc.h)
+         * another one already holds. */
+        pk_reply_error(x->out, "ERR key, field or member collides with "
+                               "another one's digest in the store");
     else
         pk_reply_errorf(x->out, "ERR storage error: %s", pk_strerror(rc));
 }

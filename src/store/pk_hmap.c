@@ -20,9 +20,28 @@
 static int field_key(const pk__meta *m, const void *f, size_t flen,
                      uint8_t *buf, size_t *len)
 {
-    memcpy(buf, m->key, m->plen);
-    return pk_keyenc_sub(buf, PK_KEYENC_MAX, m->plen, PK_TAG_HFIELD, f, flen,
-                         len);
+    return pk__sub_key(m->key, m->plen, PK_TAG_HFIELD, f, flen, buf, len);
+}
+
+/* Writes field f's record k with value val (a long field carries f). */
+static int field_put(pk_txn *t, const uint8_t *k, size_t kl, const void *f,
+                     size_t flen, const void *val, size_t vlen)
+{
+    pk_slice v;
+    int rc = pk__sub_val(t, PK_TAG_HFIELD, (pk_slice){f, flen},
+                         (pk_slice){val, vlen}, &v);
+
+    return rc ? rc : pk__rec_put(t, k, kl, v.ptr, v.len);
+}
+
+/*
+ * Looks up field f's record k in a write: 0 with *val, PK_ENOTFOUND, or
+ * PK_ERANGE when another field's digest holds k.
+ */
+static int field_find(pk_txn *t, const uint8_t *k, size_t kl, const void *f,
+                      size_t flen, pk_slice *val)
+{
+    return pk__sub_get(t, PK_TAG_HFIELD, k, kl, f, flen, val);
 }
 
 /* Loads the key for a read: missing (also one that cannot exist) or a hash. */
@@ -48,17 +67,13 @@ static int field_get(pk_txn *t, const pk__meta *m, const void *f, size_t flen,
 {
     uint8_t kb[PK_KEYENC_MAX];
     size_t kl;
-    MDB_val v;
     int rc;
 
     if (!m->exists || field_key(m, f, flen, kb, &kl) != 0) {
         return PK_ENOTFOUND;
     }
-    rc = pk__rec_get(t, kb, kl, &v);
-    if (rc == 0) {
-        *val = (pk_slice){v.mv_data, v.mv_size};
-    }
-    return rc;
+    rc = field_find(t, kb, kl, f, flen, val);
+    return rc == PK_ERANGE ? PK_ENOTFOUND : rc;
 }
 
 int pk_hmap_get(pk_txn *t, uint32_t part, const void *key, size_t klen,
@@ -122,6 +137,7 @@ int pk_hmap_each(pk_txn *t, uint32_t part, const void *key, size_t klen,
     pk__meta m;
     MDB_cursor *c;
     MDB_val k, v;
+    pk_slice f, fv;
     size_t plen;
     int rc = load_read(t, part, key, klen, now_ms, &m), mrc;
 
@@ -139,8 +155,11 @@ int pk_hmap_each(pk_txn *t, uint32_t part, const void *key, size_t klen,
         if (k.mv_size < plen || memcmp(k.mv_data, m.key, plen) != 0) {
             break;
         }
-        rc = cb(ctx, (pk_slice){(uint8_t *)k.mv_data + plen, k.mv_size - plen},
-                (pk_slice){v.mv_data, v.mv_size});
+        rc = pk__sub_full(
+            PK_TAG_HFIELD,
+            (pk_slice){(uint8_t *)k.mv_data + plen, k.mv_size - plen},
+            (pk_slice){v.mv_data, v.mv_size}, &f, &fv);
+        rc = rc ? pk__fail(t, rc) : cb(ctx, f, fv);
         if (rc != 0) {
             break;
         }
@@ -172,7 +191,8 @@ int pk_hmap_set(pk_txn *t, uint32_t part, const void *key, size_t klen,
     uint64_t count0;
     size_t kl;
     pk__meta m;
-    MDB_val v;
+    pk_slice v;
+    MDB_val mv;
     int rc;
 
     if (n == 0) {
@@ -184,13 +204,20 @@ int pk_hmap_set(pk_txn *t, uint32_t part, const void *key, size_t klen,
     if ((rc = load_write(t, part, key, klen, now_ms, &m)) != 0) {
         goto out;
     }
-    /* Check every field before the first write. */
+    /* Check every field before the first write: a long one must not
+     * meet another field under its digest. */
     for (size_t i = 0; i < n; i++) {
-        if (field_key(&m, fields[i].ptr, fields[i].len, kb, &kl) != 0 ||
-            vals[i].len > PK_STORE_VALUE_MAX) {
-            rc = PK_ERANGE;
+        if ((rc = field_key(&m, fields[i].ptr, fields[i].len, kb, &kl)) != 0 ||
+            (rc = vals[i].len > PK_STORE_VALUE_MAX ? PK_ERANGE : 0) != 0) {
             goto out;
         }
+        if (m.exists && fields[i].len >= PK_KEYENC_SUB &&
+            (rc = field_find(t, kb, kl, fields[i].ptr, fields[i].len, &v)) !=
+                PK_ENOTFOUND &&
+            rc != 0) {
+            goto out;
+        }
+        rc = 0;
     }
     if (!m.exists) {
         m.type = PK__T_HASH;
@@ -200,12 +227,14 @@ int pk_hmap_set(pk_txn *t, uint32_t part, const void *key, size_t klen,
     count0 = m.count;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         field_key(&m, fields[i].ptr, fields[i].len, kb, &kl);
-        rc = pk__rec_get(t, kb, kl, &v);
+        rc = pk__rec_get(t, kb, kl, &mv);
         if (rc == PK_ENOTFOUND) {
             m.count++;
             rc = 0;
         }
-        rc = rc ? rc : pk__rec_put(t, kb, kl, vals[i].ptr, vals[i].len);
+        rc = rc ? rc
+                : field_put(t, kb, kl, fields[i].ptr, fields[i].len,
+                            vals[i].ptr, vals[i].len);
     }
     if (rc == 0 && (m.count != count0 || !m.exists)) {
         rc = pk__meta_put(t, &m, NULL, 0, NULL, 0);
@@ -225,6 +254,7 @@ int pk_hmap_del(pk_txn *t, uint32_t part, const void *key, size_t klen,
     uint64_t count0;
     size_t kl;
     pk__meta m;
+    pk_slice v;
     int rc = pk__op_begin(t, part, 0), del;
 
     if (rc != 0) {
@@ -239,9 +269,12 @@ int pk_hmap_del(pk_txn *t, uint32_t part, const void *key, size_t klen,
     count0 = m.count;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         del = 0;
-        if (field_key(&m, fields[i].ptr, fields[i].len, kb, &kl) == 0) {
+        if (field_key(&m, fields[i].ptr, fields[i].len, kb, &kl) == 0 &&
+            (rc = field_find(t, kb, kl, fields[i].ptr, fields[i].len, &v)) ==
+                0) {
             rc = pk__rec_del(t, kb, kl, &del);
         }
+        rc = rc == PK_ENOTFOUND || rc == PK_ERANGE ? 0 : rc;
         m.count -= del && m.count > 0;
     }
     if (rc == 0 && m.count != count0) {
@@ -264,7 +297,7 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
     int64_t cur = 0;
     size_t kl;
     pk__meta m;
-    MDB_val v;
+    pk_slice v;
     int rc = pk__op_begin(t, part, 0), n, isnew = 0;
 
     if (rc != 0) {
@@ -276,11 +309,11 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
     if ((rc = field_key(&m, field, flen, kb, &kl)) != 0) {
         goto out;
     }
-    rc = m.exists ? pk__rec_get(t, kb, kl, &v) : PK_ENOTFOUND;
+    rc = m.exists ? field_find(t, kb, kl, field, flen, &v) : PK_ENOTFOUND;
     if (rc == PK_ENOTFOUND) {
         isnew = 1;
         rc = 0;
-    } else if (rc == 0 && pk_str_parse_int(v.mv_data, v.mv_size, &cur)) {
+    } else if (rc == 0 && pk_str_parse_int(v.ptr, v.len, &cur)) {
         rc = PK_STORE_HASH_NOTINT;
     }
     if (rc != 0) {
@@ -293,7 +326,7 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
     }
     cur += by;
     n = snprintf(num, sizeof(num), "%lld", (long long)cur);
-    rc = pk__rec_put(t, kb, kl, num, (size_t)n);
+    rc = field_put(t, kb, kl, field, flen, num, (size_t)n);
     if (rc == 0 && isnew) {
         if (!m.exists) {
             m.type = PK__T_HASH;
@@ -317,7 +350,7 @@ int pk_hmap_setnx(pk_txn *t, uint32_t part, const void *key, size_t klen,
     uint8_t kb[PK_KEYENC_MAX];
     size_t kl;
     pk__meta m;
-    MDB_val v;
+    pk_slice v;
     int rc = pk__op_begin(t, part, 0);
 
     if (rc != 0) {
@@ -330,7 +363,7 @@ int pk_hmap_setnx(pk_txn *t, uint32_t part, const void *key, size_t klen,
         rc = PK_ERANGE;
         goto out;
     }
-    rc = m.exists ? pk__rec_get(t, kb, kl, &v) : PK_ENOTFOUND;
+    rc = m.exists ? field_find(t, kb, kl, field, flen, &v) : PK_ENOTFOUND;
     if (rc == 0) {
         *set = 0;
         goto out;
@@ -344,7 +377,7 @@ int pk_hmap_setnx(pk_txn *t, uint32_t part, const void *key, size_t klen,
         m.count = 0;
     }
     m.count++;
-    rc = pk__rec_put(t, kb, kl, val, vlen);
+    rc = field_put(t, kb, kl, field, flen, val, vlen);
     rc = rc ? rc : pk__meta_put(t, &m, NULL, 0, NULL, 0);
     if (rc == 0) {
         *set = 1;
@@ -411,7 +444,7 @@ int pk_hmap_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
     const void *p;
     size_t kl, n;
     pk__meta m;
-    MDB_val v;
+    pk_slice v;
     int rc, isnew = 0;
 
     if (isnan(by) || isinf(by)) {
@@ -424,11 +457,11 @@ int pk_hmap_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
         (rc = field_key(&m, field, flen, kb, &kl)) != 0) {
         goto out;
     }
-    rc = m.exists ? pk__rec_get(t, kb, kl, &v) : PK_ENOTFOUND;
+    rc = m.exists ? field_find(t, kb, kl, field, flen, &v) : PK_ENOTFOUND;
     if (rc == PK_ENOTFOUND) {
         isnew = 1;
         rc = 0;
-    } else if (rc == 0 && !pk_hmap_parse_ld(v.mv_data, v.mv_size, &cur)) {
+    } else if (rc == 0 && !pk_hmap_parse_ld(v.ptr, v.len, &cur)) {
         rc = PK_STORE_HASH_NOTFLOAT;
     }
     if (rc != 0) {
@@ -443,7 +476,7 @@ int pk_hmap_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
         rc = PK_STORE_INCR_NANINF; /* cannot happen for finite values */
         goto out;
     }
-    rc = pk__rec_put(t, kb, kl, num, n);
+    rc = field_put(t, kb, kl, field, flen, num, n);
     if (rc == 0 && isnew) {
         if (!m.exists) {
             m.type = PK__T_HASH;

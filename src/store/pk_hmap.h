@@ -9,11 +9,12 @@
  * of their names and a field costs one lookup.  A hash never exists empty:
  * removing its last field deletes the key.  Parameters, errors and
  * lifetimes follow pk_key.h and pk_store.h; every function returns
- * PK_STORE_WRONGTYPE for a key of another type.  A key of any length is
- * fine; writes return PK_ERANGE when a field does not fit in an LMDB key
- * together with the key's prefix (prefix + 1 + field <= 511 bytes, and a
- * prefix takes at most 240), when a value exceeds PK_STORE_VALUE_MAX, or
- * for a key that cannot exist (see pk_key.h); nothing is written then.
+ * PK_STORE_WRONGTYPE for a key of another type.  Keys and fields of any
+ * length are fine (a field of 240 bytes or more is stored under its head
+ * and digest, pk_keyenc.h); writes return PK_ERANGE when a value or field
+ * exceeds PK_STORE_VALUE_MAX, for a key that cannot exist (see pk_key.h)
+ * or a field whose digest another field holds; nothing is written then,
+ * and reads take such a field as missing.
  */
 #ifndef PK_STORE_PK_HMAP_H
 #define PK_STORE_PK_HMAP_H

@@ -18,8 +18,10 @@ static_assert(sizeof(double) == sizeof(uint64_t) && FLT_RADIX == 2,
               "scores are IEEE-754 binary64");
 static_assert(PK_KEYENC_SHORT + 8 <= PK_KEYENC_MAX,
               "expiry index keys (u64 when | prefix) fit in an LMDB key");
-static_assert(PK_KEYENC_SHORT + 1 + 8 + PK_KEYENC_SHORT <= PK_KEYENC_MAX,
-              "room for a fixed sub-key budget after any prefix");
+static_assert(PK_KEYENC_SHORT + 1 + 8 + PK_KEYENC_SUB <= PK_KEYENC_MAX,
+              "a ZSCORE record (prefix | tag | score8 | member) fits");
+static_assert(PK_KEYENC_SUBHEAD >= 8,
+              "a long member's head fills a sub-key SCAN group");
 static_assert(PK_KEYENC_MAX - 4 <= UINT16_MAX,
               "a data key without its part fits a change record's u16 klen");
 static_assert(PK_KEYENC_HEAD >= 4 + 1,
@@ -114,6 +116,21 @@ int pk_keyenc_prefix(uint32_t part, const void *key, size_t klen, uint8_t *buf,
     memcpy(buf, tmp, o);
     *len = o;
     return 0;
+}
+
+int pk_keyenc_member(const void *mem, size_t mlen, uint8_t *out)
+{
+    if (mlen < PK_KEYENC_SUB) {
+        if (mlen > 0) {
+            memcpy(out, mem, mlen);
+        }
+        return (int)mlen;
+    }
+    memcpy(out, mem, PK_KEYENC_SUBHEAD);
+    if (pk_keyenc_digest(mem, mlen, out + PK_KEYENC_SUBHEAD) != 0) {
+        return PK_ENOMEM;
+    }
+    return PK_KEYENC_SUB;
 }
 
 int pk_keyenc_sub(uint8_t *buf, size_t cap, size_t plen, uint8_t tag,

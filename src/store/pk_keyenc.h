@@ -17,6 +17,8 @@
  *   tag 0x02 HFIELD    sub-key = field;           value = field value
  *   tag 0x03 ZMEMBER   sub-key = member;          value = score, f64 BE
  *   tag 0x04 ZSCORE    sub-key = score8 | member; value = empty
+ *   tag 0x05 LITEM     sub-key = u64 position;    value = element
+ *   tag 0x06 SMEMBER   sub-key = member;          value = empty
  *
  * Escaping 0x00 as 00 FF and terminating with 00 01 (FoundationDB's tuple
  * layer) makes memcmp order of prefixes equal the order of (part, key): the
@@ -56,10 +58,23 @@
  * by digest.  Clients see SCAN order as arbitrary, so only a future
  * range scheme over user keys would have to treat long keys apart.
  *
+ * Long members.  "member" above stands for a field or member's sub-key
+ * (pk_keyenc_member): a member of fewer than PK_KEYENC_SUB (240) bytes is
+ * its own sub-key; a longer one is its first PK_KEYENC_SUB - 16 bytes
+ * followed by SHA-256(member)[0..16), exactly PK_KEYENC_SUB bytes, so the
+ * sub-key's length alone tells the form, whatever the key's prefix (RENAME
+ * and COPY move records verbatim).  The value of a long member's record
+ * then carries its full bytes (pk_store_int.h).  Order: members sort by
+ * byte order except among those sharing their first PK_KEYENC_SUB - 16
+ * bytes and longer than that, which sort by digest after the one that
+ * is exactly the head; all members with one such head stay contiguous,
+ * and heads keep byte order, which is what lex ranges and SCAN cursors
+ * rely on (pk_zset_range.c, pk_store_subscan.c).
+ *
  * LMDB keys hold at most PK_KEYENC_MAX bytes; the expiry index (u64 time +
- * prefix) fits because prefixes do.  pk_keyenc_prefix never fails for a
- * key's length; pk_keyenc_sub returns PK_ERANGE for sub-keys that do not
- * fit.
+ * prefix) fits because prefixes do, and prefix | tag | score8 | member
+ * fits because both are capped.  pk_keyenc_prefix never fails for a key's
+ * length; pk_keyenc_sub returns PK_ERANGE for sub-keys that do not fit.
  * Pure functions, thread-safe.
  */
 #ifndef PK_STORE_PK_KEYENC_H
@@ -71,6 +86,10 @@
 #define PK_KEYENC_MAX 511   /* LMDB's compiled-in maximum key size */
 #define PK_KEYENC_SHORT 240 /* longest prefix, short or long form */
 #define PK_KEYENC_DIGEST 16 /* bytes of SHA-256 in a long-form prefix */
+/* A field or member this long or longer has the long-form sub-key. */
+#define PK_KEYENC_SUB 240
+/* Member bytes kept in a long-form sub-key, before its digest. */
+#define PK_KEYENC_SUBHEAD (PK_KEYENC_SUB - PK_KEYENC_DIGEST)
 /* Escaped head bytes in a long-form prefix, at most. */
 #define PK_KEYENC_HEAD (PK_KEYENC_SHORT - 4 - 2 - PK_KEYENC_DIGEST)
 
@@ -143,6 +162,15 @@ int pk_keyenc_prefix(uint32_t part, const void *key, size_t klen, uint8_t *buf,
  * first bytes of SHA-256(key).  Returns 0 or PK_ENOMEM (OpenSSL failed).
  */
 int pk_keyenc_digest(const void *key, size_t klen, uint8_t *out);
+
+/*
+ * Writes the sub-key of a field or member mem (mlen bytes) to out, which
+ * holds PK_KEYENC_SUB bytes: mem itself when mlen < PK_KEYENC_SUB, else
+ * its head and digest.  Returns the sub-key's length (<= PK_KEYENC_SUB;
+ * PK_KEYENC_SUB exactly for the long form), or PK_ENOMEM when OpenSSL
+ * cannot digest it (out unspecified).
+ */
+int pk_keyenc_member(const void *mem, size_t mlen, uint8_t *out);
 
 /*
  * Appends tag and sub-key to a prefix of plen bytes already in buf, which

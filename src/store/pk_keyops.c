@@ -147,12 +147,13 @@ static int collect(pk_txn *t, uint32_t part, const void *key, size_t klen,
     return 0;
 }
 
-/* The ZSCORE suffix (tag | score8 | member) of a ZMEMBER record r. */
+/* The ZSCORE suffix (tag | score8 | sub-key) of a ZMEMBER record r
+ * (checked by pk__rec_check: its value starts with the score). */
 static int zscore_of(const brec *r, uint8_t *out, size_t cap, size_t *n)
 {
     double d;
 
-    if (r->vlen != 8 || 1 + 8 + (r->n - 1) > cap) {
+    if (r->vlen < 8 || 1 + 8 + (r->n - 1) > cap) {
         return PK_ECORRUPT;
     }
     d = pk__score_get(r->val);
@@ -167,8 +168,10 @@ static int zscore_of(const brec *r, uint8_t *out, size_t cap, size_t *n)
 }
 
 /*
- * Sorted sets: every ZMEMBER has its ZSCORE record.  The counts are equal
- * (body_check) and records unique, so this makes them a bijection.
+ * Sorted sets: every ZMEMBER has its ZSCORE record, of the same member
+ * (a long member's records both carry it: the same bytes).  The counts
+ * are equal (body_check) and records unique, so this makes them a
+ * bijection.
  */
 static int zset_pairs(const uint8_t *p, size_t len, size_t nscore)
 {
@@ -196,8 +199,14 @@ static int zset_pairs(const uint8_t *p, size_t len, size_t nscore)
         for (lo = 0, hi = i; rc == 0 && lo < hi;) {
             size_t mid = (lo + hi) / 2;
             const uint8_t *s = subs[mid];
-            int c = sub_cmp(s + 2, (size_t)s[0] << 8 | s[1], want, n);
+            size_t sn = (size_t)s[0] << 8 | s[1];
+            int c = sub_cmp(s + 2, sn, want, n);
             if (c == 0) {
+                /* The ZSCORE value (a long member) follows its suffix. */
+                size_t vl = pk_be32_get(s + 2 + sn);
+                if (vl != r.vlen - 8 || memcmp(s + 6 + sn, r.val + 8, vl)) {
+                    rc = PK_ECORRUPT;
+                }
                 break;
             }
             if (c < 0) {

@@ -43,9 +43,10 @@ typedef struct pk_txn pk_txn;
  *
  * Returns 0, PK_ENOTFOUND (src missing or expired: RENAME's "no such
  * key", COPY's 0), PK_EINVAL (src and dst are the same key: the server
- * answers that case itself, as Redis does), PK_ERANGE (a record does not
- * fit under dst's longer prefix; nothing written), PK_ENOMEM, or a sticky
- * error.
+ * answers that case itself, as Redis does), PK_ERANGE (dst cannot be
+ * stored: its long key's digest prefix holds another key; nothing
+ * written), PK_ENOMEM, or a sticky error.  Records move verbatim: no
+ * sub-key depends on its key's prefix (pk_keyenc.h).
  */
 int pk_key_copy(pk_txn *t, uint32_t spart, const void *src, size_t slen,
                 uint32_t dpart, const void *dst, size_t dlen, unsigned flags,
@@ -80,7 +81,7 @@ int pk_key_dump(pk_txn *t, uint32_t part, const void *key, size_t klen,
  * PK_EVERSION (unknown version byte) or PK_ECHECKSUM (short payload or
  * checksum mismatch: Redis's "payload version or checksum are wrong"),
  * PK_ECORRUPT (checksum fine, records malformed: "Bad data format"),
- * PK_ERANGE (a record does not fit under this key), PK_ENOMEM, or a
+ * PK_ERANGE (the key cannot be stored, as for COPY), PK_ENOMEM, or a
  * sticky error.  All but the last leave t usable and unchanged.
  */
 int pk_key_restore(pk_txn *t, uint32_t part, const void *key, size_t klen,

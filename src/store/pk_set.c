@@ -21,12 +21,15 @@
 int pk__set_member_key(const uint8_t *prefix, size_t plen, const void *mem,
                        size_t mlen, uint8_t *buf, size_t *len)
 {
-    if (plen + 1 + mlen > PK_KEYENC_MAX) {
-        return PK_ERANGE;
-    }
-    memcpy(buf, prefix, plen);
-    return pk_keyenc_sub(buf, PK_KEYENC_MAX, plen, PK_TAG_SMEMBER, mem, mlen,
-                         len);
+    return pk__sub_key(prefix, plen, PK_TAG_SMEMBER, mem, mlen, buf, len);
+}
+
+int pk__set_put(pk_txn *t, const uint8_t *k, size_t kl, pk_slice mem)
+{
+    pk_slice v;
+    int rc = pk__sub_val(t, PK_TAG_SMEMBER, mem, (pk_slice){"", 0}, &v);
+
+    return rc ? rc : pk__rec_put(t, k, kl, v.ptr, v.len);
 }
 
 int pk__set_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
@@ -58,14 +61,14 @@ int pk__set_has(pk_txn *t, const uint8_t *prefix, size_t plen, const void *mem,
 {
     uint8_t kb[PK_KEYENC_MAX];
     size_t kl;
-    MDB_val v;
+    pk_slice v;
     int rc;
 
     if (pk__set_member_key(prefix, plen, mem, mlen, kb, &kl) != 0) {
-        return 0; /* too long to be stored, so not a member */
+        return 0; /* cannot be stored under prefix, so not a member */
     }
-    rc = pk__rec_get(t, kb, kl, &v);
-    return rc == 0 ? 1 : rc == PK_ENOTFOUND ? 0 : rc;
+    rc = pk__sub_get(t, PK_TAG_SMEMBER, kb, kl, mem, mlen, &v);
+    return rc == 0 ? 1 : rc == PK_ENOTFOUND || rc == PK_ERANGE ? 0 : rc;
 }
 
 int pk__set_save(pk_txn *t, pk__meta *m)
@@ -74,9 +77,11 @@ int pk__set_save(pk_txn *t, pk__meta *m)
                          : pk__meta_put(t, m, NULL, 0, NULL, 0);
 }
 
-static int walk_check(pk_txn *t, pk__set_walk *w, int mrc, MDB_val *k)
+static int walk_check(pk_txn *t, pk__set_walk *w, int mrc, MDB_val *k,
+                      MDB_val *v)
 {
     size_t n = w->plen + 1;
+    pk_slice rest;
 
     w->valid = 0;
     if (mrc == MDB_NOTFOUND) {
@@ -89,8 +94,12 @@ static int walk_check(pk_txn *t, pk__set_walk *w, int mrc, MDB_val *k)
         ((const uint8_t *)k->mv_data)[w->plen] != PK_TAG_SMEMBER) {
         return 0;
     }
+    w->sub = (pk_slice){(const uint8_t *)k->mv_data + n, k->mv_size - n};
+    if (pk__sub_full(PK_TAG_SMEMBER, w->sub, (pk_slice){v->mv_data, v->mv_size},
+                     &w->mem, &rest) != 0) {
+        return pk__fail(t, PK_ECORRUPT);
+    }
     w->valid = 1;
-    w->mem = (pk_slice){(const uint8_t *)k->mv_data + n, k->mv_size - n};
     return 0;
 }
 
@@ -117,7 +126,7 @@ int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
         mrc = mdb_cursor_get(w->c, &k, &v,
                              mrc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
     }
-    return walk_check(t, w, mrc, &k);
+    return walk_check(t, w, mrc, &k, &v);
 }
 
 int pk__set_walk_next(pk_txn *t, pk__set_walk *w, int rev)
@@ -125,7 +134,7 @@ int pk__set_walk_next(pk_txn *t, pk__set_walk *w, int rev)
     MDB_val k, v;
 
     return walk_check(
-        t, w, mdb_cursor_get(w->c, &k, &v, rev ? MDB_PREV : MDB_NEXT), &k);
+        t, w, mdb_cursor_get(w->c, &k, &v, rev ? MDB_PREV : MDB_NEXT), &k, &v);
 }
 
 void pk__set_walk_close(pk__set_walk *w)
@@ -188,6 +197,7 @@ int pk_set_add(pk_txn *t, uint32_t part, const void *key, size_t klen, size_t n,
     uint64_t count0;
     size_t kl;
     pk__meta m;
+    pk_slice sv;
     MDB_val v;
     int rc;
 
@@ -201,10 +211,15 @@ int pk_set_add(pk_txn *t, uint32_t part, const void *key, size_t klen, size_t n,
     if (rc == 0 && m.exists && m.type != PK__T_SET) {
         rc = PK_STORE_WRONGTYPE;
     }
+    /* Check every member before the first write: a long one must not
+     * meet another member under its digest. */
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (pk__set_member_key(m.key, m.plen, members[i].ptr, members[i].len,
-                               kb, &kl) != 0) {
-            rc = PK_ERANGE;
+        rc = pk__set_member_key(m.key, m.plen, members[i].ptr, members[i].len,
+                                kb, &kl);
+        if (rc == 0 && m.exists && members[i].len >= PK_KEYENC_SUB) {
+            rc = pk__sub_get(t, PK_TAG_SMEMBER, kb, kl, members[i].ptr,
+                             members[i].len, &sv);
+            rc = rc == PK_ENOTFOUND ? 0 : rc;
         }
     }
     if (rc != 0) {
@@ -220,7 +235,7 @@ int pk_set_add(pk_txn *t, uint32_t part, const void *key, size_t klen, size_t n,
         rc = pk__rec_get(t, kb, kl, &v);
         if (rc == PK_ENOTFOUND) {
             m.count++;
-            rc = pk__rec_put(t, kb, kl, "", 0);
+            rc = pk__set_put(t, kb, kl, members[i]);
         }
     }
     if (rc == 0 && m.count != count0) {
@@ -238,11 +253,14 @@ int pk__set_rem_one(pk_txn *t, pk__meta *m, const void *mem, size_t mlen,
 {
     uint8_t kb[PK_KEYENC_MAX];
     size_t kl;
+    pk_slice v;
     int del = 0, rc = 0;
 
-    if (pk__set_member_key(m->key, m->plen, mem, mlen, kb, &kl) == 0) {
+    if (pk__set_member_key(m->key, m->plen, mem, mlen, kb, &kl) == 0 &&
+        (rc = pk__sub_get(t, PK_TAG_SMEMBER, kb, kl, mem, mlen, &v)) == 0) {
         rc = pk__rec_del(t, kb, kl, &del);
     }
+    rc = rc == PK_ENOTFOUND || rc == PK_ERANGE ? 0 : rc;
     m->count -= del && m->count > 0;
     *gone = del;
     return rc;
@@ -346,7 +364,8 @@ int pk_set_move(pk_txn *t, uint32_t part, const void *src, size_t slen,
         *moved = h > 0;
         goto out;
     }
-    /* A member that fits under src may not fit under a longer dst. */
+    /* A member of src cannot be stored under dst if dst is a key that
+     * cannot be stored (pk__set_load: its plen is then too long). */
     if (pk__set_has(t, s.key, s.plen, member, mlen) > 0 &&
         pk__set_member_key(d.key, d.plen, member, mlen, kb, &kl) != 0) {
         rc = PK_ERANGE;
@@ -364,7 +383,7 @@ int pk_set_move(pk_txn *t, uint32_t part, const void *src, size_t slen,
             }
             d.count++;
             pk__set_member_key(d.key, d.plen, member, mlen, kb, &kl);
-            rc = pk__rec_put(t, kb, kl, "", 0);
+            rc = pk__set_put(t, kb, kl, (pk_slice){member, mlen});
             rc = rc ? rc : pk__meta_put(t, &d, NULL, 0, NULL, 0);
         } else if (rc > 0) {
             rc = 0;

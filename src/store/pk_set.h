@@ -11,10 +11,10 @@
  * Parameters, errors and lifetimes follow pk_key.h and pk_store.h; every
  * function returns PK_STORE_WRONGTYPE for a key of another type (the
  * multi-key functions check every key before reading members or writing).
- * Writes return PK_ERANGE when a member does not fit in an LMDB key
- * together with the key (prefix + 1 + member <= 511 bytes); nothing is
- * written then.  The multi-key functions take keys of one partition: the
- * server has checked that they hash to one slot.
+ * Members may have any length (pk_keyenc.h); writes return PK_ERANGE for
+ * a member whose digest another member holds (or one over
+ * PK_STORE_VALUE_MAX); nothing is written then.  The multi-key functions take
+ * keys of one partition: the server has checked that they hash to one slot.
  *
  * Callbacks get a member that is valid only during the call.  They return
  * 0 to go on; any other value stops the walk and is returned.
@@ -131,8 +131,8 @@ int pk_set_combine(pk_txn *t, uint32_t part, pk_set_op op, size_t nkeys,
  * SINTERSTORE / SUNIONSTORE / SDIFFSTORE: replaces dst (of any type, its
  * expiry dropped) by the result, deleting it when the result is empty,
  * and sets *card.  dst may be one of the keys.  Returns 0, PK_EINVAL,
- * WRONGTYPE (a source key), PK_ERANGE (dst or a member under dst too
- * long), PK_ENOMEM or a sticky error.
+ * WRONGTYPE (a source key), PK_ERANGE (dst cannot be stored, pk_key.h),
+ * PK_ENOMEM or a sticky error.
  */
 int pk_set_store(pk_txn *t, uint32_t part, pk_set_op op, const void *dst,
                  size_t dlen, size_t nkeys, const pk_slice *keys,

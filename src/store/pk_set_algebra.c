@@ -4,14 +4,15 @@
  * The algebra streams, holding no member in memory: an intersection
  * walks the smallest set and looks each member up in the others, a
  * difference walks the first set and looks each up in the rest, a union
- * merges the sets' cursors (members are stored in byte order, so a k-way
- * merge yields each member once, in order).  Every key's type is checked
+ * merges the sets' cursors (members are stored in sub-key order, the
+ * same in every set, so a k-way merge by sub-key yields each member
+ * once).  Every key's type is checked
  * before any member is read, so WRONGTYPE comes before any callback.
  *
  * Only the STORE forms hold the result in memory, because writing dst may
  * move the pages the cursors read (and dst may be a source): the result
- * is copied out, every member's length under dst checked, and only then
- * is dst replaced, so an error writes nothing.
+ * is copied out, and only then is dst replaced (a member of any length
+ * fits under any key), so an error writes nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -157,19 +158,19 @@ static int merge(pk_txn *t, const srcs *s, pk_set_cb cb, void *ctx,
     while (rc == 0) {
         best = s->n;
         for (size_t i = 0; i < s->n; i++) {
-            if (w[i].valid && (best == s->n || slice_cmp(w[i].mem, min) < 0)) {
+            if (w[i].valid && (best == s->n || slice_cmp(w[i].sub, min) < 0)) {
                 best = i;
-                min = w[i].mem;
+                min = w[i].sub;
             }
         }
         if (best == s->n) {
             break;
         }
         n++;
-        rc = cb ? cb(ctx, min) : 0;
+        rc = cb ? cb(ctx, w[best].mem) : 0;
         /* min points into the map: compare before moving its cursor. */
         for (size_t i = s->n; rc == 0 && i-- > 0;) {
-            if (i != best && w[i].valid && slice_cmp(w[i].mem, min) == 0) {
+            if (i != best && w[i].valid && slice_cmp(w[i].sub, min) == 0) {
                 rc = pk__set_walk_next(t, &w[i], 0);
             }
         }
@@ -216,8 +217,6 @@ int pk_set_combine(pk_txn *t, uint32_t part, pk_set_op op, size_t nkeys,
 
 /* A STORE form's result, copied out of the map. */
 typedef struct result {
-    const uint8_t *dprefix; /* borrowed: dst's prefix, to check lengths */
-    size_t dplen;
     pk__buf buf; /* owned; see pk__set_buf_add */
 } result;
 
@@ -231,13 +230,7 @@ static int nop_cb(void *ctx, pk_slice mem)
 static int result_add(void *ctx, pk_slice mem)
 {
     result *r = ctx;
-    uint8_t kb[PK_KEYENC_MAX];
-    size_t kl;
 
-    if (pk__set_member_key(r->dprefix, r->dplen, mem.ptr, mem.len, kb, &kl) !=
-        0) {
-        return PK_ERANGE;
-    }
     return pk__set_buf_add(&r->buf, mem);
 }
 
@@ -246,7 +239,7 @@ int pk_set_store(pk_txn *t, uint32_t part, pk_set_op op, const void *dst,
                  uint64_t now_ms, uint64_t *card)
 {
     uint8_t kb[PK_KEYENC_MAX];
-    result r = {NULL, 0, {NULL, 0, 0}};
+    result r = {{NULL, 0, 0}};
     uint64_t n = 0;
     size_t kl;
     pk__meta d;
@@ -256,15 +249,14 @@ int pk_set_store(pk_txn *t, uint32_t part, pk_set_op op, const void *dst,
     if (rc != 0) {
         return rc;
     }
-    /* dst's prefix, for the length check; its META is reloaded below,
-     * after the sources (one of which may be dst). */
+    /* Whether dst can be stored (PK_ERANGE: its long key's digest
+     * prefix holds another key); its META is reloaded below, after the
+     * sources (one of which may be dst). */
     drc = pk__meta_load(t, part, dst, dlen, now_ms, &d);
     if (drc != 0 && drc != PK_ERANGE) {
         rc = drc;
         goto out;
     }
-    r.dprefix = d.key;
-    r.dplen = d.plen;
     rc = combine(t, part, op, nkeys, keys, 0, now_ms,
                  drc == 0 ? result_add : nop_cb, &r, &n);
     if (rc == 0 && drc != 0 && n > 0) {
@@ -281,7 +273,7 @@ int pk_set_store(pk_txn *t, uint32_t part, pk_set_op op, const void *dst,
     }
     for (size_t off = 0; rc == 0 && pk__set_buf_next(&r.buf, &off, &mem);) {
         pk__set_member_key(d.key, d.plen, mem.ptr, mem.len, kb, &kl);
-        rc = pk__rec_put(t, kb, kl, "", 0);
+        rc = pk__set_put(t, kb, kl, mem);
     }
     if (rc == 0 && n > 0) {
         pk__set_fresh(&d);

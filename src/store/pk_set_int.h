@@ -4,7 +4,9 @@
  * pk_set_rand.c, SPOP/SRANDMEMBER) share and nothing else may use.
  *
  * A set is a META record (type PK__T_SET, count = its members, never 0)
- * plus one record prefix | PK_TAG_SMEMBER | member -> (empty) a member.
+ * plus one record prefix | PK_TAG_SMEMBER | member -> (empty) a member;
+ * a long member's sub-key is its head and digest and its value the
+ * member (pk_keyenc.h, pk_store_int.h).
  * Every function here works on a key loaded by pk__set_load inside a
  * transaction (read or operation) the caller has opened; bytes they hand
  * back borrow the map until the next write on t.
@@ -17,11 +19,16 @@
 
 /*
  * Builds the member record's key under prefix (plen bytes) in buf
- * (PK_KEYENC_MAX bytes) and sets *len.  Returns 0 or PK_ERANGE when it
- * does not fit (buf is then not a key).
+ * (PK_KEYENC_MAX bytes) and sets *len (pk__sub_key).  Returns 0, or
+ * PK_ERANGE when it cannot be stored (buf is then not a key), or
+ * PK_ENOMEM.
  */
 int pk__set_member_key(const uint8_t *prefix, size_t plen, const void *mem,
                        size_t mlen, uint8_t *buf, size_t *len);
+
+/* Writes member mem's record k (a long member's carries it).  0 or a
+ * sticky error. */
+int pk__set_put(pk_txn *t, const uint8_t *k, size_t kl, pk_slice mem);
 
 /*
  * Loads a key that must be missing or a set; a key too long to be stored
@@ -53,8 +60,10 @@ int pk__set_rem_one(pk_txn *t, pk__meta *m, const void *mem, size_t mlen,
 int pk__set_save(pk_txn *t, pk__meta *m);
 
 /*
- * A cursor over one set's members, in byte order (rev: from the last).
- * While valid, mem borrows the map until the next write or step.
+ * A cursor over one set's members, in sub-key order (rev: from the last):
+ * byte order but for long members sharing a head (pk_keyenc.h).  While
+ * valid, mem (the member) and sub (its sub-key, what the order is of)
+ * borrow the map until the next write or step.
  */
 typedef struct pk__set_walk {
     MDB_cursor *c;         /* owned; NULL once closed */
@@ -62,6 +71,7 @@ typedef struct pk__set_walk {
     size_t plen;
     int valid;
     pk_slice mem;
+    pk_slice sub;
 } pk__set_walk;
 
 /*

@@ -24,7 +24,10 @@
 /* 2: one journal for all partitions' logs; packed, checkpointed stats.
  * 3: keys longer than about 230 bytes stored under a digest prefix with
  * the full key in META (pk_keyenc.h); a version 2 store could hold keys
- * of 231..497 bytes in the short form, which version 3 no longer finds. */
+ * of 231..497 bytes in the short form, which version 3 no longer finds;
+ * also fields and members of 240 bytes or more under a head and digest
+ * sub-key with the full bytes in the record's value (pk_keyenc.h), which
+ * version 2 refused (no version 2 store holds one to misread). */
 #define PK__FORMAT 3u
 
 static_assert(PK_PARTITIONS_MAX % PK__CTR_PAGE == 0, "counter pages");
@@ -329,6 +332,7 @@ static void txn_free(pk_txn *t, int committed)
     free(t->grp_log.p);
     free(t->val.p);
     free(t->scratch.p);
+    free(t->subv.p);
     free(t);
 }
 

@@ -37,7 +37,14 @@
  *                  relative to it and a key of any length combines with
  *                  any body layout.
  *   LITEM value    the element (sub-key: its u64 position, big-endian)
- *   ZMEMBER value  u64 bits of the score (big-endian)
+ *   HFIELD value   the field's value; for a long field (its sub-key is
+ *                  the long form, pk_keyenc.h): u32 field length | field
+ *                  | the field's value
+ *   ZMEMBER value  u64 bits of the score (big-endian); long member: the
+ *                  same 8 bytes | member
+ *   ZSCORE value   empty; long member: the member (so that a walk by
+ *                  score has it without a second lookup)
+ *   SMEMBER value  empty; long member: the member
  *   stats key      u32 group (part >> 8), big-endian
  *   stats value    for each of the group's 256 partitions, in order:
  *                  u8 mask | the fields whose mask bit is set, as LEB128
@@ -282,6 +289,7 @@ struct pk_txn {
     pk__buf log;     /* change record being built */
     pk__buf val;     /* META value being built */
     pk__buf scratch; /* bytes handed back by writes */
+    pk__buf subv;    /* a long member's record value (pk__sub_val) */
     /* A group (pk_txn_group_begin, pk_store_log.h): while grp_open, the
      * logged operations on grp_part end by adding their change records
      * to grp_log instead of the journal (their stats are saved as
@@ -395,13 +403,52 @@ int pk__zset_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   uint64_t now, pk__meta *m);
 
 /*
+ * Fields and members (pk_store_rec.c), for HFIELD, ZMEMBER, ZSCORE and
+ * SMEMBER records; the layouts are above and in pk_keyenc.h.
+ *
+ * pk__sub_key builds prefix | tag | sub-key of member mem into buf
+ * (PK_KEYENC_MAX bytes) for the tags other than ZSCORE: 0, PK_ERANGE (a
+ * member longer than PK_STORE_VALUE_MAX) or PK_ENOMEM.
+ *
+ * pk__sub_full takes a record apart: sub is the record's sub-key (after
+ * the tag; ZSCORE's begins with score8), val its value; *mem gets the
+ * full member and *rest what a short member's record holds as its value
+ * (the field's value, the score; empty for SMEMBER and ZSCORE), both
+ * borrowing sub or val.  0, or PK_ECORRUPT when the lengths do not fit
+ * the layout (the digest is not checked: pk__rec_check does).
+ *
+ * pk__sub_val gives the value to store for member mem whose short form
+ * would store rest: rest itself, or for a long member bytes in t->subv
+ * (valid until the next pk__sub_val) or mem.  0 or PK_ENOMEM (sticky).
+ *
+ * pk__sub_get looks up the record k (built by pk__sub_key) of member mem
+ * and sets *rest as pk__sub_full: 0, PK_ENOTFOUND, PK_ERANGE when the
+ * record holds another member (a digest collision: reads take it as
+ * missing, writes refuse before writing), or an error.
+ */
+int pk__sub_key(const uint8_t *prefix, size_t plen, uint8_t tag,
+                const void *mem, size_t mlen, uint8_t *buf, size_t *len);
+int pk__sub_full(uint8_t tag, pk_slice sub, pk_slice val, pk_slice *mem,
+                 pk_slice *rest);
+int pk__sub_val(pk_txn *t, uint8_t tag, pk_slice mem, pk_slice rest,
+                pk_slice *out);
+int pk__sub_get(pk_txn *t, uint8_t tag, const uint8_t *k, size_t klen,
+                const void *mem, size_t mlen, pk_slice *rest);
+/* Whether a sub-key (without ZSCORE's score8) is a long member's. */
+static inline int pk__sub_long(size_t sub_len)
+{
+    return sub_len == PK_KEYENC_SUB;
+}
+
+/*
  * HSCAN / ZSCAN / SSCAN over the records prefix | tag of the loaded key m
  * (pk_store_subscan.c).  Sub-keys form groups by their first 8 bytes
  * (zero padded); cursor is the big-endian value of a group (0: start).
  * At least count records are examined, then the rest of the last one's
  * group, and *next gets the following group (0 at the end).  Those whose
- * sub-key matches the glob (NULL: all) go to cb with sub-key and value,
- * both borrowed from the map.  Returns 0, cb's value or an error.
+ * full member matches the glob (NULL: all) go to cb with the member and
+ * the rest of the record (pk__sub_full), both borrowed from the map.
+ * Returns 0, cb's value or an error.
  */
 typedef int (*pk__sub_cb)(void *ctx, pk_slice sub, pk_slice val);
 int pk__sub_scan(pk_txn *t, const pk__meta *m, uint8_t tag, uint64_t cursor,

@@ -236,11 +236,153 @@ static int meta_key_check(const uint8_t *k, const pk_keyparts *kp,
     return n == kp->prefix_len && memcmp(want, k, n) == 0 ? 0 : PK_ECORRUPT;
 }
 
+int pk__sub_key(const uint8_t *prefix, size_t plen, uint8_t tag,
+                const void *mem, size_t mlen, uint8_t *buf, size_t *len)
+{
+    int n;
+
+    if (mlen > PK_STORE_VALUE_MAX || plen > PK_KEYENC_SHORT) {
+        return PK_ERANGE;
+    }
+    if ((n = pk_keyenc_member(mem, mlen, buf + plen + 1)) < 0) {
+        return n;
+    }
+    memmove(buf, prefix, plen);
+    buf[plen] = tag;
+    *len = plen + 1 + (size_t)n;
+    return 0;
+}
+
+int pk__sub_full(uint8_t tag, pk_slice sub, pk_slice val, pk_slice *mem,
+                 pk_slice *rest)
+{
+    size_t skip = tag == PK_TAG_ZSCORE ? 8 : 0, n;
+    const uint8_t *v = val.ptr;
+
+    if (sub.len < skip || sub.len - skip > PK_KEYENC_SUB) {
+        return PK_ECORRUPT;
+    }
+    if (!pk__sub_long(sub.len - skip)) {
+        *mem = (pk_slice){sub.ptr + skip, sub.len - skip};
+        *rest = val;
+        return 0;
+    }
+    switch (tag) {
+    case PK_TAG_HFIELD:
+        if (val.len < 4 || (n = pk_be32_get(v)) > val.len - 4) {
+            return PK_ECORRUPT;
+        }
+        *mem = (pk_slice){v + 4, n};
+        *rest = (pk_slice){v + 4 + n, val.len - 4 - n};
+        return 0;
+    case PK_TAG_ZMEMBER:
+        if (val.len < 8) {
+            return PK_ECORRUPT;
+        }
+        *mem = (pk_slice){v + 8, val.len - 8};
+        *rest = (pk_slice){v, 8};
+        return 0;
+    case PK_TAG_ZSCORE:
+    case PK_TAG_SMEMBER:
+        *mem = val;
+        *rest = (pk_slice){"", 0};
+        return 0;
+    }
+    return PK_ECORRUPT;
+}
+
+int pk__sub_val(pk_txn *t, uint8_t tag, pk_slice mem, pk_slice rest,
+                pk_slice *out)
+{
+    pk__buf *b = &t->subv;
+    size_t hdr = tag == PK_TAG_HFIELD ? 4 : 0;
+
+    if (mem.len < PK_KEYENC_SUB) {
+        *out = rest;
+        return 0;
+    }
+    if (tag == PK_TAG_ZSCORE || tag == PK_TAG_SMEMBER) {
+        *out = mem;
+        return 0;
+    }
+    /* HFIELD: u32 length | field | value; ZMEMBER: score8 | member. */
+    b->len = 0;
+    if (pk__buf_reserve(b, hdr + mem.len + rest.len) != 0) {
+        return pk__fail(t, PK_ENOMEM);
+    }
+    if (tag == PK_TAG_HFIELD) {
+        pk_be32_put(b->p, (uint32_t)mem.len);
+        memcpy(b->p + 4, mem.ptr, mem.len);
+        if (rest.len > 0) {
+            memcpy(b->p + 4 + mem.len, rest.ptr, rest.len);
+        }
+    } else {
+        memcpy(b->p, rest.ptr, rest.len);
+        memcpy(b->p + rest.len, mem.ptr, mem.len);
+    }
+    *out = (pk_slice){b->p, hdr + mem.len + rest.len};
+    return 0;
+}
+
+int pk__sub_get(pk_txn *t, uint8_t tag, const uint8_t *k, size_t klen,
+                const void *mem, size_t mlen, pk_slice *rest)
+{
+    pk_keyparts kp;
+    pk_slice full, r;
+    MDB_val v;
+    int rc = pk__rec_get(t, k, klen, &v);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (pk_keyenc_parse(k, klen, &kp) != 0 ||
+        pk__sub_full(tag, (pk_slice){kp.sub, kp.sub_len},
+                     (pk_slice){v.mv_data, v.mv_size}, &full, &r) != 0) {
+        return pk__fail(t, PK_ECORRUPT);
+    }
+    /* A short member is its sub-key; a long one must be the one asked. */
+    if (full.len != mlen || (mlen > 0 && memcmp(full.ptr, mem, mlen) != 0)) {
+        return PK_ERANGE;
+    }
+    *rest = r;
+    return 0;
+}
+
+/*
+ * Checks a field or member record's layout: its value must carry a long
+ * member whose long form is the record's sub-key, and a ZMEMBER value a
+ * score.  0, PK_ECORRUPT or PK_ENOMEM.
+ */
+static int sub_check(uint8_t tag, pk_slice sub, pk_slice val)
+{
+    uint8_t want[PK_KEYENC_SUB];
+    size_t skip = tag == PK_TAG_ZSCORE ? 8 : 0;
+    pk_slice mem, rest;
+    int n;
+
+    if (pk__sub_full(tag, sub, val, &mem, &rest) != 0 ||
+        (tag == PK_TAG_ZMEMBER && rest.len != 8) ||
+        ((tag == PK_TAG_ZSCORE || tag == PK_TAG_SMEMBER) && rest.len != 0) ||
+        rest.len > PK_STORE_VALUE_MAX || mem.len > PK_STORE_VALUE_MAX) {
+        return PK_ECORRUPT;
+    }
+    if (!pk__sub_long(sub.len - skip)) {
+        return 0;
+    }
+    if ((n = pk_keyenc_member(mem.ptr, mem.len, want)) < 0) {
+        return n;
+    }
+    return pk__sub_long((size_t)n) && memcmp(want, sub.ptr + skip, n) == 0
+               ? 0
+               : PK_ECORRUPT;
+}
+
 int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
 {
     pk_keyparts kp;
     uint8_t type;
     uint64_t exp, cnt;
+    pk_slice sub, val = {v, vlen};
 
     if (klen > PK_KEYENC_MAX || pk_keyenc_parse(k, klen, &kp) != 0) {
         return PK_ECORRUPT;
@@ -251,16 +393,11 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
             return PK_ECORRUPT;
         }
         return meta_key_check(k, &kp, v, vlen);
-    case PK_TAG_ZMEMBER:
-        return vlen == 8 ? 0 : PK_ECORRUPT;
-    case PK_TAG_ZSCORE:
-        return vlen == 0 && kp.sub_len >= 8 ? 0 : PK_ECORRUPT;
-    case PK_TAG_SMEMBER:
-        return vlen == 0 ? 0 : PK_ECORRUPT;
     case PK_TAG_LITEM:
         return kp.sub_len == 8 && vlen <= PK_STORE_VALUE_MAX ? 0 : PK_ECORRUPT;
     }
-    return 0;
+    sub = (pk_slice){kp.sub, kp.sub_len};
+    return sub_check(kp.tag, sub, val);
 }
 
 int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v)

@@ -9,7 +9,10 @@
  * a group's bytes without its trailing zeros finds exactly the sub-keys
  * of that group and later ones.  A call always finishes the group it
  * stopped in, so a cursor falls between groups; a group of many sub-keys
- * sharing 8 leading bytes comes back in one call.
+ * sharing 8 leading bytes comes back in one call.  A long member's
+ * sub-key starts with its first PK_KEYENC_SUBHEAD bytes (pk_keyenc.h), so
+ * it falls in the group of its own first 8 bytes; MATCH and the callback
+ * see the full member, from the record's value.
  */
 #include <string.h>
 
@@ -34,7 +37,7 @@ int pk__sub_scan(pk_txn *t, const pk__meta *m, uint8_t tag, uint64_t cursor,
     uint64_t last = 0, g, nx = 0;
     MDB_cursor *c;
     MDB_val k, v;
-    pk_slice sub;
+    pk_slice sub, mem, rest;
     int rc = 0, mrc;
 
     if (!m->exists) {
@@ -68,10 +71,15 @@ int pk__sub_scan(pk_txn *t, const pk__meta *m, uint8_t tag, uint64_t cursor,
         }
         examined++;
         last = g;
-        if (match != NULL && !pk_glob_match(match, mlen, sub.ptr, sub.len, 0)) {
+        if (pk__sub_full(tag, sub, (pk_slice){v.mv_data, v.mv_size}, &mem,
+                         &rest) != 0) {
+            rc = pk__fail(t, PK_ECORRUPT);
+            break;
+        }
+        if (match != NULL && !pk_glob_match(match, mlen, mem.ptr, mem.len, 0)) {
             continue;
         }
-        if ((rc = cb(ctx, sub, (pk_slice){v.mv_data, v.mv_size})) != 0) {
+        if ((rc = cb(ctx, mem, rest)) != 0) {
             break;
         }
     }

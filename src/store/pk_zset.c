@@ -43,27 +43,42 @@ int pk__zset_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
 static int member_key(const pk__meta *m, const void *mem, size_t mlen,
                       uint8_t *buf, size_t *len)
 {
-    memcpy(buf, m->key, m->plen);
-    return pk_keyenc_sub(buf, PK_KEYENC_MAX, m->plen, PK_TAG_ZMEMBER, mem, mlen,
-                         len);
+    return pk__sub_key(m->key, m->plen, PK_TAG_ZMEMBER, mem, mlen, buf, len);
 }
 
+/* prefix | ZSCORE | score8 | member's sub-key into buf. */
 static int index_key(const pk__meta *m, double score, const void *mem,
                      size_t mlen, uint8_t *buf, size_t *len)
 {
-    size_t n = m->plen + 1 + 8 + mlen;
+    int n;
 
-    if (n > PK_KEYENC_MAX) {
+    if (mlen > PK_STORE_VALUE_MAX) {
         return PK_ERANGE;
+    }
+    if ((n = pk_keyenc_member(mem, mlen, buf + m->plen + 9)) < 0) {
+        return n;
     }
     memcpy(buf, m->key, m->plen);
     buf[m->plen] = PK_TAG_ZSCORE;
     pk_be64_put(buf + m->plen + 1, pk_keyenc_score(score));
-    if (mlen > 0) {
-        memcpy(buf + m->plen + 9, mem, mlen);
-    }
-    *len = n;
+    *len = m->plen + 9 + (size_t)n;
     return 0;
+}
+
+/*
+ * Looks up member mem's ZMEMBER record mk: 0 with its score, PK_ENOTFOUND,
+ * or PK_ERANGE when another member's digest holds mk.
+ */
+static int member_find(pk_txn *t, const uint8_t *mk, size_t mkl,
+                       const pk_slice *mem, double *score)
+{
+    pk_slice sv;
+    int rc = pk__sub_get(t, PK_TAG_ZMEMBER, mk, mkl, mem->ptr, mem->len, &sv);
+
+    if (rc == 0) {
+        *score = pk__score_get(sv.ptr);
+    }
+    return rc;
 }
 
 /* Writes both records of a member with a (new) score. */
@@ -72,11 +87,14 @@ static int member_put(pk_txn *t, const pk__meta *m, const uint8_t *mk,
 {
     uint8_t ik[PK_KEYENC_MAX], sv[8];
     size_t ikl;
+    pk_slice v;
     int rc = index_key(m, score, mem->ptr, mem->len, ik, &ikl);
 
     pk_be64_put(sv, score_bits(score));
-    rc = rc ? rc : pk__rec_put(t, mk, mkl, sv, sizeof(sv));
-    return rc ? rc : pk__rec_put(t, ik, ikl, "", 0);
+    rc = rc ? rc : pk__sub_val(t, PK_TAG_ZMEMBER, *mem, (pk_slice){sv, 8}, &v);
+    rc = rc ? rc : pk__rec_put(t, mk, mkl, v.ptr, v.len);
+    rc = rc ? rc : pk__sub_val(t, PK_TAG_ZSCORE, *mem, (pk_slice){"", 0}, &v);
+    return rc ? rc : pk__rec_put(t, ik, ikl, v.ptr, v.len);
 }
 
 /* Deletes the ZSCORE record of a member whose score was old. */
@@ -98,12 +116,11 @@ static int zadd_one(pk_txn *t, pk__meta *m, unsigned flags, double s,
     uint8_t mk[PK_KEYENC_MAX];
     size_t mkl;
     double cur, nu = s;
-    MDB_val v;
     int rc;
 
     member_key(m, mem->ptr, mem->len, mk, &mkl);
     /* Look even in a new set: the same member may come twice. */
-    rc = pk__rec_get(t, mk, mkl, &v);
+    rc = member_find(t, mk, mkl, mem, &cur);
     if (rc == PK_ENOTFOUND) {
         if (flags & PK_ZADD_XX) {
             return 0;
@@ -116,7 +133,6 @@ static int zadd_one(pk_txn *t, pk__meta *m, unsigned flags, double s,
     if (rc != 0 || (flags & PK_ZADD_NX)) {
         return rc;
     }
-    cur = pk__score_get(v.mv_data);
     if (flags & PK_ZADD_INCR) {
         nu = cur + s;
         if (isnan(nu)) {
@@ -141,10 +157,11 @@ int pk_zset_add(pk_txn *t, uint32_t part, const void *key, size_t klen,
                 unsigned flags, size_t n, const double *scores,
                 const pk_slice *members, uint64_t now_ms, pk_zadd_result *res)
 {
-    uint8_t ik[PK_KEYENC_MAX];
+    uint8_t mk[PK_KEYENC_MAX];
     pk_zadd_result r = {0, 0, 0};
     uint64_t added = 0, changed = 0;
-    size_t ikl;
+    size_t mkl;
+    double cur;
     pk__meta m;
     int rc, a, c, existed;
 
@@ -169,11 +186,19 @@ int pk_zset_add(pk_txn *t, uint32_t part, const void *key, size_t klen,
         rc = PK_STORE_WRONGTYPE;
         goto out;
     }
+    /* Check every member before the first write: a long one must not
+     * meet another member under its digest. */
     for (size_t i = 0; i < n; i++) {
-        if (index_key(&m, 0, members[i].ptr, members[i].len, ik, &ikl)) {
-            rc = PK_ERANGE;
+        if ((rc = member_key(&m, members[i].ptr, members[i].len, mk, &mkl)) !=
+            0) {
             goto out;
         }
+        if (m.exists && members[i].len >= PK_KEYENC_SUB &&
+            (rc = member_find(t, mk, mkl, &members[i], &cur)) != 0 &&
+            rc != PK_ENOTFOUND) {
+            goto out;
+        }
+        rc = 0;
     }
     existed = m.exists;
     if (!existed) {
@@ -207,7 +232,7 @@ int pk_zset_rem(pk_txn *t, uint32_t part, const void *key, size_t klen,
     uint64_t count0;
     size_t mkl;
     pk__meta m;
-    MDB_val v;
+    double cur;
     int rc = pk__op_begin(t, part, 0);
 
     if (rc != 0) {
@@ -225,12 +250,12 @@ int pk_zset_rem(pk_txn *t, uint32_t part, const void *key, size_t klen,
         if (member_key(&m, members[i].ptr, members[i].len, mk, &mkl) != 0) {
             continue;
         }
-        rc = pk__rec_get(t, mk, mkl, &v);
-        if (rc == PK_ENOTFOUND) {
+        rc = member_find(t, mk, mkl, &members[i], &cur);
+        if (rc == PK_ENOTFOUND || rc == PK_ERANGE) {
             rc = 0;
             continue;
         }
-        rc = rc ? rc : index_del(t, &m, &members[i], pk__score_get(v.mv_data));
+        rc = rc ? rc : index_del(t, &m, &members[i], cur);
         rc = rc ? rc : pk__rec_del(t, mk, mkl, NULL);
         m.count -= m.count > 0;
     }
@@ -252,7 +277,6 @@ int pk_zset_score(pk_txn *t, uint32_t part, const void *key, size_t klen,
     uint8_t mk[PK_KEYENC_MAX];
     size_t mkl;
     pk__meta m;
-    MDB_val v;
     int rc = pk__read_begin(t, part);
 
     rc = rc ? rc : pk__zset_load(t, part, key, klen, now_ms, &m);
@@ -262,11 +286,8 @@ int pk_zset_score(pk_txn *t, uint32_t part, const void *key, size_t klen,
     if (!m.exists || member_key(&m, member, mlen, mk, &mkl) != 0) {
         return PK_ENOTFOUND;
     }
-    rc = pk__rec_get(t, mk, mkl, &v);
-    if (rc == 0) {
-        *score = pk__score_get(v.mv_data);
-    }
-    return rc;
+    rc = member_find(t, mk, mkl, &(pk_slice){member, mlen}, score);
+    return rc == PK_ERANGE ? PK_ENOTFOUND : rc;
 }
 
 int pk_zset_card(pk_txn *t, uint32_t part, const void *key, size_t klen,

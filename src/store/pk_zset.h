@@ -13,11 +13,12 @@
  * score" is one seek and 20 cursor steps.  A set never exists empty.
  *
  * Parameters, errors and lifetimes follow pk_key.h and pk_store.h; every
- * function returns PK_STORE_WRONGTYPE for a key of another type.  A key
- * of any length is fine; writes return PK_ERANGE when a member does not
- * fit in an LMDB key together with the key's prefix (prefix + 9 + member
- * <= 511 bytes, and a prefix takes at most 240) or for a key that cannot
- * exist (see pk_key.h); nothing is written then.
+ * function returns PK_STORE_WRONGTYPE for a key of another type.  Keys
+ * and members of any length are fine (pk_keyenc.h: members of 240 bytes
+ * or more sort by head and digest, so members tied on score and sharing
+ * their first 224 bytes may come in another order than Redis's); writes
+ * return PK_ERANGE for a key that cannot exist (see pk_key.h) or a member
+ * whose digest another member holds; nothing is written then.
  * Scores are never NaN; -0 is stored as 0.
  */
 #ifndef PK_STORE_PK_ZSET_H

@@ -7,11 +7,11 @@
  * or put records, so no cursor walks over records being changed and no
  * borrowed byte outlives a write.
  *
- * Set algebra works on member order, which both sorted sets (ZMEMBER)
- * and sets (SMEMBER) keep: INTER and DIFF walk one input and look each
- * member up in the others; UNION collects every input's members, sorts
- * them by member and folds each run.  Inputs are taken in cardinality
- * order for UNION and INTER, as Redis does, so SUM rounds alike.
+ * Set algebra: INTER and DIFF walk one input (ZMEMBER or SMEMBER
+ * records) and look each member up in the others; UNION collects every
+ * input's members, sorts them by member bytes and folds each run.  Inputs are
+ * taken in cardinality order for UNION and INTER, as Redis does, so SUM rounds
+ * alike.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -260,19 +260,18 @@ static int input_find(pk_txn *t, const pk__meta *m, pk_slice mem, double *score)
     uint8_t mk[PK_KEYENC_MAX];
     uint8_t tag = m->type == PK__T_SET ? PK_TAG_SMEMBER : PK_TAG_ZMEMBER;
     size_t mkl;
-    MDB_val v;
+    pk_slice v;
     int rc;
 
-    memcpy(mk, m->key, m->plen);
     if (!m->exists ||
-        pk_keyenc_sub(mk, sizeof(mk), m->plen, tag, mem.ptr, mem.len, &mkl)) {
+        pk__sub_key(m->key, m->plen, tag, mem.ptr, mem.len, mk, &mkl)) {
         return PK_ENOTFOUND;
     }
-    rc = pk__rec_get(t, mk, mkl, &v);
+    rc = pk__sub_get(t, tag, mk, mkl, mem.ptr, mem.len, &v);
     if (rc == 0) {
-        *score = tag == PK_TAG_SMEMBER ? 1.0 : pk__score_get(v.mv_data);
+        *score = tag == PK_TAG_SMEMBER ? 1.0 : pk__score_get(v.ptr);
     }
-    return rc;
+    return rc == PK_ERANGE ? PK_ENOTFOUND : rc;
 }
 
 /* Calls fn for every member of an input in member order. */
@@ -283,6 +282,7 @@ static int input_each(pk_txn *t, const pk__meta *m, pk_zset_cb fn, void *ctx)
     size_t plen = m->plen + 1;
     MDB_cursor *c;
     MDB_val k, v;
+    pk_slice mem, rest;
     double s;
     int rc = 0, mrc;
 
@@ -300,13 +300,15 @@ static int input_each(pk_txn *t, const pk__meta *m, pk_zset_cb fn, void *ctx)
         if (k.mv_size < plen || memcmp(k.mv_data, pfx, plen) != 0) {
             break;
         }
-        if (tag == PK_TAG_ZMEMBER && v.mv_size != 8) {
+        if (pk__sub_full(
+                tag, (pk_slice){(uint8_t *)k.mv_data + plen, k.mv_size - plen},
+                (pk_slice){v.mv_data, v.mv_size}, &mem, &rest) != 0 ||
+            (tag == PK_TAG_ZMEMBER && rest.len != 8)) {
             rc = pk__fail(t, PK_ECORRUPT);
             break;
         }
-        s = tag == PK_TAG_SMEMBER ? 1.0 : pk__score_get(v.mv_data);
-        rc = fn(ctx, (pk_slice){(uint8_t *)k.mv_data + plen, k.mv_size - plen},
-                s);
+        s = tag == PK_TAG_SMEMBER ? 1.0 : pk__score_get(rest.ptr);
+        rc = fn(ctx, mem, s);
         if (rc != 0) {
             break;
         }

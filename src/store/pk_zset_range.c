@@ -9,6 +9,13 @@
  *
  * A per-range filter skips entries before the low end and stops at the
  * high end; LIMIT skips `offset` entries and stops after `count`.
+ *
+ * Long members (pk_keyenc.h) sort by sub-key, not by their bytes: those
+ * of 224 bytes or more sharing their first 224 bytes (PK_KEYENC_SUBHEAD)
+ * come in digest order.  Such members are contiguous, so lex ranges seek
+ * at a bound's head and filter with the full member: the answer set is
+ * Redis's, only the order (and so LIMIT's window, and the rank of
+ * members tied on score) may differ among members sharing a head.
  * Seek keys are cut to PK_KEYENC_MAX bytes: no stored key is longer, so a
  * cut key finds the same neighbours.
  */
@@ -101,7 +108,7 @@ static int walk(pk_txn *t, pk__meta *m, zwalk *w, pk_zset_cb cb, void *ctx)
 {
     MDB_cursor *c;
     MDB_val k, v;
-    pk_slice mem;
+    pk_slice mem, rest;
     double score;
     int rc = 0, mrc, f;
 
@@ -117,12 +124,16 @@ static int walk(pk_txn *t, pk__meta *m, zwalk *w, pk_zset_cb cb, void *ctx)
         if (k.mv_size < w->plen || memcmp(kp, w->pfx, w->plen) != 0) {
             break;
         }
+        if (pk__sub_full(w->pfx[w->plen - 1],
+                         (pk_slice){kp + w->plen, k.mv_size - w->plen},
+                         (pk_slice){v.mv_data, v.mv_size}, &mem, &rest) != 0) {
+            rc = pk__fail(t, PK_ECORRUPT);
+            break;
+        }
         if (w->pfx[w->plen - 1] == PK_TAG_ZSCORE) {
             score = pk_keyenc_score_decode(pk_be64_get(kp + w->plen));
-            mem = (pk_slice){kp + w->plen + 8, k.mv_size - w->plen - 8};
         } else {
-            score = pk__score_get(v.mv_data);
-            mem = (pk_slice){kp + w->plen, k.mv_size - w->plen};
+            score = pk__score_get(rest.ptr);
         }
         f = w->filter ? w->filter(w, mem, score) : 0;
         if (f == ZF_STOP) {
@@ -252,6 +263,18 @@ static int lex_cmp(pk_slice mem, const pk_zlex *b)
     return c ? c : (mem.len > b->len) - (mem.len < b->len);
 }
 
+/*
+ * Whether mem and bound b share a long member's head: members of that
+ * head are contiguous but ordered by digest, not bytes (pk_keyenc.h), so
+ * passing the bound at one of them does not end the range.
+ */
+static int lex_same_head(pk_slice mem, const pk_zlex *b)
+{
+    return mem.len >= PK_KEYENC_SUBHEAD && b->kind <= PK_ZLEX_EXCL &&
+           b->len >= PK_KEYENC_SUBHEAD &&
+           memcmp(mem.ptr, b->ptr, PK_KEYENC_SUBHEAD) == 0;
+}
+
 static int lex_filter(const zwalk *w, pk_slice mem, double s)
 {
     const pk_zlex *lo = w->lmin, *hi = w->lmax;
@@ -265,9 +288,13 @@ static int lex_filter(const zwalk *w, pk_slice mem, double s)
             (hi->kind != PK_ZLEX_MAX &&
              lex_cmp(mem, hi) > (hi->kind == PK_ZLEX_EXCL ? -1 : 0));
     if (w->rev) {
-        return below ? ZF_STOP : above ? ZF_SKIP : 0;
+        return below   ? (lex_same_head(mem, lo) ? ZF_SKIP : ZF_STOP)
+               : above ? ZF_SKIP
+                       : 0;
     }
-    return above ? ZF_STOP : below ? ZF_SKIP : 0;
+    return above   ? (lex_same_head(mem, hi) ? ZF_SKIP : ZF_STOP)
+           : below ? ZF_SKIP
+                   : 0;
 }
 
 static int lex_setup(const pk__meta *m, const pk_zrange *r, zwalk *w)
@@ -282,8 +309,16 @@ static int lex_setup(const pk__meta *m, const pk_zrange *r, zwalk *w)
     if (b->kind == PK_ZLEX_MAX) {
         seek_past(w);
     } else if (b->kind != PK_ZLEX_MIN) {
-        n = b->len < PK_KEYENC_MAX - w->plen ? b->len : PK_KEYENC_MAX - w->plen;
+        /* A bound as long as a head seeks at the head: the members
+         * sharing it sort by digest, so any of them may be in range.
+         * REV seeks past all of them (no sub-key of that head exceeds
+         * head | FF x 16). */
+        n = b->len < PK_KEYENC_SUBHEAD ? b->len : PK_KEYENC_SUBHEAD;
         memcpy(w->seek + w->plen, b->ptr, n);
+        if (r->rev && n == PK_KEYENC_SUBHEAD) {
+            memset(w->seek + w->plen + n, 0xFF, PK_KEYENC_DIGEST);
+            n += PK_KEYENC_DIGEST;
+        }
         w->seek_len = w->plen + n;
     }
     return 0;
@@ -361,8 +396,10 @@ int pk_zset_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
                  uint64_t *rank, double *score)
 {
     uint8_t mk[PK_KEYENC_MAX];
+    const uint8_t *sub;
     uint64_t n = 0;
-    size_t mkl;
+    size_t mkl, sl;
+    pk_slice sv;
     pk__meta m;
     MDB_cursor *c;
     MDB_val k, v;
@@ -373,15 +410,17 @@ int pk_zset_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
     if (rc != 0) {
         return rc;
     }
-    memcpy(mk, m.key, m.plen);
-    if (!m.exists || pk_keyenc_sub(mk, sizeof(mk), m.plen, PK_TAG_ZMEMBER,
-                                   member, mlen, &mkl) != 0) {
+    if (!m.exists || pk__sub_key(m.key, m.plen, PK_TAG_ZMEMBER, member, mlen,
+                                 mk, &mkl) != 0) {
         return PK_ENOTFOUND;
     }
-    if ((rc = pk__rec_get(t, mk, mkl, &v)) != 0) {
-        return rc;
+    rc = pk__sub_get(t, PK_TAG_ZMEMBER, mk, mkl, member, mlen, &sv);
+    if (rc != 0) {
+        return rc == PK_ERANGE ? PK_ENOTFOUND : rc;
     }
-    s = pk__score_get(v.mv_data);
+    s = pk__score_get(sv.ptr);
+    sub = mk + m.plen + 1; /* the member's sub-key */
+    sl = mkl - m.plen - 1;
     /* Count the index records before (after, rev) score8 | member. */
     walk_prefix(&m, &w, PK_TAG_ZSCORE);
     w.rev = rev;
@@ -398,9 +437,9 @@ int pk_zset_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
             mrc = MDB_NOTFOUND;
             break;
         }
-        if (k.mv_size == w.plen + 8 + mlen &&
+        if (k.mv_size == w.plen + 8 + sl &&
             pk_keyenc_score_decode(pk_be64_get(kp + w.plen)) == s &&
-            memcmp(kp + w.plen + 8, member, mlen) == 0) {
+            memcmp(kp + w.plen + 8, sub, sl) == 0) {
             break;
         }
         n++;

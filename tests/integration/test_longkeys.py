@@ -192,3 +192,133 @@ def test_rename_copy_dump_restore(r, n):
     assert r.restore(key_of(n, "q"), 0, r.dump("plain")) == "OK"
     assert r.hgetall(key_of(n, "q")) == {"f": "1", "g": "2"}
     assert key_of(n, "q") in set(r.scan_iter())
+
+
+# Fields and members of any length: partkv keeps one of 240 bytes or more
+# under its first 224 bytes and a digest, with the whole member beside it.
+MSIZES = (239, 240, 241, 1000, 10 * 1024, 1 << 20)
+# Keys the long members live under: short, and long (digest prefix).
+MKEYS = ("short", 500)
+
+
+def mkey(kind, tag):
+    """One slot for all keys of a test: the multi-key commands need it."""
+    return "{m}" + (tag + "key" if kind == "short" else key_of(kind, tag))
+
+
+def pair_of(n, tag="m"):
+    """Two members of n bytes sharing all but their last byte."""
+    a = key_of(n, tag)
+    return a, a[:-1] + "X"
+
+
+@pytest.mark.parametrize("kind", MKEYS)
+@pytest.mark.parametrize("n", MSIZES)
+def test_long_fields(r, n, kind):
+    k = mkey(kind, "h")
+    f1, f2 = pair_of(n, "f")
+    assert r.hset(k, mapping={f1: "v1", f2: "v2", "s": "v3"}) == 3
+    assert r.hset(k, f1, "w1") == 0
+    assert r.hget(k, f1) == "w1"
+    assert r.hget(k, f2) == "v2"
+    assert r.hget(k, f1[:-1]) is None
+    assert r.hget(k, f1[:224]) is None
+    assert r.hmget(k, [f2, "s", f1 + "y"]) == ["v2", "v3", None]
+    assert r.hexists(k, f1) is True
+    assert r.hexists(k, f1 + "y") is False
+    assert r.hstrlen(k, f2) == 2
+    assert r.hlen(k) == 3
+    assert r.hgetall(k) == {f1: "w1", f2: "v2", "s": "v3"}
+    assert sorted(r.hkeys(k)) == sorted([f1, f2, "s"])
+    assert sorted(r.hvals(k)) == ["v2", "v3", "w1"]
+    # HSCAN's MATCH sees the whole field, up to its last byte.
+    assert dict(r.hscan_iter(k, match="*X", count=1)) == {f2: "v2"}
+    assert dict(r.hscan_iter(k, count=1)) == {f1: "w1", f2: "v2", "s": "v3"}
+    assert r.hincrby(k, f2 + "n", 7) == 7
+    assert r.hsetnx(k, f2 + "n", "0") == 0
+    assert r.hdel(k, f1, f2 + "n", f1 + "y") == 2
+    assert r.hgetall(k) == {f2: "v2", "s": "v3"}
+
+
+@pytest.mark.parametrize("kind", MKEYS)
+@pytest.mark.parametrize("n", MSIZES)
+def test_long_set_members(r, n, kind):
+    k, k2 = mkey(kind, "s"), mkey(kind, "t")
+    m1, m2 = pair_of(n)
+    assert r.sadd(k, m1, m2, "a") == 3
+    assert r.sadd(k, m1) == 0
+    assert r.sismember(k, m1) is True
+    assert r.sismember(k, m1[:-1]) is False
+    assert r.smismember(k, [m2, m1 + "y", "a"]) == [1, 0, 1]
+    assert r.smembers(k) == {m1, m2, "a"}
+    assert r.scard(k) == 3
+    assert set(r.sscan_iter(k, match="*X", count=1)) == {m2}
+    assert set(r.sscan_iter(k, count=1)) == {m1, m2, "a"}
+    assert r.sadd(k2, m2, "b") == 2
+    assert r.sinter(k, k2) == {m2}
+    assert r.sunion(k, k2) == {m1, m2, "a", "b"}
+    assert r.sdiff(k, k2) == {m1, "a"}
+    assert r.srem(k, m2, m1 + "y") == 1
+    assert r.smembers(k) == {m1, "a"}
+    assert r.smove(k, k2, m1) is True
+    assert r.smembers(k2) == {m1, m2, "b"}
+    assert r.srandmember(k) == "a"
+    popped = r.spop(k2, 3)
+    assert set(popped) == {m1, m2, "b"}
+
+
+@pytest.mark.parametrize("kind", MKEYS)
+@pytest.mark.parametrize("n", MSIZES)
+def test_long_zset_members(r, n, kind):
+    k = mkey(kind, "z")
+    m1, m2 = pair_of(n)
+    # b1 and b2 differ within their first bytes: byte order holds even in
+    # partkv; m1 and m2 share a head, so only the set of them is fixed.
+    b1, b2 = "a" + m1[1:], "c" + m1[1:]
+    assert r.zadd(k, {m1: 1, m2: 2, b1: 3, b2: 4, "b": 5}) == 5
+    assert r.zadd(k, {m1: 1.5}) == 0
+    assert r.zscore(k, m1) == 1.5
+    assert r.zscore(k, m1[:-1]) is None
+    assert r.zmscore(k, [m2, m1 + "y"]) == [2.0, None]
+    assert r.zrank(k, m2) == 1
+    assert r.zrevrank(k, b1) == 2
+    assert r.zrange(k, 0, -1) == [m1, m2, b1, b2, "b"]
+    assert r.zrange(k, 0, 0, withscores=True) == [(m1, 1.5)]
+    assert r.zrangebyscore(k, 2, 3) == [m2, b1]
+    # Lex ranges: all members share score 0 in a second key.
+    lk = mkey(kind, "l")
+    assert r.zadd(lk, {m1: 0, m2: 0, b1: 0, b2: 0, "b": 0}) == 5
+    assert r.zrangebylex(lk, "[" + b1, "[" + b2) == [b1, "b", b2]
+    assert r.zrangebylex(lk, "(" + b1, "(" + b2) == ["b"]
+    assert sorted(r.zrangebylex(lk, "[" + m1, "[" + m2)) == sorted([m1, m2])
+    assert r.zrangebylex(lk, "(" + m1, "(" + m2) == []
+    assert sorted(r.zrangebylex(lk, "(" + b2, "+")) == sorted([m1, m2])
+    assert r.zlexcount(lk, "[" + m1, "+") == 2
+    assert r.zlexcount(lk, "-", "[" + m1) == 4
+    assert r.zremrangebylex(lk, "[" + m1[:-1], "[" + m2) == 2
+    assert r.zrange(lk, 0, -1) == [b1, "b", b2]
+    assert dict(r.zscan_iter(k, match="*X", count=1)) == {m2: 2.0}
+    assert len(dict(r.zscan_iter(k, count=1))) == 5
+    assert r.zunionstore(k + "u", [k, lk]) == 5
+    assert r.zscore(k + "u", b2) == 4.0
+    assert r.zpopmin(k) == [(m1, 1.5)]
+    assert r.zrem(k, m2, m1) == 1
+    assert r.zcard(k) == 3
+
+
+@pytest.mark.parametrize("n", (241, 1 << 20))
+def test_long_members_rename_dump(r, n):
+    m1, m2 = pair_of(n)
+    r.zadd("z", {m1: 1, m2: 2})
+    r.hset("h", mapping={m1: "1", m2: "2"})
+    r.sadd("s", m1, m2)
+    for k in ("z", "h", "s"):
+        assert r.rename(k, key_of(500, k)) is True
+        assert r.copy(key_of(500, k), k + "c") is True
+        assert r.restore(k + "r", 0, r.dump(key_of(500, k))) == "OK"
+    for k in (key_of(500, "z"), "zc", "zr"):
+        assert r.zrange(k, 0, -1, withscores=True) == [(m1, 1.0), (m2, 2.0)]
+    for k in (key_of(500, "h"), "hc", "hr"):
+        assert r.hgetall(k) == {m1: "1", m2: "2"}
+    for k in (key_of(500, "s"), "sc", "sr"):
+        assert r.smembers(k) == {m1, m2}
