@@ -389,6 +389,13 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen);
 int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v);
 int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
                 size_t vlen);
+/*
+ * Writes the record k -> v unless k is there already, in one search;
+ * *added says which.  For sub-key records only: it keeps no expiry index
+ * and key count, which META records need.  0 or a sticky error.
+ */
+int pk__rec_add(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
+                size_t vlen, int *added);
 int pk__rec_del(pk_txn *t, const uint8_t *k, size_t klen, int *deleted);
 int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
                       size_t limit, size_t *n);

@@ -529,6 +529,41 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
     return 0;
 }
 
+int pk__rec_add(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
+                size_t vlen, int *added)
+{
+    MDB_val key = {klen, (void *)k}, val = {vlen, (void *)(v ? v : "")};
+    size_t log_len = t->log.len;
+    uint64_t changes = t->changes;
+    MDB_cursor *c;
+    int rc;
+
+    assert(t->op_open && pk_be32_get(k) == t->op_part);
+    if ((rc = pk__cursor(t, t->s->data, &c)) != 0) {
+        return rc;
+    }
+    /* One search where a get and a put would take two.  The entry is
+     * logged first, as pk__rec_put does, and taken back if the record is
+     * there already. */
+    if ((rc = log_add(t, PK__LOG_PUT, k, klen, val.mv_data, vlen)) != 0) {
+        return pk__fail(t, rc);
+    }
+    rc = mdb_cursor_put(c, &key, &val, MDB_NOOVERWRITE);
+    if (rc == MDB_KEYEXIST) {
+        t->log.len = log_len;
+        t->changes = changes;
+        *added = 0;
+        return 0;
+    }
+    if (rc != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    t->st.bytes += klen + vlen;
+    t->st_dirty = 1;
+    *added = 1;
+    return 0;
+}
+
 /* Deletes the record under cursor c, whose key and value are k and v. */
 static int del_current(pk_txn *t, MDB_cursor *c, MDB_val *k, MDB_val *v)
 {
