@@ -126,6 +126,17 @@ static void pop(pk_cmd_ctx *x, unsigned where)
     if (x->argc == 3 && !parse_min(x, &x->argv[2], 0, &count, POSITIVE_ERR))
         return;
     TXN_OR_RETURN(x, t);
+    if (x->argc == 2) {
+        /* One element needs no array header, so no length first: a
+         * missing key pops nothing. */
+        rc =
+            pk_list_pop(t, PK_KEY(x, 1), where, 1, NOW(x), reply_elem, x, &len);
+        if (rc != PK_OK)
+            pk_cmd_store_error(x, rc);
+        else if (len == 0)
+            pk_reply_null(x->out, x->proto);
+        return;
+    }
     rc = pk_list_len(t, PK_KEY(x, 1), NOW(x), &len);
     if (rc != PK_OK) {
         pk_cmd_store_error(x, rc);

@@ -50,6 +50,20 @@ static int put_at(pk_txn *t, const pk__meta *m, uint64_t pos, const void *v,
     return rc ? rc : pk__rec_put(t, kb, kl, v, vlen);
 }
 
+/* put_at for a position outside the list, where no element should be:
+ * one search instead of pk__rec_put's two.  A stray record there is
+ * overwritten, as put_at would. */
+static int add_at(pk_txn *t, const pk__meta *m, uint64_t pos, const void *v,
+                  size_t vlen)
+{
+    uint8_t kb[PK_KEYENC_MAX];
+    size_t kl;
+    int rc = item_key(m, pos, kb, &kl), added;
+
+    rc = rc ? rc : pk__rec_add(t, kb, kl, v, vlen, &added);
+    return rc || added ? rc : pk__rec_put(t, kb, kl, v, vlen);
+}
+
 static int del_at(pk_txn *t, const pk__meta *m, uint64_t pos)
 {
     uint8_t kb[PK_KEYENC_MAX];
@@ -150,7 +164,7 @@ static int push_one(pk_txn *t, pk__meta *m, unsigned flags, const void *v,
         }
         pos = m->head - 1;
     }
-    if ((rc = put_at(t, m, pos, v, vlen)) != 0) {
+    if ((rc = add_at(t, m, pos, v, vlen)) != 0) {
         return rc;
     }
     if (!(flags & PK_LIST_RIGHT)) {

@@ -32,6 +32,15 @@ int pk__set_put(pk_txn *t, const uint8_t *k, size_t kl, pk_slice mem)
     return rc ? rc : pk__rec_put(t, k, kl, v.ptr, v.len);
 }
 
+int pk__set_add_one(pk_txn *t, const uint8_t *k, size_t kl, pk_slice mem,
+                    int *added)
+{
+    pk_slice v;
+    int rc = pk__sub_val(t, PK_TAG_SMEMBER, mem, (pk_slice){"", 0}, &v);
+
+    return rc ? rc : pk__rec_add(t, k, kl, v.ptr, v.len, added);
+}
+
 int pk__set_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
                  uint64_t now, pk__meta *m)
 {
@@ -198,8 +207,7 @@ int pk_set_add(pk_txn *t, uint32_t part, const void *key, size_t klen, size_t n,
     size_t kl;
     pk__meta m;
     pk_slice sv;
-    MDB_val v;
-    int rc;
+    int rc, is_new;
 
     if (n == 0) {
         return PK_EINVAL;
@@ -232,11 +240,8 @@ int pk_set_add(pk_txn *t, uint32_t part, const void *key, size_t klen, size_t n,
     for (size_t i = 0; rc == 0 && i < n; i++) {
         pk__set_member_key(m.key, m.plen, members[i].ptr, members[i].len, kb,
                            &kl);
-        rc = pk__rec_get(t, kb, kl, &v);
-        if (rc == PK_ENOTFOUND) {
-            m.count++;
-            rc = pk__set_put(t, kb, kl, members[i]);
-        }
+        rc = pk__set_add_one(t, kb, kl, members[i], &is_new);
+        m.count += rc == 0 && is_new;
     }
     if (rc == 0 && m.count != count0) {
         rc = pk__meta_put(t, &m, NULL, 0, NULL, 0);

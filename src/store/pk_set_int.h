@@ -29,6 +29,9 @@ int pk__set_member_key(const uint8_t *prefix, size_t plen, const void *mem,
 /* Writes member mem's record k (a long member's carries it).  0 or a
  * sticky error. */
 int pk__set_put(pk_txn *t, const uint8_t *k, size_t kl, pk_slice mem);
+/* pk__set_put unless the member is there; *added says which. */
+int pk__set_add_one(pk_txn *t, const uint8_t *k, size_t kl, pk_slice mem,
+                    int *added);
 
 /*
  * Loads a key that must be missing or a set; a key too long to be stored

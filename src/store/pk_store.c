@@ -292,18 +292,28 @@ int pk_txn_begin(pk_store *s, int rdonly, pk_txn **out)
     return 0;
 }
 
-int pk__cursor(pk_txn *t, MDB_dbi dbi, MDB_cursor **out)
+/* *c, opened on dbi on first use. */
+static int cursor_slot(pk_txn *t, MDB_dbi dbi, MDB_cursor **c, MDB_cursor **out)
 {
-    MDB_cursor **c = dbi == t->s->data ? &t->dc : &t->lc;
     int rc;
 
-    assert(dbi == t->s->data || dbi == t->s->log);
     if (*c == NULL && (rc = mdb_cursor_open(t->txn, dbi, c)) != 0) {
         *c = NULL;
         return pk__fail(t, pk__err(rc));
     }
     *out = *c;
     return 0;
+}
+
+int pk__cursor(pk_txn *t, MDB_dbi dbi, MDB_cursor **out)
+{
+    assert(dbi == t->s->data || dbi == t->s->log);
+    return cursor_slot(t, dbi, dbi == t->s->data ? &t->dc : &t->lc, out);
+}
+
+int pk__meta_cursor(pk_txn *t, MDB_cursor **out)
+{
+    return cursor_slot(t, t->s->data, &t->mc, out);
 }
 
 /* Closes t's cursors; must run before its MDB_txn ends. */
@@ -315,7 +325,10 @@ static void cursors_close(pk_txn *t)
     if (t->lc != NULL) {
         mdb_cursor_close(t->lc);
     }
-    t->dc = t->lc = NULL;
+    if (t->mc != NULL) {
+        mdb_cursor_close(t->mc);
+    }
+    t->dc = t->lc = t->mc = NULL;
 }
 
 static void txn_free(pk_txn *t, int committed)

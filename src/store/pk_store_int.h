@@ -243,8 +243,12 @@ struct pk_txn {
     /* Cursors opened on first use (pk__cursor), closed with the
      * transaction; any function may move them, none keeps a position in
      * them across calls. */
-    MDB_cursor *dc;    /* data */
-    MDB_cursor *lc;    /* log */
+    MDB_cursor *dc; /* data */
+    MDB_cursor *lc; /* log */
+    /* data, for META records only (pk__meta_load, pk__rec_put): between
+     * an operation's load of a key and its META write it stays on that
+     * META while dc walks the members, so the write needs no search. */
+    MDB_cursor *mc;
     uint64_t log_next; /* next journal position, 0 until looked up */
     /* Stats, write transactions (pk_store_stcache.c): the undo log of
      * their changes to the stats cache; ckpt 1 when the commit must be
@@ -370,6 +374,8 @@ void pk__stat_free(pk_store *s);
 
 /* t's cursor on dbi (t->s->data or t->s->log), opened on first use. */
 int pk__cursor(pk_txn *t, MDB_dbi dbi, MDB_cursor **out);
+/* t's META cursor on the data DB (t->mc), opened on first use. */
+int pk__meta_cursor(pk_txn *t, MDB_cursor **out);
 
 int pk__read_begin(pk_txn *t, uint32_t part);
 int pk__op_begin(pk_txn *t, uint32_t part, unsigned flags);
@@ -389,6 +395,13 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen);
 int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v);
 int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
                 size_t vlen);
+/*
+ * Writes the record k -> v unless k is there already, in one search;
+ * *added says which.  For sub-key records only: it keeps no expiry index
+ * and key count, which META records need.  0 or a sticky error.
+ */
+int pk__rec_add(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
+                size_t vlen, int *added);
 int pk__rec_del(pk_txn *t, const uint8_t *k, size_t klen, int *deleted);
 int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
                       size_t limit, size_t *n);

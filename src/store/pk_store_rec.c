@@ -400,20 +400,42 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
     return sub_check(kp.tag, sub, val);
 }
 
-int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v)
+/*
+ * mdb_cursor_get(c, key, v, MDB_SET), without the search when c is on key
+ * already.  LMDB keeps every cursor of a write transaction valid across
+ * the writes of the others; the key comparison makes "on key" certain.
+ */
+static int cursor_seek(MDB_cursor *c, MDB_val *key, MDB_val *v)
+{
+    MDB_val cur;
+
+    if (mdb_cursor_get(c, &cur, v, MDB_GET_CURRENT) == 0 &&
+        cur.mv_size == key->mv_size &&
+        memcmp(cur.mv_data, key->mv_data, key->mv_size) == 0) {
+        return 0;
+    }
+    return mdb_cursor_get(c, key, v, MDB_SET);
+}
+
+/* pk__rec_get with cursor c. */
+static int rec_get(pk_txn *t, MDB_cursor *c, const uint8_t *k, size_t klen,
+                   MDB_val *v)
 {
     MDB_val key = {klen, (void *)k};
-    MDB_cursor *c;
-    int rc = pk__cursor(t, t->s->data, &c);
+    int rc = mdb_cursor_get(c, &key, v, MDB_SET);
 
-    if (rc != 0) {
-        return rc;
-    }
-    rc = mdb_cursor_get(c, &key, v, MDB_SET);
     if (rc == MDB_NOTFOUND) {
         return PK_ENOTFOUND;
     }
     return rc == 0 ? 0 : pk__fail(t, pk__err(rc));
+}
+
+int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v)
+{
+    MDB_cursor *c;
+    int rc = pk__cursor(t, t->s->data, &c);
+
+    return rc ? rc : rec_get(t, c, k, klen, v);
 }
 
 /* Appends one physical entry to the operation's change record. */
@@ -497,12 +519,14 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
         return pk__fail(t, PK_ECORRUPT);
     }
     meta = kp.tag == PK_TAG_META;
-    if ((rc = pk__cursor(t, t->s->data, &c)) != 0) {
+    rc = meta ? pk__meta_cursor(t, &c) : pk__cursor(t, t->s->data, &c);
+    if (rc != 0) {
         return rc;
     }
-    /* One search: a replace writes where the get left the cursor, an
-     * insert finds that page without descending from the root. */
-    rc = mdb_cursor_get(c, &key, &old, MDB_SET);
+    /* One search at most: a replace writes where the get left the
+     * cursor, an insert finds that page without descending from the
+     * root.  A META's cursor is on it already after pk__meta_load. */
+    rc = cursor_seek(c, &key, &old);
     if (rc != 0 && rc != MDB_NOTFOUND) {
         return pk__fail(t, pk__err(rc));
     }
@@ -526,6 +550,41 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
          (rc = expiry_set(t, new_exp, k, kp.prefix_len, 1)) != 0)) {
         return pk__fail(t, rc);
     }
+    return 0;
+}
+
+int pk__rec_add(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
+                size_t vlen, int *added)
+{
+    MDB_val key = {klen, (void *)k}, val = {vlen, (void *)(v ? v : "")};
+    size_t log_len = t->log.len;
+    uint64_t changes = t->changes;
+    MDB_cursor *c;
+    int rc;
+
+    assert(t->op_open && pk_be32_get(k) == t->op_part);
+    if ((rc = pk__cursor(t, t->s->data, &c)) != 0) {
+        return rc;
+    }
+    /* One search where a get and a put would take two.  The entry is
+     * logged first, as pk__rec_put does, and taken back if the record is
+     * there already. */
+    if ((rc = log_add(t, PK__LOG_PUT, k, klen, val.mv_data, vlen)) != 0) {
+        return pk__fail(t, rc);
+    }
+    rc = mdb_cursor_put(c, &key, &val, MDB_NOOVERWRITE);
+    if (rc == MDB_KEYEXIST) {
+        t->log.len = log_len;
+        t->changes = changes;
+        *added = 0;
+        return 0;
+    }
+    if (rc != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    t->st.bytes += klen + vlen;
+    t->st_dirty = 1;
+    *added = 1;
     return 0;
 }
 
@@ -626,6 +685,7 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     uint8_t type;
     pk_slice uk;
     size_t body;
+    MDB_cursor *c;
     MDB_val v;
     int rc;
 
@@ -645,7 +705,8 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
         return rc;
     }
     m->key[m->plen] = PK_TAG_META;
-    rc = pk__rec_get(t, m->key, m->plen + 1, &v);
+    rc = pk__meta_cursor(t, &c);
+    rc = rc ? rc : rec_get(t, c, m->key, m->plen + 1, &v);
     if (rc != 0) {
         return rc == PK_ENOTFOUND ? 0 : rc;
     }
