@@ -271,10 +271,12 @@ static void pay_rec(pay *p, uint8_t tag, const void *sub, size_t n,
     p->b[p->len++] = (uint8_t)((n + 1) >> 8);
     p->b[p->len++] = (uint8_t)(n + 1);
     p->b[p->len++] = tag;
-    memcpy(p->b + p->len, sub, n);
+    if (n > 0)
+        memcpy(p->b + p->len, sub, n);
     p->len += n;
     pk_be32_put(p->b + p->len, (uint32_t)vlen);
-    memcpy(p->b + p->len + 4, v, vlen);
+    if (vlen > 0)
+        memcpy(p->b + p->len + 4, v, vlen);
     p->len += 4 + vlen;
 }
 
