@@ -272,7 +272,7 @@ static int rec_check(const brec *r, uint8_t type, const uint8_t *prefix,
 static int body_check(const uint8_t *p, size_t len, uint8_t type,
                       const uint8_t *prefix, size_t plen)
 {
-    uint64_t counted = 0, nscore = 0, count = 0;
+    uint64_t counted = 0, nscore = 0, count = 0, pos = 0;
     const uint8_t *prev = NULL;
     size_t off = 0, prevn = 0, nrec = 0;
     brec r;
@@ -287,6 +287,15 @@ static int body_check(const uint8_t *p, size_t len, uint8_t type,
         rc = rec_check(&r, type, prefix, plen, &counted, &nscore, &count);
         if (rc != 0) {
             return rc;
+        }
+        /* A list's elements sit at head .. head + count - 1 without a
+         * gap (pk_list.c reads by position): the body is sorted, so each
+         * element must be at the next position. */
+        if (type == PK__T_LIST && r.sub[0] == PK_TAG_META) {
+            pos = pk_be64_get(r.val + PK__META_HDR + 8);
+        } else if (type == PK__T_LIST &&
+                   (r.n != 9 || pk_be64_get(r.sub + 1) != pos++)) {
+            return PK_ECORRUPT;
         }
         prev = r.sub;
         prevn = r.n;

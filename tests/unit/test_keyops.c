@@ -377,6 +377,27 @@ static void test_restore_hostile(void **state)
     pay_begin(&p, PK_TYPE_STRING);
     pay_end(&p);
     restore_fails(t, p.b, p.len, PK_ECORRUPT); /* no records */
+    /* A list whose elements are not at head .. head + count - 1: a gap
+     * (pk_list.c reads by position) or a start away from head. */
+    for (int shape = 0; shape < 3; shape++) {
+        static const uint64_t at[3][2] = {{5, 6}, {0, 2}, {0, 1}};
+        uint8_t lv[26] = {PK_TYPE_LIST, 0}, sub[8];
+        pk_be64_put(lv + 10, 2);
+        pk_be64_put(lv + 18, 0); /* head */
+        pay_begin(&p, PK_TYPE_LIST);
+        pay_rec(&p, PK_TAG_META, NULL, 0, lv, sizeof(lv));
+        for (int i = 0; i < 2; i++) {
+            pk_be64_put(sub, at[shape][i]);
+            pay_rec(&p, PK_TAG_LITEM, sub, 8, "x", 1);
+        }
+        pay_end(&p);
+        if (shape == 2)
+            assert_int_equal(
+                pk_key_restore(t, 9, S("lst"), p.b, p.len, 0, 0, NOW), 0);
+        else
+            restore_fails(t, p.b, p.len, PK_ECORRUPT);
+    }
+    assert_int_equal(pk_key_del(t, 9, S("lst"), NOW, &(int){0}), 0);
     pay_begin(&p, PK_TYPE_HASH);
     pay_rec(&p, PK_TAG_META, NULL, 0, (uint8_t[10]){1}, 10);
     pay_end(&p);
