@@ -807,5 +807,6 @@ def test_map_change_propagation(cl, proxy, fwd):
         print("  %-6s p50 %6.1f  p99 %6.1f  max %6.1f"
               % (name, pct(v, 50), pct(v, 99), v[-1]))
     print("  rounds: " + " ".join("%.0f" % x for x in samples))
-    assert s[-1] < 250, "propagation max %.1f ms >= 250 ms (p50 %.1f)" % (
-        s[-1], pct(s, 50))
+    # Speed is reported, not asserted (the house rule: a loaded 2-core
+    # machine once took 393 ms for one round where the p50 was 38 ms); the
+    # 3 s bound above is the liveness check.
