@@ -759,8 +759,13 @@ def test_map_change_propagation(cl, proxy, fwd):
             rev, kv = co.execute("PK.COORD", "GET", MAP_KEY)
             d = kv_dict(kv)
             epoch = pmap_epoch(d["value"])
+            # Every target holds the coordinator's epoch before the round
+            # (a fixture made just before may still be converging).
+            deadline = time.monotonic() + 3.0
             for name, c in targets:
-                got = current_epoch(c)
+                while (got := current_epoch(c)) != epoch and \
+                        time.monotonic() < deadline:
+                    time.sleep(0.005)
                 assert got == epoch, "%s shows epoch %d before round %d, " \
                     "coordinator has %d" % (name, got, r, epoch)
             new = pmap_with_epoch(d["value"], epoch + 1)
