@@ -400,6 +400,36 @@ int pk_arg_double(const pk_arg *a, double *v)
     return ok;
 }
 
+int pk_cmd_scan_opt(pk_cmd_ctx *x, int i, pk_scan_opts *o)
+{
+    const pk_arg *a = &x->argv[i], *v;
+    int64_t count;
+
+    if (i + 1 >= x->argc) {
+        pk_reply_syntax(x);
+        return -1;
+    }
+    v = &x->argv[i + 1];
+    if (pk_arg_eq(a, "match")) {
+        /* "*" matches everything, the empty key too, as in Redis. */
+        o->match = v->len == 1 && v->ptr[0] == '*' ? NULL : v->ptr;
+        o->match_len = v->len;
+        return 1;
+    }
+    if (!pk_arg_eq(a, "count"))
+        return 0;
+    if (!pk_arg_i64(v, &count)) {
+        pk_reply_notint(x);
+        return -1;
+    }
+    if (count < 1) {
+        pk_reply_syntax(x);
+        return -1;
+    }
+    o->count = (size_t)count;
+    return 1;
+}
+
 void pk_reply_syntax(pk_cmd_ctx *x)
 {
     pk_reply_error(x->out, "ERR syntax error");

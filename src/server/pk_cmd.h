@@ -250,6 +250,13 @@ int pk_cmd_keys_dest_num2(int argc, const pk_arg *argv, pk_keyrun *r);
  * [cursor, items] with n items already encoded in items.
  */
 int pk_cmd_scan_args(pk_cmd_ctx *x, uint64_t *cursor, pk_scan_opts *o);
+/*
+ * One SCAN-family option at argv[i] with its value: MATCH or COUNT, into
+ * o.  Returns 1 when taken, 0 when argv[i] is neither (the caller decides:
+ * TYPE for SCAN, else a syntax error), -1 after replying the error (no
+ * value, COUNT not a positive integer).
+ */
+int pk_cmd_scan_opt(pk_cmd_ctx *x, int i, pk_scan_opts *o);
 void pk_cmd_scan_reply(pk_cmd_ctx *x, uint64_t next, const pk_obuf *items,
                        size_t n);
 

@@ -158,7 +158,7 @@ static int scan_emit(void *ctx, uint32_t part, pk_slice key)
 void pk_cmd_scan(pk_cmd_ctx *x)
 {
     pk_scan_opts o = {NULL, 0, 10, PK_TYPE_NONE, pk_cmd_keyspace(x), x->srv};
-    int64_t cursor, count;
+    int64_t cursor;
     uint64_t next = 0;
     char cur[24];
 
@@ -168,24 +168,12 @@ void pk_cmd_scan(pk_cmd_ctx *x)
     }
     for (int i = 2; i < x->argc; i += 2) {
         const pk_arg *a = &x->argv[i];
-        if (i + 1 >= x->argc) {
-            pk_reply_syntax(x);
+        int taken = pk_cmd_scan_opt(x, i, &o);
+        if (taken < 0)
             return;
-        }
-        if (pk_arg_eq(a, "match")) {
-            o.match = x->argv[i + 1].ptr;
-            o.match_len = x->argv[i + 1].len;
-        } else if (pk_arg_eq(a, "count")) {
-            if (!pk_arg_i64(&x->argv[i + 1], &count)) {
-                pk_reply_notint(x);
-                return;
-            }
-            if (count < 1) {
-                pk_reply_syntax(x);
-                return;
-            }
-            o.count = (size_t)count;
-        } else if (pk_arg_eq(a, "type")) {
+        if (taken > 0)
+            continue;
+        if (pk_arg_eq(a, "type")) {
             const pk_arg *ty = &x->argv[i + 1];
             o.type = pk_arg_eq(ty, "string") ? PK_TYPE_STRING
                      : pk_arg_eq(ty, "hash") ? PK_TYPE_HASH

@@ -258,7 +258,6 @@ int pk_cmd_scan_args(pk_cmd_ctx *x, uint64_t *cursor, pk_scan_opts *o)
 {
     const pk_arg *c = &x->argv[2];
     uint64_t v = 0;
-    int64_t count;
 
     /* Redis reads the cursor with strtoul: digits, at most 2^64 - 1. */
     for (size_t i = 0; i < c->len; i++) {
@@ -275,28 +274,10 @@ int pk_cmd_scan_args(pk_cmd_ctx *x, uint64_t *cursor, pk_scan_opts *o)
     }
     *o = (pk_scan_opts){NULL, 0, 10, PK_TYPE_NONE, NULL, NULL};
     for (int i = 3; i < x->argc; i += 2) {
-        const pk_arg *a = &x->argv[i];
-        if (i + 1 >= x->argc) {
-            pk_reply_syntax(x);
-            return 0;
-        }
-        if (pk_arg_eq(a, "match")) {
-            o->match = x->argv[i + 1].ptr;
-            o->match_len = x->argv[i + 1].len;
-            if (o->match_len == 1 && o->match && x->argv[i + 1].ptr[0] == '*')
-                o->match = NULL;
-        } else if (pk_arg_eq(a, "count")) {
-            if (!pk_arg_i64(&x->argv[i + 1], &count)) {
-                pk_reply_notint(x);
-                return 0;
-            }
-            if (count < 1) {
+        int taken = pk_cmd_scan_opt(x, i, o);
+        if (taken <= 0) {
+            if (taken == 0)
                 pk_reply_syntax(x);
-                return 0;
-            }
-            o->count = (size_t)count;
-        } else {
-            pk_reply_syntax(x);
             return 0;
         }
     }

@@ -414,9 +414,9 @@ static int parse_cursor(const pk_arg *a, uint64_t *cur)
 /* SSCAN key cursor [MATCH pattern] [COUNT count] */
 void pk_cmd_sscan(pk_cmd_ctx *x)
 {
-    pk_sscan_opts o = {NULL, 0, 10};
+    pk_scan_opts so = {NULL, 0, 10, PK_TYPE_NONE, NULL, NULL};
+    pk_sscan_opts o;
     uint64_t cursor, next = 0, card;
-    int64_t count;
     gather g = {.n = 0};
     char cur[24];
     int rc;
@@ -434,29 +434,14 @@ void pk_cmd_sscan(pk_cmd_ctx *x)
         return;
     }
     for (int i = 3; card > 0 && i < x->argc; i += 2) {
-        const pk_arg *a = &x->argv[i];
-        if (i + 1 >= x->argc) {
-            pk_reply_syntax(x);
-            return;
-        }
-        if (pk_arg_eq(a, "match")) {
-            o.match = x->argv[i + 1].ptr;
-            o.match_len = x->argv[i + 1].len;
-        } else if (pk_arg_eq(a, "count")) {
-            if (!pk_arg_i64(&x->argv[i + 1], &count)) {
-                pk_reply_notint(x);
-                return;
-            }
-            if (count < 1) {
+        int taken = pk_cmd_scan_opt(x, i, &so);
+        if (taken <= 0) {
+            if (taken == 0)
                 pk_reply_syntax(x);
-                return;
-            }
-            o.count = (size_t)count;
-        } else {
-            pk_reply_syntax(x);
             return;
         }
     }
+    o = (pk_sscan_opts){so.match, so.match_len, so.count};
     pk_obuf_init(&g.buf);
     if (card > 0)
         rc = pk_set_scan(t, PK_KEY(x, 1), cursor, &o, NOW(x), gather_cb, &g,
