@@ -353,6 +353,40 @@ def assert_one_owner_per_slot(cl, nodes, expect_keys, uncertain=()):
 # helpers: clients running during a rebalance
 # ---------------------------------------------------------------------------
 
+class BreakCount:
+    """Counts, per thread, the redis-py commands whose send or reply broke
+    (ConnectionError, TimeoutError): such a command may have been applied,
+    and RedisCluster resends it on its own.  redis-py 4.3 gives a cluster
+    client no way to choose its connection class, so the count wraps
+    redis.connection.Connection itself (once; other threads only count)."""
+
+    _local = threading.local()
+    _installed = False
+
+    @classmethod
+    def get(cls):
+        return getattr(cls._local, "n", 0)
+
+    @classmethod
+    def install(cls):
+        if cls._installed:
+            return
+        cls._installed = True
+        conn = redis.connection.Connection
+        for name in ("send_command", "read_response"):
+            setattr(conn, name, cls._counting(getattr(conn, name)))
+
+    @classmethod
+    def _counting(cls, fn):
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError):
+                cls._local.n = cls.get() + 1
+                raise
+        return wrapper
+
+
 class Load:
     """Client threads that run until stop():
 
@@ -383,13 +417,20 @@ class Load:
         self.hincrs = Counter()     # (hash key, field) -> HINCRBYs
         self.uncertain = set()      # keys whose last write raised
         self.ops = Counter()        # thread -> operations done
-        self.threads = [threading.Thread(target=self._writer, daemon=True)]
+        self.crashed = []           # exceptions that ended a thread
+        loops = [self._writer]
         if reader:
-            self.threads.append(threading.Thread(target=self._reader,
-                                                 daemon=True))
+            loops.append(self._reader)
         if proxy is not None:
-            self.threads.append(threading.Thread(target=self._proxy,
-                                                 daemon=True))
+            loops.append(self._proxy)
+        self.threads = [threading.Thread(target=self._run, args=(fn,),
+                                         daemon=True) for fn in loops]
+        # INCR and HINCRBY are not idempotent, and redis-py resends a
+        # command whose connection broke (it sleeps and retries the same
+        # node, then reloads the slots and retries): a node killed after it
+        # applied an INCR but before it replied sees it twice while the
+        # caller saw one success.  _do() leaves such a key uncertain.
+        BreakCount.install()
         # redis-py logs every MOVED with a traceback: keep that quiet.
         self._log = logging.getLogger("redis.cluster")
         self._level = self._log.level
@@ -406,6 +447,15 @@ class Load:
             t.join(60)
         self._log.setLevel(self._level)
         assert not any(t.is_alive() for t in self.threads), "client hung"
+        assert not self.crashed, "client thread died: %r" % self.crashed
+
+    def _run(self, loop):
+        try:
+            loop()
+        except BaseException as e:  # noqa: BLE001 - reported by stop()
+            with self.lock:
+                self.crashed.append("%s: %s: %s" % (loop.__name__,
+                                                    type(e).__name__, e))
 
     def _err(self, who, op, e):
         with self.lock:
@@ -414,7 +464,9 @@ class Load:
 
     def _do(self, what, key, fn, on_ack):
         """Runs fn(); on success on_ack() under the lock, else the key is
-        uncertain."""
+        uncertain.  A success during which a connection broke (the client
+        resent the command) leaves the key uncertain too."""
+        breaks = BreakCount.get()
         try:
             fn()
         except Exception as e:  # noqa: BLE001 - counted, checked by tests
@@ -424,6 +476,8 @@ class Load:
             return
         with self.lock:
             on_ack()
+            if BreakCount.get() != breaks:
+                self.uncertain.add(key)
 
     def _set_acked(self, key, val):
         self.acked[key] = val
