@@ -10,7 +10,11 @@
 # and -P 16, each with
 #   redis-benchmark -c 50 -r 100000 -n $BENCH_N -P <p> -t <test> --csv
 # and MULTI (MULTI, SET, INCR, EXEC as one request), which redis-benchmark
-# cannot send, with build/bench/mload at the same -c -r -n -P.
+# cannot send, with build/bench/mload at the same -c -r -n -P.  Before each
+# LPOP and SPOP run the key it pops (mylist, myset) is refilled with
+# BENCH_N fresh elements (redis-cli --pipe, 1000 per RPUSH / SADD), so
+# every run pops from a full key rather than from the empty one a
+# previous run left.
 # The two servers alternate within a case (the one going first swaps every
 # run) and each case runs BENCH_RUNS times; the table shows medians.
 #
@@ -119,11 +123,33 @@ one() {
         "$srv" "$test" "$p" "$run" "${f[4]}" "${f[5]}" "${f[6]}" "${f[7]}"
 }
 
+# fill SERVER TEST: for LPOP and SPOP, the key the test pops gets N fresh
+# elements e:0 .. e:N-1
+fill() {
+    local srv=$1 key cmd
+    case $2 in
+    LPOP) key=mylist cmd=RPUSH ;;
+    SPOP) key=myset cmd=SADD ;;
+    *) return 0 ;;
+    esac
+    "$REDIS_CLI" -p "${PORT[$srv]}" del "$key" >/dev/null
+    awk -v n="$N" -v key="$key" -v cmd="$cmd" 'BEGIN {
+        for (i = 0; i < n; i += 1000) {
+            m = n - i < 1000 ? n - i : 1000
+            printf "*%d\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", m + 2,
+                length(cmd), cmd, length(key), key
+            for (j = i; j < i + m; j++)
+                printf "$%d\r\ne:%d\r\n", length("e:" j), j
+        } }' | "$REDIS_CLI" -p "${PORT[$srv]}" --pipe >/dev/null ||
+        die "filling $key on $srv failed"
+}
+
 for p in "${PIPES[@]}"; do
     for test in "${TESTS[@]}"; do
         for ((run = 1; run <= RUNS; run++)); do
             if ((run % 2)); then order=(partkv redis); else order=(redis partkv); fi
             for srv in "${order[@]}"; do
+                fill "$srv" "$test"
                 one "$srv" "$test" "$p" "$run"
             done
         done

@@ -112,11 +112,12 @@ static int walk_check(pk_txn *t, pk__set_walk *w, int mrc, MDB_val *k,
     return 0;
 }
 
-int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                      size_t plen, int rev)
+/* Opens w's cursor at the first record >= prefix | tag | from[..n),
+ * built in kb (PK_KEYENC_MAX + 1 bytes); w->c is NULL if it failed. */
+static int walk_seek(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
+                     size_t plen, uint8_t tag, const void *from, size_t n,
+                     uint8_t *kb, MDB_val *k, MDB_val *v)
 {
-    uint8_t kb[PK_KEYENC_MAX + 1];
-    MDB_val k, v;
     int mrc;
 
     w->prefix = prefix;
@@ -124,18 +125,47 @@ int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
     w->valid = 0;
     if ((mrc = mdb_cursor_open(t->txn, t->s->data, &w->c)) != 0) {
         w->c = NULL;
+        return mrc;
+    }
+    memcpy(kb, prefix, plen);
+    kb[plen] = tag;
+    if (n > 0) {
+        memcpy(kb + plen + 1, from, n);
+    }
+    *k = (MDB_val){plen + 1 + n, kb};
+    return mdb_cursor_get(w->c, k, v, MDB_SET_RANGE);
+}
+
+int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
+                      size_t plen, int rev)
+{
+    uint8_t kb[PK_KEYENC_MAX + 1];
+    MDB_val k, v;
+    /* Forward: the first member; backward: just past the last one. */
+    int mrc =
+        walk_seek(t, w, prefix, plen, rev ? PK_TAG_SMEMBER + 1 : PK_TAG_SMEMBER,
+                  NULL, 0, kb, &k, &v);
+
+    if (w->c == NULL) {
         return pk__fail(t, pk__err(mrc));
     }
-    /* Forward: the first member; backward: just past the last one. */
-    memcpy(kb, prefix, plen);
-    kb[plen] = rev ? PK_TAG_SMEMBER + 1 : PK_TAG_SMEMBER;
-    k = (MDB_val){plen + 1, kb};
-    mrc = mdb_cursor_get(w->c, &k, &v, MDB_SET_RANGE);
     if (rev) {
         mrc = mdb_cursor_get(w->c, &k, &v,
                              mrc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
     }
     return walk_check(t, w, mrc, &k, &v);
+}
+
+int pk__set_walk_from(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
+                      size_t plen, pk_slice sub)
+{
+    uint8_t kb[PK_KEYENC_MAX + 1];
+    MDB_val k, v;
+    int mrc = walk_seek(t, w, prefix, plen, PK_TAG_SMEMBER, sub.ptr, sub.len,
+                        kb, &k, &v);
+
+    return w->c == NULL ? pk__fail(t, pk__err(mrc))
+                        : walk_check(t, w, mrc, &k, &v);
 }
 
 int pk__set_walk_next(pk_txn *t, pk__set_walk *w, int rev)
@@ -261,8 +291,10 @@ int pk__set_rem_one(pk_txn *t, pk__meta *m, const void *mem, size_t mlen,
     pk_slice v;
     int del = 0, rc = 0;
 
+    /* A short member is its sub-key; a long one's record must hold it. */
     if (pk__set_member_key(m->key, m->plen, mem, mlen, kb, &kl) == 0 &&
-        (rc = pk__sub_get(t, PK_TAG_SMEMBER, kb, kl, mem, mlen, &v)) == 0) {
+        (mlen < PK_KEYENC_SUB ||
+         (rc = pk__sub_get(t, PK_TAG_SMEMBER, kb, kl, mem, mlen, &v)) == 0)) {
         rc = pk__rec_del(t, kb, kl, &del);
     }
     rc = rc == PK_ENOTFOUND || rc == PK_ERANGE ? 0 : rc;

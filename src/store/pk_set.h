@@ -94,10 +94,12 @@ int pk_set_move(pk_txn *t, uint32_t part, const void *src, size_t slen,
  * Returns 0, WRONGTYPE, the callback's value, PK_ENOMEM or a sticky
  * error.
  *
- * Cost: LMDB keeps no ranks, so a uniform choice walks the members: one
- * member costs on average a quarter of the set in cursor steps (from the
- * nearer end), count members one pass (selection sampling).  Seeking to
- * a random byte string instead would favour members after large gaps.
+ * Cost: LMDB keeps no ranks; the store's rank index of the set
+ * (pk_store_rank.c) brings one pick to about sqrt(card) cursor steps
+ * after a first pass that builds it, and count members cost count picks
+ * while count <= sqrt(card)/2, else one pass (selection sampling).
+ * Seeking to a random byte string instead would favour members after
+ * large gaps.
  */
 int pk_set_pop(pk_txn *t, uint32_t part, const void *key, size_t klen,
                uint64_t count, uint64_t seed, uint64_t now_ms, pk_set_cb cb,

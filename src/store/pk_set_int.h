@@ -84,6 +84,9 @@ typedef struct pk__set_walk {
  */
 int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
                       size_t plen, int rev);
+/* Opens w forward at the first member whose sub-key is >= sub. */
+int pk__set_walk_from(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
+                      size_t plen, pk_slice sub);
 int pk__set_walk_next(pk_txn *t, pk__set_walk *w, int rev);
 /* Closes w; a closed or zeroed walk may be closed again. */
 void pk__set_walk_close(pk__set_walk *w);

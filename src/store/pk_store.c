@@ -257,6 +257,7 @@ void pk_store_close(pk_store *s)
         free(s->wcache[i].pos);
     }
     pk__sbatch_free(s->sb);
+    pk__rank_clear(s);
     for (size_t i = 0; i < PK_PARTITIONS_MAX / PK__CTR_PAGE; i++) {
         free(s->ctr[i]);
     }
@@ -334,6 +335,9 @@ static void cursors_close(pk_txn *t)
 static void txn_free(pk_txn *t, int committed)
 {
     if (!t->rdonly) {
+        if (!committed && t->inserted_or_deleted) {
+            pk__rank_clear(t->s); /* they count the writes undone */
+        }
         pk__settle_end(t, committed);
         pk__stat_end(t, committed);
         t->s->wtxn_open = 0;

@@ -193,6 +193,10 @@ typedef struct pk__jrec {
 typedef struct pk__sbatch pk__sbatch; /* pk_store_settle.c */
 void pk__sbatch_free(pk__sbatch *b);
 
+/* Rank indexes (pk_store_rank.c): memory only, in the write transaction. */
+#define PK__RANK_SLOTS 4u
+typedef struct pk__rank pk__rank;
+
 typedef struct pk__wcache {
     uint32_t part;
     uint64_t first, n;
@@ -226,6 +230,9 @@ struct pk_store {
      * allocated on first use; partitions >= PK_PARTITIONS_MAX are not
      * counted. */
     pk__ctr *ctr[PK_PARTITIONS_MAX / PK__CTR_PAGE];
+    pk__rank *rank[PK__RANK_SLOTS]; /* owned, nrank used */
+    uint32_t nrank;
+    uint64_t rank_tick;
 };
 
 /* A growable byte buffer, owned by its transaction. */
@@ -239,7 +246,8 @@ struct pk_txn {
     pk_store *s;  /* borrowed */
     MDB_txn *txn; /* owned */
     int rdonly;
-    int err; /* sticky error, 0 while healthy */
+    int err;                 /* sticky error, 0 while healthy */
+    int inserted_or_deleted; /* a data record (pk__rank_note) */
     /* Cursors opened on first use (pk__cursor), closed with the
      * transaction; any function may move them, none keeps a position in
      * them across calls. */
@@ -393,6 +401,22 @@ size_t pk__meta_body(const uint8_t *v, size_t n, pk_slice *ukey);
 int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen);
 
 int pk__rec_get(pk_txn *t, const uint8_t *k, size_t klen, MDB_val *v);
+
+/*
+ * Rank indexes (pk_store_rank.c).  pk__rank_find finds the record of rank
+ * r (0-based) among the count records prefix | tag | sub of one key, in
+ * key order: the walk seeks to prefix | tag | *start (borrowed until the
+ * next write) and steps *skip records from the first one there.  It
+ * returns 0, PK_ENOTFOUND when the caller should walk instead (a read
+ * transaction, a small collection, no memory), or a sticky error
+ * (PK_ECORRUPT when count is not the number of records).
+ * pk__rank_note is called by the record layer after it inserted (delta
+ * 1) or deleted (-1) the data record k; pk__rank_clear drops every index.
+ */
+int pk__rank_find(pk_txn *t, const uint8_t *prefix, size_t plen, uint8_t tag,
+                  uint64_t count, uint64_t r, pk_slice *start, uint64_t *skip);
+void pk__rank_note(pk_txn *t, const uint8_t *k, size_t klen, int delta);
+void pk__rank_clear(pk_store *s);
 int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
                 size_t vlen);
 /*

@@ -545,6 +545,9 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
         (rc = pk__err(mdb_cursor_put(c, &key, &val, flags))) != 0) {
         return pk__fail(t, rc);
     }
+    if (flags == 0) {
+        pk__rank_note(t, k, klen, 1);
+    }
     if (old_exp != new_exp &&
         ((rc = expiry_set(t, old_exp, k, kp.prefix_len, 0)) != 0 ||
          (rc = expiry_set(t, new_exp, k, kp.prefix_len, 1)) != 0)) {
@@ -585,6 +588,7 @@ int pk__rec_add(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
     t->st.bytes += klen + vlen;
     t->st_dirty = 1;
     *added = 1;
+    pk__rank_note(t, k, klen, 1);
     return 0;
 }
 
@@ -608,6 +612,8 @@ static int del_current(pk_txn *t, MDB_cursor *c, MDB_val *k, MDB_val *v)
     }
     sub_sat(&t->st.bytes, k->mv_size + v->mv_size);
     t->st_dirty = 1;
+    /* The note parses k, which the delete may leave dangling. */
+    pk__rank_note(t, k->mv_data, k->mv_size, -1);
     rc = mdb_cursor_del(c, 0);
     if (rc != 0) {
         return pk__err(rc);

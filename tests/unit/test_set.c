@@ -2,8 +2,9 @@
  * pk_set against a real LMDB environment: random operations compared
  * with a naive model (a bitmask per key over a small member pool), the
  * log shipped to a second store ending byte-identical, uniformity of
- * SPOP / SRANDMEMBER, SSCAN stability, and the records pk__rec_check
- * accepts.
+ * SPOP / SRANDMEMBER (small sets, walked; large ones, through the rank
+ * index), the rank index exact under interleaved writes and aborts, SSCAN
+ * stability, and the records pk__rec_check accepts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,8 @@
 
 #include "store/pk_key.h"
 #include "store/pk_set.h"
-#include "store/pk_store_int.h" /* pk__rec_check */
+#include "store/pk_set_int.h"   /* pk__set_walk_from */
+#include "store/pk_store_int.h" /* pk__rec_check, pk__rank_find */
 #include "store/pk_str.h"
 #include "store_testutil.h"
 
@@ -277,6 +279,222 @@ static void random_uniform(void **state)
     pk_txn_abort(t);
 }
 
+/*
+ * Large sets: BIG members "b%05u" (byte order = number order), so picks
+ * go through the rank index.  A histogram counts them by number % POOL.
+ */
+#define BIG 3000u
+
+static pk_slice big_member(unsigned i, char *buf)
+{
+    return (pk_slice){buf, (size_t)snprintf(buf, 16, "b%05u", i)};
+}
+
+static int big_cb(void *ctx, pk_slice m)
+{
+    hist *h = ctx;
+    char buf[16];
+
+    assert_true(m.len == 6 && ((const char *)m.ptr)[0] == 'b');
+    memcpy(buf, m.ptr + 1, 5);
+    buf[5] = '\0';
+    h->n[atoi(buf) % POOL]++;
+    return 0;
+}
+
+static void big_add(pk_txn *t, const char *key, unsigned from, unsigned to)
+{
+    char buf[16];
+    uint64_t n;
+
+    for (unsigned i = from; i < to; i++) {
+        pk_slice m = big_member(i, buf);
+        assert_int_equal(pk_set_add(t, PART, key, 1, 1, &m, NOW, &n), 0);
+    }
+}
+
+static void random_uniform_large(void **state)
+{
+    tstore *ts = *state;
+    hist h = {{0}};
+    pk_txn *t = wtxn(ts->s);
+    uint64_t n;
+
+    big_add(t, "R", 0, BIG);
+    for (unsigned i = 0; i < 2400; i++) {
+        assert_int_equal(
+            pk_set_random(t, PART, "R", 1, 1, 0, trnd(), NOW, big_cb, &h), 0);
+    }
+    assert_true(chi2(&h, 100) < 49.7);
+    /* A few distinct (Floyd) and a few with repeats, rank by rank. */
+    memset(&h, 0, sizeof(h));
+    for (unsigned i = 0; i < 240; i++) {
+        assert_int_equal(
+            pk_set_random(t, PART, "R", 1, 10, 0, trnd(), NOW, big_cb, &h), 0);
+    }
+    assert_true(chi2(&h, 100) < 49.7);
+    memset(&h, 0, sizeof(h));
+    for (unsigned i = 0; i < 240; i++) {
+        assert_int_equal(
+            pk_set_random(t, PART, "R", 1, 10, 1, trnd(), NOW, big_cb, &h), 0);
+    }
+    assert_true(chi2(&h, 100) < 49.7);
+    /* SPOP of 2400 members: a uniform sample without replacement. */
+    memset(&h, 0, sizeof(h));
+    assert_int_equal(pk_set_card(t, PART, "R", 1, NOW, &n), 0);
+    assert_int_equal(n, BIG);
+    for (unsigned i = 0; i < 2400; i++) {
+        assert_int_equal(
+            pk_set_pop(t, PART, "R", 1, 1, trnd(), NOW, big_cb, &h, &n), 0);
+        assert_int_equal(n, 1);
+    }
+    assert_true(chi2(&h, 100) < 49.7);
+    assert_int_equal(pk_set_card(t, PART, "R", 1, NOW, &n), 0);
+    assert_int_equal(n, BIG - 2400);
+    pk_txn_abort(t);
+}
+
+/*
+ * The member of rank r of key "X" by the rank index, as a number, or -1
+ * when the index is not used.
+ */
+static int rank_member(pk_txn *t, uint64_t count, uint64_t r)
+{
+    uint8_t prefix[64];
+    size_t plen;
+    pk_slice start;
+    uint64_t skip;
+    pk__set_walk w = {0};
+    char buf[16];
+    int rc;
+
+    assert_int_equal(
+        pk_keyenc_prefix(PART, "X", 1, prefix, sizeof(prefix), &plen), 0);
+    rc =
+        pk__rank_find(t, prefix, plen, PK_TAG_SMEMBER, count, r, &start, &skip);
+    if (rc == PK_ENOTFOUND) {
+        return -1;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(pk__set_walk_from(t, &w, prefix, plen, start), 0);
+    while (w.valid && skip-- > 0) {
+        assert_int_equal(pk__set_walk_next(t, &w, 0), 0);
+    }
+    assert_true(w.valid && w.mem.len == 6);
+    memcpy(buf, w.mem.ptr + 1, 5);
+    buf[5] = '\0';
+    pk__set_walk_close(&w);
+    return atoi(buf);
+}
+
+/* Every rank of "X" against the model: present[i] for member i < 2 BIG. */
+static void ranks_match(pk_txn *t, const unsigned char *present)
+{
+    uint64_t card, r = 0;
+
+    assert_int_equal(pk_set_card(t, PART, "X", 1, NOW, &card), 0);
+    for (unsigned i = 0; i < 2 * BIG; i++) {
+        if (present[i]) {
+            int got = rank_member(t, card, r++);
+            assert_true(got == -1 || got == (int)i);
+        }
+    }
+    assert_int_equal(r, card);
+}
+
+static int mark_cb(void *ctx, pk_slice m)
+{
+    unsigned char *present = ctx;
+    char buf[16];
+
+    memcpy(buf, m.ptr + 1, 5);
+    buf[5] = '\0';
+    present[atoi(buf)] = 0;
+    return 0;
+}
+
+static void rank_index_exact(void **state)
+{
+    tstore *ts = *state;
+    static unsigned char present[2 * BIG];
+    char buf[16];
+    pk_txn *t = wtxn(ts->s);
+    uint64_t n;
+    int del;
+
+    memset(present, 0, sizeof(present));
+    for (unsigned i = 0; i < 2 * BIG; i += 2) {
+        present[i] = 1;
+    }
+    for (unsigned i = 0; i < 2 * BIG; i += 2) {
+        pk_slice m = big_member(i, buf);
+        assert_int_equal(pk_set_add(t, PART, "X", 1, 1, &m, NOW, &n), 0);
+    }
+    assert_int_not_equal(rank_member(t, BIG, 0), -1); /* built */
+    ranks_match(t, present);
+    /* Adds (before the first member too), removes and pops, interleaved
+     * with lookups. */
+    for (unsigned round = 0; round < 6; round++) {
+        for (unsigned j = 0; j < 400; j++) {
+            unsigned i = trnd() % (2 * BIG);
+            pk_slice m = big_member(i, buf);
+
+            if (trnd() % 2) {
+                assert_int_equal(pk_set_add(t, PART, "X", 1, 1, &m, NOW, &n),
+                                 0);
+                present[i] = 1;
+            } else {
+                assert_int_equal(pk_set_rem(t, PART, "X", 1, 1, &m, NOW, &n),
+                                 0);
+                present[i] = 0;
+            }
+        }
+        assert_int_equal(
+            pk_set_pop(t, PART, "X", 1, 7, trnd(), NOW, mark_cb, present, &n),
+            0);
+        ranks_match(t, present);
+    }
+    assert_int_equal(pk_txn_commit(t), 0);
+    /* Writes in a transaction that aborts are not counted after it: as
+     * many members removed as added, so that the count alone would not
+     * tell. */
+    t = wtxn(ts->s);
+    assert_int_equal(pk_set_card(t, PART, "X", 1, NOW, &n), 0);
+    assert_int_not_equal(rank_member(t, n, 0), -1);
+    for (unsigned i = 0, j = BIG, moved = 0; moved < 300; moved++) {
+        pk_slice m;
+
+        while (!present[i]) {
+            i++;
+        }
+        while (present[j]) {
+            j++;
+        }
+        m = big_member(i++, buf); /* low ranks lose, high ones gain */
+        assert_int_equal(pk_set_rem(t, PART, "X", 1, 1, &m, NOW, &n), 0);
+        m = big_member(j++, buf);
+        assert_int_equal(pk_set_add(t, PART, "X", 1, 1, &m, NOW, &n), 0);
+    }
+    pk_txn_abort(t);
+    t = wtxn(ts->s);
+    ranks_match(t, present);
+    /* A dropped key drops its index; a new set of the name starts over. */
+    assert_int_equal(pk_key_del(t, PART, "X", 1, NOW, &del), 0);
+    assert_int_equal(del, 1);
+    memset(present, 0, sizeof(present));
+    for (unsigned i = 1; i < 2 * BIG; i += 3) {
+        pk_slice m = big_member(i, buf);
+        assert_int_equal(pk_set_add(t, PART, "X", 1, 1, &m, NOW, &n), 0);
+        present[i] = 1;
+    }
+    ranks_match(t, present);
+    pk_txn_abort(t);
+    /* Read transactions walk instead. */
+    t = rtxn(ts->s);
+    assert_int_equal(rank_member(t, BIG, 0), -1);
+    pk_txn_abort(t);
+}
+
 static int scan_cb(void *ctx, pk_slice m)
 {
     return collect_member(ctx, m);
@@ -378,6 +596,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(replay_identical, two_setup,
                                         two_teardown),
         T(random_uniform),
+        T(random_uniform_large),
+        T(rank_index_exact),
         T(sscan_stable),
         T(wrongtype_and_limits),
         cmocka_unit_test(rec_check),
