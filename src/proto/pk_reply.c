@@ -10,8 +10,8 @@
  * refill, not one per partial write.  Positions handed out by
  * pk_reply_defer() are offsets from head, which that move preserves.
  *
- * Integers are formatted by hand, two digits per step (as Redis's
- * ll2string does), because every reply carries at least one length.
+ * Integers are formatted by pk_i64_format (core/pk_num.h), because every
+ * reply carries at least one length.
  */
 #include "pk_reply.h"
 
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_num.h"
 
 #define PK_OBUF_INIT 1024u
 #define PK_OBUF_KEEP (64u * 1024) /* larger buffers are freed when empty */
@@ -119,69 +120,10 @@ int pk_obuf_append(pk_obuf *ob, const void *p, size_t n)
     return PK_OK;
 }
 
-static size_t reply_digits(uint64_t v)
-{
-    size_t n = 1;
-
-    for (;;) {
-        if (v < 10)
-            return n;
-        if (v < 100)
-            return n + 1;
-        if (v < 1000)
-            return n + 2;
-        if (v < 10000)
-            return n + 3;
-        v /= 10000;
-        n += 4;
-    }
-}
-
-/* Writes v in decimal at buf, without NUL; returns the digit count. */
-static size_t reply_u64(char *buf, uint64_t v)
-{
-    static const char pairs[] = "00010203040506070809"
-                                "10111213141516171819"
-                                "20212223242526272829"
-                                "30313233343536373839"
-                                "40414243444546474849"
-                                "50515253545556575859"
-                                "60616263646566676869"
-                                "70717273747576777879"
-                                "80818283848586878889"
-                                "90919293949596979899";
-    size_t n = reply_digits(v), i = n;
-
-    while (v >= 100) {
-        size_t k = (size_t)(v % 100) * 2;
-        v /= 100;
-        buf[--i] = pairs[k + 1];
-        buf[--i] = pairs[k];
-    }
-    if (v >= 10) {
-        buf[--i] = pairs[v * 2 + 1];
-        buf[--i] = pairs[v * 2];
-    } else {
-        buf[--i] = (char)('0' + v);
-    }
-    return n;
-}
-
-size_t pk_reply_format_i64(char *buf, int64_t v)
-{
-    size_t n = 0;
-
-    if (v < 0)
-        buf[n++] = '-';
-    n += reply_u64(buf + n, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-    buf[n] = '\0';
-    return n;
-}
-
 /* "<type><v>\r\n" at w; returns its length. */
 static size_t reply_hdr_at(char *w, char type, int64_t v)
 {
-    size_t n = 1 + pk_reply_format_i64(w + 1, v);
+    size_t n = 1 + pk_i64_format(w + 1, v);
 
     w[0] = type;
     w[n] = '\r';

@@ -145,14 +145,4 @@ int pk_reply_defer(pk_obuf *ob, size_t *pos);
 int pk_reply_set_deferred(pk_obuf *ob, size_t pos, int proto,
                           enum pk_reply_kind kind, size_t n);
 
-/* Longest pk_reply_format_i64() output, with its NUL. */
-#define PK_REPLY_I64_MAX 21
-
-/*
- * Writes v in decimal, NUL-terminated, to buf (at least PK_REPLY_I64_MAX
- * bytes) and returns the digit count; the same text as "%" PRId64 without
- * the cost of printf.
- */
-size_t pk_reply_format_i64(char *buf, int64_t v);
-
 #endif

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_num.h"
 #include "proto/pk_proto_int.h"
 #include "proto/pk_reply.h"
 
@@ -614,8 +615,8 @@ int pk_rreply_next(pk_rreply_reader *r, pk_rr **reply)
 /* Writes "<type><n>\r\n" at w unless w is NULL; returns its size. */
 static size_t rr_hdr(char *w, char type, size_t n)
 {
-    char digits[PK_REPLY_I64_MAX];
-    size_t k = pk_reply_format_i64(digits, (int64_t)n);
+    char digits[PK_I64_CHARS];
+    size_t k = pk_i64_format(digits, (int64_t)n);
 
     if (w) {
         w[0] = type;

@@ -10,7 +10,9 @@
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
 
+#include <assert.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,7 @@ static int keys_object(int argc, const pk_arg *argv, pk_keyrun *r)
     return 1;
 }
 
-/* Sorted by name: pk_cmd_find is a binary search. */
+/* Sorted by name (COMMAND lists it so; test_cmd_table checks). */
 static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
     {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
@@ -310,19 +312,47 @@ static int name_cmp(const char *name, size_t len, const char *tname)
     return tname[i] ? -1 : 0;
 }
 
+/*
+ * pk_cmd_find's index: the table's entries (index + 1, 0 for none) by a
+ * hash of their case-folded names, open addressing, built once; the
+ * binary search over the table took a quarter of a GET's dispatch.
+ */
+#define FIND_SLOTS 1024u
+static uint16_t find_index[FIND_SLOTS];
+static pthread_once_t find_once = PTHREAD_ONCE_INIT;
+
+static uint32_t name_hash(const char *name, size_t len)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over the folded bytes */
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned c = (unsigned char)name[i];
+        h = (h ^ (c >= 'A' && c <= 'Z' ? c | 0x20 : c)) * 16777619u;
+    }
+    return h;
+}
+
+static void find_build(void)
+{
+    static_assert(NCMDS < FIND_SLOTS / 2 && NCMDS < UINT16_MAX,
+                  "the index stays at most half full");
+    for (size_t i = 0; i < NCMDS; i++) {
+        uint32_t h = name_hash(table[i].name, strlen(table[i].name));
+
+        while (find_index[h % FIND_SLOTS] != 0)
+            h++;
+        find_index[h % FIND_SLOTS] = (uint16_t)(i + 1);
+    }
+}
+
 const pk_cmd *pk_cmd_find(const char *name, size_t len)
 {
-    size_t lo = 0, hi = NCMDS;
+    uint32_t h = name_hash(name, len);
 
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = name_cmp(name, len, table[mid].name);
-        if (c == 0)
-            return &table[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
+    pthread_once(&find_once, find_build);
+    for (uint16_t e; (e = find_index[h % FIND_SLOTS]) != 0; h++) {
+        if (name_cmp(name, len, table[e - 1].name) == 0)
+            return &table[e - 1];
     }
     return NULL;
 }

@@ -21,6 +21,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "core/pk_num.h"
 #include "server/pk_cmd.h"
 #include "store/pk_key.h"
 #include "store/pk_keyops.h"
@@ -421,11 +422,11 @@ void pk_cmd_object(pk_cmd_ctx *x)
 void pk_cmd_time(pk_cmd_ctx *x)
 {
     struct timeval tv;
-    char s[PK_REPLY_I64_MAX], us[PK_REPLY_I64_MAX];
+    char s[PK_I64_CHARS], us[PK_I64_CHARS];
 
     gettimeofday(&tv, NULL);
-    pk_reply_format_i64(s, (int64_t)tv.tv_sec);
-    pk_reply_format_i64(us, (int64_t)tv.tv_usec);
+    pk_i64_format(s, (int64_t)tv.tv_sec);
+    pk_i64_format(us, (int64_t)tv.tv_usec);
     pk_reply_array(x->out, 2);
     pk_reply_bulk_str(x->out, s);
     pk_reply_bulk_str(x->out, us);

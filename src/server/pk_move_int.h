@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/pk_num.h"
 #include "server/pk_agent.h"
 #include "server/pk_move.h"
 #include "server/pk_srv.h"
@@ -92,9 +93,9 @@ uint64_t pk__mv_now(void);
 /* Appends v as a bulk string (a decimal argument of a request). */
 static inline void pk__mv_put_u64(pk_obuf *ob, uint64_t v)
 {
-    char b[24];
+    char b[PK_I64_CHARS];
 
-    pk_reply_bulk(ob, b, pk_reply_format_i64(b, (int64_t)v));
+    pk_reply_bulk(ob, b, pk_i64_format(b, (int64_t)v));
 }
 
 /* Source sessions (pk_move_src.c). */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/pk_err.h"
+#include "core/pk_num.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
@@ -37,9 +38,9 @@ uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
 /* Appends v as a bulk string (a decimal argument of a request). */
 static void put_u64(pk_obuf *ob, uint64_t v)
 {
-    char b[24];
+    char b[PK_I64_CHARS];
 
-    pk_reply_bulk(ob, b, pk_reply_format_i64(b, (int64_t)v));
+    pk_reply_bulk(ob, b, pk_i64_format(b, (int64_t)v));
 }
 
 enum ps {

@@ -54,6 +54,12 @@ static size_t escape(const uint8_t *k, size_t klen, uint8_t *out, size_t cap)
 {
     size_t o = 0;
 
+    if (klen <= cap && (klen == 0 || memchr(k, 0, klen) == NULL)) {
+        if (klen > 0) {
+            memcpy(out, k, klen); /* nothing to escape: most keys */
+        }
+        return klen;
+    }
     for (size_t i = 0; i < klen && o + 1 + (k[i] == 0) <= cap; i++) {
         out[o++] = k[i];
         if (k[i] == 0) {

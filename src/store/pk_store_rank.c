@@ -213,8 +213,8 @@ static int add_block(pk__rank *x, uint32_t *cap, size_t *subs_cap,
         }
         *cap = c;
     }
-    if (x->subs_len + n > *subs_cap) {
-        size_t c = (*subs_cap + n) * 2;
+    if (x->subs == NULL || x->subs_len + n > *subs_cap) {
+        size_t c = (*subs_cap + n) * 2 + 64;
         uint8_t *p = realloc(x->subs, c);
 
         if (p == NULL) {
@@ -223,7 +223,9 @@ static int add_block(pk__rank *x, uint32_t *cap, size_t *subs_cap,
         x->subs = p;
         *subs_cap = c;
     }
-    memcpy(x->subs + x->subs_len, sub, n);
+    if (n > 0) {
+        memcpy(x->subs + x->subs_len, sub, n);
+    }
     x->off[x->nblk] = x->subs_len;
     x->len[x->nblk] = (uint16_t)n;
     x->cnt[x->nblk] = 0;

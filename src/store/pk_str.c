@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_num.h"
 #include "store/pk_key.h"
 #include "store/pk_store_int.h"
 #include "store/pk_str.h"
@@ -197,10 +198,11 @@ int pk_str_getdel(pk_txn *t, uint32_t part, const void *key, size_t klen,
 int pk_str_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   int64_t by, uint64_t now_ms, int64_t *out)
 {
-    char buf[24];
+    char buf[PK_I64_CHARS];
     int64_t cur = 0;
     pk__meta m;
-    int rc = pk__op_begin(t, part, 0), n;
+    size_t n;
+    int rc = pk__op_begin(t, part, 0);
 
     if (rc != 0) {
         return rc;
@@ -221,9 +223,9 @@ int pk_str_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
         goto out;
     }
     cur += by;
-    n = snprintf(buf, sizeof(buf), "%lld", (long long)cur);
+    n = pk_i64_format(buf, cur);
     m.type = PK__T_STRING;
-    rc = pk__meta_put(t, &m, buf, (size_t)n, NULL, 0);
+    rc = pk__meta_put(t, &m, buf, n, NULL, 0);
     if (rc == 0) {
         *out = cur;
     }

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "core/pk_err.h"
+#include "core/pk_num.h"
 #include "proto/pk_reply.h"
 
 #define L(s) (s), sizeof(s) - 1
@@ -222,9 +223,9 @@ static void test_format_i64(void **state)
         v[n++] = (int64_t)(s >> (s % 64));
     }
     for (size_t i = 0; i < n; i++) {
-        char got[PK_REPLY_I64_MAX], want[32];
+        char got[PK_I64_CHARS], want[32];
         int wn = snprintf(want, sizeof(want), "%" PRId64, v[i]);
-        size_t gn = pk_reply_format_i64(got, v[i]);
+        size_t gn = pk_i64_format(got, v[i]);
         assert_string_equal(got, want);
         assert_int_equal(gn, wn);
     }
