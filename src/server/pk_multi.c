@@ -28,16 +28,25 @@
 /* Queued arguments a transaction may hold: Redis bounds them only by
  * maxmemory; a node bounds every connection's memory. */
 #define MULTI_MAX_BYTES (256u << 20)
+/* A connection's spare transaction keeps an arena up to this size. */
+#define MULTI_SPARE_MAX (64u << 10)
 
+/* A queued command: its arguments at arena + off, as argc pk_args and
+ * then their bytes, NUL-terminated; the pointers are set by EXEC, once
+ * the arena stops moving. */
 typedef struct queued {
     const pk_cmd *cmd;
     int argc;
-    pk_arg *argv; /* owned (pk_conn_args_copy) */
+    size_t off;
 } queued;
 
+/* One per connection in MULTI; EXEC and DISCARD keep it as the
+ * connection's spare, so that a transaction allocates nothing. */
 struct pk_multi {
     queued *q; /* owned, cap entries */
     uint32_t n, cap;
+    char *arena; /* owned, acap bytes, used of them taken */
+    size_t used, acap;
     size_t bytes;  /* argument bytes queued */
     int aborted;   /* a command was rejected while queueing */
     int writes;    /* some queued command writes */
@@ -245,16 +254,29 @@ static void multi_free(struct pk_multi *m)
 {
     if (m == NULL)
         return;
-    for (uint32_t i = 0; i < m->n; i++)
-        free(m->q[i].argv);
     free(m->q);
+    free(m->arena);
     free(m);
+}
+
+/* Ends transaction m of c: kept as c's spare, or freed when large. */
+static void multi_done(pk_conn *c, struct pk_multi *m)
+{
+    if (m == NULL)
+        return;
+    if (c->spare != NULL || m->acap > MULTI_SPARE_MAX) {
+        multi_free(m);
+        return;
+    }
+    m->n = 0;
+    m->used = m->bytes = 0;
+    c->spare = m;
 }
 
 /* Redis's discardTransaction: the queue goes, nothing stays watched. */
 static void discard(pk_conn *c)
 {
-    multi_free(c->multi);
+    multi_done(c, c->multi);
     c->multi = NULL;
     watch_clear(c);
 }
@@ -262,6 +284,8 @@ static void discard(pk_conn *c)
 void pk_multi_conn_reset(pk_conn *c)
 {
     discard(c);
+    multi_free(c->spare);
+    c->spare = NULL;
 }
 
 void pk_multi_reject(pk_conn *c)
@@ -296,6 +320,17 @@ static int queue_room(struct pk_multi *m, size_t bytes)
 
     if (bytes > MULTI_MAX_BYTES - m->bytes)
         return PK_ERANGE;
+    if (m->used + bytes > m->acap) {
+        size_t acap = m->acap ? m->acap : 1024;
+        char *a;
+
+        while (acap < m->used + bytes)
+            acap *= 2;
+        if ((a = realloc(m->arena, acap)) == NULL)
+            return PK_ENOMEM;
+        m->arena = a;
+        m->acap = acap;
+    }
     if (m->n < m->cap)
         return PK_OK;
     cap = m->cap ? 2 * m->cap : 8;
@@ -304,6 +339,35 @@ static int queue_room(struct pk_multi *m, size_t bytes)
     m->q = q;
     m->cap = cap;
     return PK_OK;
+}
+
+/* Copies x's arguments to the arena (queue_room made room for bytes). */
+static void queue_args(struct pk_multi *m, const pk_cmd_ctx *x, size_t bytes)
+{
+    pk_arg *a = (pk_arg *)(m->arena + m->used);
+    char *p = (char *)(a + x->argc);
+
+    for (int i = 0; i < x->argc; i++) {
+        memcpy(p, x->argv[i].ptr, x->argv[i].len);
+        p[x->argv[i].len] = '\0';
+        a[i] = (pk_arg){NULL, x->argv[i].len};
+        p += x->argv[i].len + 1;
+    }
+    m->q[m->n].off = m->used;
+    m->used += bytes;
+}
+
+/* queued q's arguments, their pointers set into the arena. */
+static pk_arg *queued_args(struct pk_multi *m, const queued *q)
+{
+    pk_arg *a = (pk_arg *)(m->arena + q->off);
+    char *p = (char *)(a + q->argc);
+
+    for (int i = 0; i < q->argc; i++) {
+        a[i].ptr = p;
+        p += a[i].len + 1;
+    }
+    return a;
 }
 
 void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
@@ -338,10 +402,8 @@ void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
     }
     for (int i = 0; i < x->argc; i++)
         bytes += x->argv[i].len + 1;
+    bytes = (bytes + 7) & ~(size_t)7; /* the next pk_arg array aligned */
     rc = queue_room(m, bytes);
-    if (rc == PK_OK &&
-        (m->q[m->n].argv = pk_conn_args_copy(x->argc, x->argv)) == NULL)
-        rc = PK_ENOMEM;
     if (rc != PK_OK) {
         pk_reply_error(x->out, rc == PK_ERANGE
                                    ? "ERR transaction too large: queued "
@@ -350,6 +412,7 @@ void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
         m->aborted = 1;
         return;
     }
+    queue_args(m, x, bytes);
     m->q[m->n].cmd = cmd;
     m->q[m->n].argc = x->argc;
     m->n++;
@@ -368,10 +431,13 @@ void pk_cmd_multi(pk_cmd_ctx *x)
         pk_reply_error(x->out, "ERR MULTI calls can not be nested");
         return;
     }
-    if ((m = calloc(1, sizeof(*m))) == NULL) {
+    if ((m = x->c->spare) != NULL) {
+        x->c->spare = NULL;
+    } else if ((m = calloc(1, sizeof(*m))) == NULL) {
         pk_reply_error(x->out, "ERR out of memory");
         return;
     }
+    m->aborted = m->writes = 0;
     m->slot = -1;
     m->gpart = -1;
     x->c->multi = m;
@@ -399,7 +465,7 @@ static void exec_run(pk_cmd_ctx *x, struct pk_multi *m)
         pk_cmd_ctx y = {.srv = x->srv,
                         .c = c,
                         .argc = m->q[i].argc,
-                        .argv = m->q[i].argv,
+                        .argv = queued_args(m, &m->q[i]),
                         .out = x->out,
                         .proto = c->proto, /* HELLO may have changed it */
                         .have_part = x->have_part,
@@ -459,7 +525,7 @@ void pk_cmd_exec(pk_cmd_ctx *x)
     if (x->have_part)
         pk_repl_note(x, m->writes);
     x->have_part = 0; /* noted: dispatch must not note it again */
-    multi_free(m);
+    multi_done(c, m);
 }
 
 void pk_cmd_watch(pk_cmd_ctx *x)

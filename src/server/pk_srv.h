@@ -84,6 +84,7 @@ struct pk_conn {
     struct coord_call *coord_call; /* a PK.COORD answer awaited (etcd) */
     /* MULTI/EXEC and WATCH (pk_multi.h). */
     struct pk_multi *multi;  /* owned; non-NULL between MULTI and EXEC */
+    struct pk_multi *spare;  /* owned: the last one, kept for the next */
     struct pk_wkey *watched; /* this connection's watched keys, owned */
     int watch_dirty;         /* a watched key changed: EXEC fails */
     /* Set while EXEC runs the queued commands: a blocking command

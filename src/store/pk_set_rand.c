@@ -20,7 +20,9 @@
  *
  * SPOP reads before it writes: the chosen members are copied out while
  * the walk runs and deleted after it is closed, so no cursor walks over
- * records being deleted and no borrowed byte outlives a write.
+ * records being deleted and no borrowed byte outlives a write; a single
+ * member is reported and then deleted under the walk's cursor, which
+ * takes no further step.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +209,16 @@ int pk_set_pop(pk_txn *t, uint32_t part, const void *key, size_t klen,
         count = m.count;
         rc = pk__set_each(t, &m, cb, ctx);
         rc = rc ? rc : pk__key_drop(t, &m);
+    } else if (count == 1) {
+        /* One member: reported, then deleted where the walk found it. */
+        pk__set_walk w = {0};
+
+        rc = walk_rank(t, &m, rnd_below(&seed, m.count), &w);
+        rc = rc ? rc : cb(ctx, w.mem);
+        rc = rc ? rc : pk__rec_del_here(t, w.c);
+        pk__set_walk_close(&w);
+        m.count--;
+        rc = rc ? rc : pk__set_save(t, &m);
     } else {
         rc = choose_some(t, &m, count, &seed, pop_keep, &pp);
     }

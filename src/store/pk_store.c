@@ -335,7 +335,7 @@ static void cursors_close(pk_txn *t)
 static void txn_free(pk_txn *t, int committed)
 {
     if (!t->rdonly) {
-        if (!committed && t->inserted_or_deleted) {
+        if (!committed && t->ins_del > 0) {
             pk__rank_clear(t->s); /* they count the writes undone */
         }
         pk__settle_end(t, committed);

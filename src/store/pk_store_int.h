@@ -246,8 +246,15 @@ struct pk_txn {
     pk_store *s;  /* borrowed */
     MDB_txn *txn; /* owned */
     int rdonly;
-    int err;                 /* sticky error, 0 while healthy */
-    int inserted_or_deleted; /* a data record (pk__rank_note) */
+    int err; /* sticky error, 0 while healthy */
+    /* Data records inserted or deleted (counted by pk__rank_note). */
+    uint64_t ins_del;
+    /* pk__meta_load found META key absent_key (absent_len bytes, 0 for
+     * none) missing when ins_del was absent_at: while no record comes or
+     * goes, pk__rec_put inserts it without looking for it again. */
+    uint8_t absent_key[PK_KEYENC_SHORT + 1];
+    size_t absent_len;
+    uint64_t absent_at;
     /* Cursors opened on first use (pk__cursor), closed with the
      * transaction; any function may move them, none keeps a position in
      * them across calls. */
@@ -427,6 +434,9 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
 int pk__rec_add(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
                 size_t vlen, int *added);
 int pk__rec_del(pk_txn *t, const uint8_t *k, size_t klen, int *deleted);
+/* Deletes the data record under c, a cursor of t on the data DB, as
+ * pk__rec_del would (a sub-key record of the operation's partition). */
+int pk__rec_del_here(pk_txn *t, MDB_cursor *c);
 int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
                       size_t limit, size_t *n);
 

@@ -127,7 +127,7 @@ void pk__rank_note(pk_txn *t, const uint8_t *k, size_t klen, int delta)
     pk__rank *x;
     uint32_t i, b;
 
-    t->inserted_or_deleted = 1;
+    t->ins_del++;
     if (s->nrank == 0 || pk_keyenc_parse(k, klen, &kp) != 0) {
         return;
     }

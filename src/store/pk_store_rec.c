@@ -525,8 +525,15 @@ int pk__rec_put(pk_txn *t, const uint8_t *k, size_t klen, const void *v,
     }
     /* One search at most: a replace writes where the get left the
      * cursor, an insert finds that page without descending from the
-     * root.  A META's cursor is on it already after pk__meta_load. */
-    rc = cursor_seek(c, &key, &old);
+     * root.  A META's cursor is on it already after pk__meta_load, or
+     * the load found it missing and nothing came or went since. */
+    if (meta && t->absent_len == klen && t->absent_at == t->ins_del &&
+        memcmp(t->absent_key, k, klen) == 0) {
+        rc = MDB_NOTFOUND;
+    } else {
+        rc = cursor_seek(c, &key, &old);
+    }
+    t->absent_len = 0;
     if (rc != 0 && rc != MDB_NOTFOUND) {
         return pk__fail(t, pk__err(rc));
     }
@@ -646,6 +653,20 @@ int pk__rec_del(pk_txn *t, const uint8_t *k, size_t klen, int *deleted)
     return pk__fail(t, rc);
 }
 
+int pk__rec_del_here(pk_txn *t, MDB_cursor *c)
+{
+    MDB_val k, v;
+    int rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
+
+    assert(t->op_open);
+    if (rc != 0) {
+        return pk__fail(t, pk__err(rc));
+    }
+    assert(k.mv_size >= 4 && pk_be32_get(k.mv_data) == t->op_part);
+    rc = log_add(t, PK__LOG_DEL, k.mv_data, k.mv_size, NULL, 0);
+    return pk__fail(t, rc ? rc : del_current(t, c, &k, &v));
+}
+
 int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
                       size_t limit, size_t *n)
 {
@@ -684,6 +705,16 @@ int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
     return pk__fail(t, rc);
 }
 
+/* Notes that m's META record is not there (see pk_txn.absent_key). */
+static void absent(pk_txn *t, const pk__meta *m)
+{
+    if (!t->rdonly && m->plen + 1 <= sizeof(t->absent_key)) {
+        memcpy(t->absent_key, m->key, m->plen + 1);
+        t->absent_len = m->plen + 1;
+        t->absent_at = t->ins_del;
+    }
+}
+
 int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   uint64_t now, pk__meta *m)
 {
@@ -713,8 +744,12 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
     m->key[m->plen] = PK_TAG_META;
     rc = pk__meta_cursor(t, &c);
     rc = rc ? rc : rec_get(t, c, m->key, m->plen + 1, &v);
+    if (rc == PK_ENOTFOUND) {
+        absent(t, m);
+        return 0;
+    }
     if (rc != 0) {
-        return rc == PK_ENOTFOUND ? 0 : rc;
+        return rc;
     }
     rc = pk__meta_parse(v.mv_data, v.mv_size, &type, &expire, &count);
     if (rc != 0) {
@@ -731,7 +766,12 @@ int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
         return PK_ERANGE;
     }
     if (expire != 0 && expire <= now) {
-        return t->rdonly || !t->op_open ? 0 : pk__key_drop(t, m);
+        if (t->rdonly || !t->op_open) {
+            return 0;
+        }
+        rc = pk__key_drop(t, m);
+        absent(t, m);
+        return rc;
     }
     m->exists = 1;
     m->type = type;
