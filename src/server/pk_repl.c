@@ -26,12 +26,10 @@
 #define SWEEP_MS 500            /* look for records nobody queued */
 #define WRITES_KEPT 32          /* per connection, for WAIT */
 #define STATE_MAGIC 0x504b5253u /* "PKRS" */
+/* A handoff not completed by then ends. */
 #define HANDOFF_MS 3000
-#define STALL_MS                                                               \
-    5000 /* no answer from a follower for this long: redial */ /* a handoff    \
-                                                                  not          \
-                                                                  completed by \
-                                                                  then ends */
+/* No answer from a follower for this long: redial. */
+#define STALL_MS 5000
 
 uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
 
