@@ -334,3 +334,22 @@ def test_forward_mode_tag_range(fcl):
             assert "needs a key bound" in str(e.value)
         finally:
             r.close()
+
+
+@only
+def test_resp3(r3):
+    r3.call("SET", "a", "1")
+    r3.call("HSET", "b", "f", "v")
+    assert r3.call("PK.RANGE", "-", "+", "WITHVALUES") == ["", ["a", "1",
+                                                               "b", None]]
+    assert r3.last_raw == b"*2\r\n$0\r\n\r\n*4\r\n$1\r\na\r\n$1\r\n1\r\n" \
+        b"$1\r\nb\r\n_\r\n"
+
+
+@only
+def test_in_multi(r):
+    r.mset({"m1": "a", "m2": "b", "n": "c"})
+    p = r.pipeline(transaction=True)
+    p.set("m3", "x")
+    p.execute_command("PK.RANGE", "[m", "(n", "WITHVALUES")
+    assert p.execute() == [True, ["", ["m1", "a", "m2", "b", "m3", "x"]]]
