@@ -102,7 +102,8 @@ static int keys_slot(pk_cmd_ctx *x, const pk_cmd *cmd, int split, int *slot)
     *slot = -1;
     for (int k = 0; k < nruns; k++) {
         for (int i = r[k].first; i <= r[k].last; i += r[k].step) {
-            int s = (int)pk_cluster_part(cl, x->argv[i].ptr, x->argv[i].len);
+            pk_slice key = pk_cmd_key(cmd, &x->argv[i]);
+            int s = (int)pk_cluster_part(cl, key.ptr, key.len);
             if (*slot >= 0 && s != *slot) {
                 if (split && x->srv->cfg.forward && splittable(cmd))
                     return route_split(x, cmd);

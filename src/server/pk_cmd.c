@@ -162,6 +162,8 @@ static const pk_cmd table[] = {
     {"pk.move", -2, N, 0, 0, 0, "slow", pk_cmd_pk_move, NULL},
     {"pk.moves", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_moves, NULL},
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions, NULL},
+    {"pk.range", -3, R | PK_CMD_BOUNDS, 1, 2, 1, "read keyspace slow",
+     pk_cmd_pk_range, pk_cmd_keys_pk_range},
     {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
     {"psetex", 4, W, 1, 1, 1, "write string slow", pk_cmd_psetex, NULL},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},
@@ -687,8 +689,10 @@ void pk_cmd_command(pk_cmd_ctx *x)
             n += (r[k].last - r[k].first) / r[k].step + 1;
         pk_reply_array(x->out, (size_t)n);
         for (int k = 0; k < nruns; k++)
-            for (int i = r[k].first; i <= r[k].last; i += r[k].step)
-                pk_reply_bulk(x->out, args[i].ptr, args[i].len);
+            for (int i = r[k].first; i <= r[k].last; i += r[k].step) {
+                pk_slice key = pk_cmd_key(c, &args[i]);
+                pk_reply_bulk(x->out, key.ptr, key.len);
+            }
     } else {
         pk_reply_errorf(
             x->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",

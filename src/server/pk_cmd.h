@@ -22,6 +22,9 @@
 /* Never forwarded (forward mode answers -MOVED): the command sets state
  * of this connection, as WATCH does. */
 #define PK_CMD_LOCAL 0x80u
+/* Each key argument is a range bound, "[key" or "(key" (PK.RANGE): routing
+ * and COMMAND GETKEYS take the key after its first byte (pk_cmd_key). */
+#define PK_CMD_BOUNDS 0x100u
 
 typedef void (*pk_cmd_fn)(pk_cmd_ctx *x);
 
@@ -63,6 +66,14 @@ int pk_cmd_keyruns(const pk_cmd *c, int argc, const pk_arg *argv, pk_keyrun *r);
 
 /* Finder for "numkeys key..." at argument i (LMPOP: i = 1). */
 int pk_cmd_keys_numkeys(int argc, const pk_arg *argv, int i, pk_keyrun *r);
+
+/* The key in key argument a of command c (without a bound's first byte). */
+static inline pk_slice pk_cmd_key(const pk_cmd *c, const pk_arg *a)
+{
+    size_t skip = (c->flags & PK_CMD_BOUNDS) && a->len > 0 ? 1 : 0;
+
+    return (pk_slice){(const uint8_t *)a->ptr + skip, a->len - skip};
+}
 
 /* The command named by a (any case), or NULL. */
 const pk_cmd *pk_cmd_find(const char *name, size_t len);
@@ -189,6 +200,10 @@ int pk_cmd_keys_blmpop(int argc, const pk_arg *argv, pk_keyrun *r);
 #define PK__CMD_DECL(n) void pk_cmd_##n(pk_cmd_ctx *x);
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL
+
+/* Ordered key ranges (pk_cmd_range.c). */
+void pk_cmd_pk_range(pk_cmd_ctx *x);
+int pk_cmd_keys_pk_range(int argc, const pk_arg *argv, pk_keyrun *r);
 
 /* Keyspace (pk_cmd_keyspace.c, and the expire family in pk_cmd_kv.c). */
 void pk_cmd_copy(pk_cmd_ctx *x);

@@ -306,11 +306,12 @@ int pk_multi_runs_now(const pk_cmd *cmd)
 static int64_t first_part(pk_cmd_ctx *x, const pk_cmd *cmd)
 {
     pk_keyrun r[PK_KEYRUNS_MAX];
+    pk_slice key;
 
     if (pk_cmd_keyruns(cmd, x->argc, x->argv, r) == 0)
         return -1;
-    return pk_srv_part(x->srv, x->argv[r[0].first].ptr,
-                       x->argv[r[0].first].len);
+    key = pk_cmd_key(cmd, &x->argv[r[0].first]);
+    return pk_srv_part(x->srv, key.ptr, key.len);
 }
 
 static int queue_room(struct pk_multi *m, size_t bytes)

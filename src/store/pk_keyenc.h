@@ -55,8 +55,9 @@
  * Order: short prefixes keep the order of (part, key).  A long key sorts
  * after its head as a short key and before every key extending the head
  * (00 01 < 00 02 < 00 FF and any byte > 00), among long keys of that head
- * by digest.  Clients see SCAN order as arbitrary, so only a future
- * range scheme over user keys would have to treat long keys apart.
+ * by digest.  Clients see SCAN order as arbitrary; PK.RANGE, which
+ * promises byte order, reads such keys apart (pk_store_range.c), as a
+ * future range scheme over user keys will have to.
  *
  * Long members.  "member" above stands for a field or member's sub-key
  * (pk_keyenc_member): a member of fewer than PK_KEYENC_SUB (240) bytes is
