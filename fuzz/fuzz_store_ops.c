@@ -363,9 +363,11 @@ static int op_zset(pk_txn *t, prog *g, unsigned op, pk_slice k)
         return pk_zset_pop(t, PART, KEY(k), b & 1,
                            (b & 2) ? UINT64_MAX : (b >> 2) % 8, NOW, count_z,
                            &n, &n);
-    case 3: /* ZRANGE, ZCOUNT, ZRANK */
+    case 3: /* ZRANGE, ZCOUNT, ZRANK, ZRANDMEMBER */
         (void)pk_zset_count(t, PART, KEY(k), &r, NOW, &n);
         (void)pk_zset_rank(t, PART, KEY(k), KEY(m[0]), r.rev, NOW, &n, sc);
+        (void)pk_zset_random(t, PART, KEY(k), u8(g) % 8, u8(g) & 1, u8(g), NOW,
+                             count_z, &n);
         return pk_zset_range(t, PART, KEY(k), &r, NOW, count_z, &n);
     case 4:
         return pk_zset_remrange(t, PART, KEY(k), &r, NOW, &n);
@@ -412,7 +414,7 @@ static int op_hash(pk_txn *t, prog *g, unsigned op, pk_slice k)
                                    NOW, &out);
     case 3:
         return pk_hmap_incrby(t, PART, KEY(k), KEY(f[0]), small(g), NOW, &i);
-    default: /* HSCAN (HRANDFIELD is the server's, over HGETALL) */
+    default: /* HSCAN, then HRANDFIELD */
         memset(&so, 0, sizeof(so));
         so.count = u8(g) % 4;
         if (u8(g) & 1) {
@@ -427,7 +429,8 @@ static int op_hash(pk_txn *t, prog *g, unsigned op, pk_slice k)
                 return rc;
             }
         } while (cur != 0);
-        return 0;
+        return pk_hmap_random(t, PART, KEY(k), u8(g) % 8, u8(g) & 1, u8(g), NOW,
+                              count_hv, &n);
     }
 }
 

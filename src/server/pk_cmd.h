@@ -276,17 +276,20 @@ void pk_cmd_scan_reply(pk_cmd_ctx *x, uint64_t next, const pk_obuf *items,
                        size_t n);
 
 /*
- * HRANDFIELD/ZRANDMEMBER: parses argv[2] (count) and argv[3] (with, the
- * WITHVALUES/WITHSCORES word) or replies the error and returns 0.
- * pk_cmd_rand_pick writes to idx (n entries for count >= 0, else -count)
- * the picks among n >= 1 elements and their number to *k.
+ * HRANDFIELD/ZRANDMEMBER: pk_cmd_rand_count parses argv[2] (count) and
+ * argv[3] (with, the WITHVALUES/WITHSCORES word) or replies the error and
+ * returns 0.  pk_cmd_rand_head replies nil / an empty array for a
+ * collection of size 0 or a count of 0 and returns 0, else writes the
+ * header of the picks' reply (none for the form without a count, which
+ * gets one bulk; pairs WITHVALUES/WITHSCORES, nested in RESP3) and
+ * returns 1: min(count, size) picks, or -count with repeats.
+ * pk_cmd_rand_seed seeds the store's random picks (SPOP, SRANDMEMBER,
+ * HRANDFIELD, ZRANDMEMBER) so that each call draws differently.
  */
 #define PK_CMD_RAND_MAX (1 << 24)
 int pk_cmd_rand_count(pk_cmd_ctx *x, const char *with, int64_t *count);
-void pk_cmd_rand_pick(uint64_t seed, size_t n, int64_t count, size_t *idx,
-                      size_t *k);
-uint64_t pk_cmd_rand_next(uint64_t *s);
-uint64_t pk_cmd_rand_seed(const void *p);
+int pk_cmd_rand_head(pk_cmd_ctx *x, uint64_t size, int64_t count, int with);
+uint64_t pk_cmd_rand_seed(const pk_cmd_ctx *x);
 
 /* Strings (pk_cmd_str.c) and bits (pk_cmd_bits.c). */
 void pk_cmd_setnx(pk_cmd_ctx *x);

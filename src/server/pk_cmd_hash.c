@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/pk_err.h"
 #include "server/pk_cmd.h"
@@ -365,118 +364,67 @@ int pk_cmd_rand_count(pk_cmd_ctx *x, const char *with, int64_t *count)
     return 1;
 }
 
-void pk_cmd_rand_pick(uint64_t seed, size_t n, int64_t count, size_t *idx,
-                      size_t *k)
+uint64_t pk_cmd_rand_seed(const pk_cmd_ctx *x)
 {
-    uint64_t s = seed;
+    /* The store mixes it (splitmix64), so the command counter, clock and
+     * connection make each call's draws differ. */
+    return x->srv->total_cmds * 0x9e3779b97f4a7c15ull ^ x->srv->now_ms ^
+           (x->c->id << 40);
+}
 
-    if (count >= 0) {
-        /* Distinct: a partial Fisher-Yates shuffle of 0..n-1. */
-        size_t m = (uint64_t)count < n ? (size_t)count : n;
-        for (size_t i = 0; i < n; i++)
-            idx[i] = i;
-        for (size_t i = 0; i < m; i++) {
-            size_t j = i + (size_t)(pk_cmd_rand_next(&s) % (n - i));
-            size_t tmp = idx[i];
-            idx[i] = idx[j];
-            idx[j] = tmp;
-        }
-        *k = m;
-        return;
+int pk_cmd_rand_head(pk_cmd_ctx *x, uint64_t size, int64_t count, int with)
+{
+    uint64_t k;
+
+    if (size == 0 || count == 0) {
+        if (x->argc == 2)
+            pk_reply_null(x->out, x->proto);
+        else
+            pk_reply_array(x->out, 0);
+        return 0;
     }
-    for (size_t i = 0; i < (size_t)-count; i++)
-        idx[i] = (size_t)(pk_cmd_rand_next(&s) % n);
-    *k = (size_t)-count;
+    if (x->argc == 2)
+        return 1; /* one bulk, no header */
+    k = count < 0                ? (uint64_t)-count
+        : (uint64_t)count < size ? (uint64_t)count
+                                 : size;
+    pk_reply_array(x->out, with && x->proto == 2 ? 2 * k : k);
+    return 1;
 }
 
-uint64_t pk_cmd_rand_next(uint64_t *s)
+/* HRANDFIELD's picks, streamed: RESP3 nests each pair WITHVALUES. */
+typedef struct hrand {
+    pk_cmd_ctx *x;
+    int with;
+} hrand;
+
+static int hrand_emit(void *ctx, pk_slice field, pk_slice val)
 {
-    /* splitmix64: no shared state, a seed per command is enough. */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    hrand *h = ctx;
 
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-uint64_t pk_cmd_rand_seed(const void *p)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-           (uint64_t)(uintptr_t)p;
-}
-
-typedef struct hpairs {
-    pk_slice *f, *v;
-    size_t n, cap;
-} hpairs;
-
-static int collect_pair(void *ctx, pk_slice field, pk_slice val)
-{
-    hpairs *h = ctx;
-
-    if (h->n == h->cap)
-        return PK_ECORRUPT; /* more fields than the META count */
-    h->f[h->n] = field;
-    h->v[h->n++] = val;
+    if (h->with && h->x->proto == 3)
+        pk_reply_array(h->x->out, 2);
+    pk_reply_bulk(h->x->out, field.ptr, field.len);
+    if (h->with)
+        pk_reply_bulk(h->x->out, val.ptr, val.len);
     return 0;
 }
 
 void pk_cmd_hrandfield(pk_cmd_ctx *x)
 {
     int64_t count = 1;
-    int withvalues = x->argc == 4;
+    hrand h = {x, x->argc == 4};
     uint64_t len;
-    hpairs h = {0};
-    size_t *idx = NULL, k = 0;
     int rc;
 
     if (x->argc >= 3 && !pk_cmd_rand_count(x, "withvalues", &count))
         return;
     TXN_OR_RETURN(x, t);
     rc = pk_hmap_len(t, PK_KEY(x, 1), NOW(x), &len);
-    if (rc != PK_OK) {
+    if (rc == PK_OK && pk_cmd_rand_head(x, len, count, h.with))
+        rc = pk_hmap_random(t, PK_KEY(x, 1),
+                            (uint64_t)(count < 0 ? -count : count), count < 0,
+                            pk_cmd_rand_seed(x), NOW(x), hrand_emit, &h);
+    if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
-        return;
-    }
-    if (len == 0 || count == 0) {
-        if (x->argc == 2)
-            pk_reply_null(x->out, x->proto);
-        else
-            pk_reply_array(x->out, 0);
-        return;
-    }
-    /* Allocations follow the hash's size, or a count already bounded. */
-    h.cap = (size_t)len;
-    h.f = malloc(h.cap * sizeof(*h.f));
-    h.v = malloc(h.cap * sizeof(*h.v));
-    idx = malloc((count < 0 ? (size_t)-count : h.cap) * sizeof(*idx));
-    rc = h.f && h.v && idx ? PK_OK : PK_ENOMEM;
-    if (rc == PK_OK)
-        rc = pk_hmap_each(t, PK_KEY(x, 1), NOW(x), collect_pair, &h);
-    if (rc == PK_OK && h.n == 0)
-        rc = PK_ECORRUPT;
-    if (rc != PK_OK) {
-        pk_cmd_store_error(x, rc);
-        goto out;
-    }
-    pk_cmd_rand_pick(pk_cmd_rand_seed(t), h.n, count, idx, &k);
-    if (x->argc == 2) {
-        pk_reply_bulk(x->out, h.f[idx[0]].ptr, h.f[idx[0]].len);
-        goto out;
-    }
-    pk_reply_array(x->out, withvalues && x->proto == 2 ? 2 * k : k);
-    for (size_t i = 0; i < k; i++) {
-        if (withvalues && x->proto == 3)
-            pk_reply_array(x->out, 2);
-        pk_reply_bulk(x->out, h.f[idx[i]].ptr, h.f[idx[i]].len);
-        if (withvalues)
-            pk_reply_bulk(x->out, h.v[idx[i]].ptr, h.v[idx[i]].len);
-    }
-out:
-    free(h.f);
-    free(h.v);
-    free(idx);
 }

@@ -36,14 +36,6 @@ static pk_slice *args(pk_cmd_ctx *x, int from, size_t *n)
     return s;
 }
 
-/* A seed for SPOP / SRANDMEMBER: the store mixes it (splitmix64), so the
- * command counter, clock and connection make each call's draws differ. */
-static uint64_t seed(const pk_cmd_ctx *x)
-{
-    return x->srv->total_cmds * 0x9e3779b97f4a7c15ull ^ x->srv->now_ms ^
-           (x->c->id << 40);
-}
-
 /* Members gathered into a side buffer, counted. */
 typedef struct gather {
     pk_obuf buf;
@@ -219,7 +211,8 @@ void pk_cmd_spop(pk_cmd_ctx *x)
     }
     TXN_OR_RETURN(x, t);
     if (x->argc == 2) {
-        rc = pk_set_pop(t, PK_KEY(x, 1), 1, seed(x), NOW(x), one_cb, &o, &n);
+        rc = pk_set_pop(t, PK_KEY(x, 1), 1, pk_cmd_rand_seed(x), NOW(x), one_cb,
+                        &o, &n);
         if (rc != PK_OK)
             pk_cmd_store_error(x, rc);
         else if (!o.got)
@@ -227,8 +220,8 @@ void pk_cmd_spop(pk_cmd_ctx *x)
         return;
     }
     pk_obuf_init(&g.buf);
-    rc = pk_set_pop(t, PK_KEY(x, 1), (uint64_t)count, seed(x), NOW(x),
-                    gather_cb, &g, &n);
+    rc = pk_set_pop(t, PK_KEY(x, 1), (uint64_t)count, pk_cmd_rand_seed(x),
+                    NOW(x), gather_cb, &g, &n);
     gather_reply(x, &g, rc, 1);
 }
 
@@ -263,7 +256,8 @@ void pk_cmd_srandmember(pk_cmd_ctx *x)
     TXN_OR_RETURN(x, t);
     repeat = count < 0;
     if (x->argc == 2) {
-        rc = pk_set_random(t, PK_KEY(x, 1), 1, 0, seed(x), NOW(x), one_cb, &o);
+        rc = pk_set_random(t, PK_KEY(x, 1), 1, 0, pk_cmd_rand_seed(x), NOW(x),
+                           one_cb, &o);
         if (rc != PK_OK)
             pk_cmd_store_error(x, rc);
         else if (!o.got)
@@ -272,7 +266,7 @@ void pk_cmd_srandmember(pk_cmd_ctx *x)
     }
     pk_obuf_init(&g.buf);
     rc = pk_set_random(t, PK_KEY(x, 1), (uint64_t)(repeat ? -count : count),
-                       repeat, seed(x), NOW(x), gather_cb, &g);
+                       repeat, pk_cmd_rand_seed(x), NOW(x), gather_cb, &g);
     gather_reply(x, &g, rc, 0);
 }
 

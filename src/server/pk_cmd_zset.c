@@ -691,79 +691,41 @@ int pk_cmd_keys_dest_num2(int argc, const pk_arg *argv, pk_keyrun *r)
     return 2;
 }
 
-typedef struct zpairs {
-    pk_slice *m;
-    double *s;
-    size_t n, cap;
-} zpairs;
+/* ZRANDMEMBER's picks, streamed: RESP3 nests each pair WITHSCORES. */
+typedef struct zrand {
+    pk_cmd_ctx *x;
+    int with;
+} zrand;
 
-static int collect_member(void *ctx, pk_slice member, double score)
+static int zrand_emit(void *ctx, pk_slice member, double score)
 {
-    zpairs *z = ctx;
+    zrand *z = ctx;
 
-    if (z->n == z->cap)
-        return PK_ECORRUPT; /* more members than the META count */
-    z->m[z->n] = member;
-    z->s[z->n++] = score;
+    if (z->with && z->x->proto == 3)
+        pk_reply_array(z->x->out, 2);
+    pk_reply_bulk(z->x->out, member.ptr, member.len);
+    if (z->with)
+        pk_reply_double(z->x->out, z->x->proto, score);
     return 0;
 }
 
 void pk_cmd_zrandmember(pk_cmd_ctx *x)
 {
     int64_t count = 1;
-    int withscores = x->argc == 4;
+    zrand z = {x, x->argc == 4};
     uint64_t card;
-    zpairs z = {0};
-    size_t *idx = NULL, k = 0;
     int rc;
 
     if (x->argc >= 3 && !pk_cmd_rand_count(x, "withscores", &count))
         return;
     TXN_OR_RETURN(x, t);
     rc = pk_zset_card(t, PK_KEY(x, 1), NOW(x), &card);
-    if (rc != PK_OK) {
+    if (rc == PK_OK && pk_cmd_rand_head(x, card, count, z.with))
+        rc = pk_zset_random(t, PK_KEY(x, 1),
+                            (uint64_t)(count < 0 ? -count : count), count < 0,
+                            pk_cmd_rand_seed(x), NOW(x), zrand_emit, &z);
+    if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
-        return;
-    }
-    if (card == 0 || count == 0) {
-        if (x->argc == 2)
-            pk_reply_null(x->out, x->proto);
-        else
-            pk_reply_array(x->out, 0);
-        return;
-    }
-    /* Allocations follow the set's size, or a count already bounded. */
-    z.cap = (size_t)card;
-    z.m = malloc(z.cap * sizeof(*z.m));
-    z.s = malloc(z.cap * sizeof(*z.s));
-    idx = malloc((count < 0 ? (size_t)-count : z.cap) * sizeof(*idx));
-    rc = z.m && z.s && idx ? PK_OK : PK_ENOMEM;
-    if (rc == PK_OK)
-        rc = pk_zset_range_rank(t, PK_KEY(x, 1), 0, -1, 0, NOW(x),
-                                collect_member, &z);
-    if (rc == PK_OK && z.n == 0)
-        rc = PK_ECORRUPT;
-    if (rc != PK_OK) {
-        pk_cmd_store_error(x, rc);
-        goto out;
-    }
-    pk_cmd_rand_pick(pk_cmd_rand_seed(t), z.n, count, idx, &k);
-    if (x->argc == 2) {
-        pk_reply_bulk(x->out, z.m[idx[0]].ptr, z.m[idx[0]].len);
-        goto out;
-    }
-    pk_reply_array(x->out, withscores && x->proto == 2 ? 2 * k : k);
-    for (size_t i = 0; i < k; i++) {
-        if (withscores && x->proto == 3)
-            pk_reply_array(x->out, 2);
-        pk_reply_bulk(x->out, z.m[idx[i]].ptr, z.m[idx[i]].len);
-        if (withscores)
-            pk_reply_double(x->out, x->proto, z.s[idx[i]]);
-    }
-out:
-    free(z.m);
-    free(z.s);
-    free(idx);
 }
 
 typedef struct zscan_out {

@@ -3,6 +3,7 @@
  * count is kept equal to the number of field records; HSET and HDEL adjust
  * it by what they actually added or removed, and HDEL of the last field
  * drops the key (META included) so no empty hash is ever visible.
+ * HRANDFIELD picks through the store's random choices (pk_store_rand.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -169,6 +170,20 @@ int pk_hmap_each(pk_txn *t, uint32_t part, const void *key, size_t klen,
         rc = pk__fail(t, pk__err(mrc));
     }
     return rc;
+}
+
+int pk_hmap_random(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                   uint64_t count, int repeat, uint64_t seed, uint64_t now_ms,
+                   pk_hmap_cb cb, void *ctx)
+{
+    pk__meta m;
+    int rc = load_read(t, part, key, klen, now_ms, &m);
+
+    if (rc != 0 || !m.exists) {
+        return rc;
+    }
+    /* A field's record: the field, then its value as the rest. */
+    return pk__rand_pick(t, &m, PK_TAG_HFIELD, count, repeat, &seed, cb, ctx);
 }
 
 /* Loads the key inside a write operation; it must be missing or a hash. */

@@ -119,6 +119,19 @@ int pk_hmap_each(pk_txn *t, uint32_t part, const void *key, size_t klen,
                  uint64_t now_ms, pk_hmap_cb cb, void *ctx);
 
 /*
+ * HRANDFIELD: calls cb for count fields chosen uniformly at random, with
+ * their values: distinct ones (min(count, len) of them, in byte order of
+ * the fields) unless repeat, else exactly count independent draws in
+ * random order (none for a missing key).  seed drives the choice; memory
+ * is bounded by a batch of 65536 draws whatever count is, never by the
+ * hash's size (pk_store_rand.c).  Returns 0, WRONGTYPE, the callback's
+ * value, PK_ENOMEM or an error.
+ */
+int pk_hmap_random(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                   uint64_t count, int repeat, uint64_t seed, uint64_t now_ms,
+                   pk_hmap_cb cb, void *ctx);
+
+/*
  * HSCAN: fields in byte order from cursor (0 to begin); opts->match and
  * opts->count as SCAN's (opts may be NULL, type is ignored).  At least
  * count fields are examined, then the rest of those sharing the last

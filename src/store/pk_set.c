@@ -1,8 +1,8 @@
 /*
  * pk_set: the record layer of sets -- loading a set, SADD, SREM, SCARD,
  * SISMEMBER/SMISMEMBER, SMEMBERS, SMOVE and SSCAN -- and the helpers the
- * other set files share (pk_set_int.h): member keys, membership, member
- * cursors and the buffer of members copied out of the map.
+ * other set files share (pk_set_int.h): member keys, membership and the
+ * buffer of members copied out of the map.
  *
  * Invariant: the META count equals the number of SMEMBER records of the
  * key, and is never 0 (the last SREM / SPOP / SMOVE drops the key).  A
@@ -86,113 +86,15 @@ int pk__set_save(pk_txn *t, pk__meta *m)
                          : pk__meta_put(t, m, NULL, 0, NULL, 0);
 }
 
-static int walk_check(pk_txn *t, pk__set_walk *w, int mrc, MDB_val *k,
-                      MDB_val *v)
-{
-    size_t n = w->plen + 1;
-    pk_slice rest;
-
-    w->valid = 0;
-    if (mrc == MDB_NOTFOUND) {
-        return 0;
-    }
-    if (mrc != 0) {
-        return pk__fail(t, pk__err(mrc));
-    }
-    if (k->mv_size < n || memcmp(k->mv_data, w->prefix, w->plen) != 0 ||
-        ((const uint8_t *)k->mv_data)[w->plen] != PK_TAG_SMEMBER) {
-        return 0;
-    }
-    w->sub = (pk_slice){(const uint8_t *)k->mv_data + n, k->mv_size - n};
-    if (pk__sub_full(PK_TAG_SMEMBER, w->sub, (pk_slice){v->mv_data, v->mv_size},
-                     &w->mem, &rest) != 0) {
-        return pk__fail(t, PK_ECORRUPT);
-    }
-    w->valid = 1;
-    return 0;
-}
-
-/* Opens w's cursor at the first record >= prefix | tag | from[..n),
- * built in kb (PK_KEYENC_MAX + 1 bytes); w->c is NULL if it failed. */
-static int walk_seek(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                     size_t plen, uint8_t tag, const void *from, size_t n,
-                     uint8_t *kb, MDB_val *k, MDB_val *v)
-{
-    int mrc;
-
-    w->prefix = prefix;
-    w->plen = plen;
-    w->valid = 0;
-    if ((mrc = mdb_cursor_open(t->txn, t->s->data, &w->c)) != 0) {
-        w->c = NULL;
-        return mrc;
-    }
-    memcpy(kb, prefix, plen);
-    kb[plen] = tag;
-    if (n > 0) {
-        memcpy(kb + plen + 1, from, n);
-    }
-    *k = (MDB_val){plen + 1 + n, kb};
-    return mdb_cursor_get(w->c, k, v, MDB_SET_RANGE);
-}
-
-int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                      size_t plen, int rev)
-{
-    uint8_t kb[PK_KEYENC_MAX + 1];
-    MDB_val k, v;
-    /* Forward: the first member; backward: just past the last one. */
-    int mrc =
-        walk_seek(t, w, prefix, plen, rev ? PK_TAG_SMEMBER + 1 : PK_TAG_SMEMBER,
-                  NULL, 0, kb, &k, &v);
-
-    if (w->c == NULL) {
-        return pk__fail(t, pk__err(mrc));
-    }
-    if (rev) {
-        mrc = mdb_cursor_get(w->c, &k, &v,
-                             mrc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
-    }
-    return walk_check(t, w, mrc, &k, &v);
-}
-
-int pk__set_walk_from(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                      size_t plen, pk_slice sub)
-{
-    uint8_t kb[PK_KEYENC_MAX + 1];
-    MDB_val k, v;
-    int mrc = walk_seek(t, w, prefix, plen, PK_TAG_SMEMBER, sub.ptr, sub.len,
-                        kb, &k, &v);
-
-    return w->c == NULL ? pk__fail(t, pk__err(mrc))
-                        : walk_check(t, w, mrc, &k, &v);
-}
-
-int pk__set_walk_next(pk_txn *t, pk__set_walk *w, int rev)
-{
-    MDB_val k, v;
-
-    return walk_check(
-        t, w, mdb_cursor_get(w->c, &k, &v, rev ? MDB_PREV : MDB_NEXT), &k, &v);
-}
-
-void pk__set_walk_close(pk__set_walk *w)
-{
-    if (w->c != NULL) {
-        mdb_cursor_close(w->c);
-        w->c = NULL;
-    }
-}
-
 int pk__set_each(pk_txn *t, const pk__meta *m, pk_set_cb cb, void *ctx)
 {
-    pk__set_walk w;
-    int rc = pk__set_walk_open(t, &w, m->key, m->plen, 0);
+    pk__sub_walk w;
+    int rc = pk__sub_walk_open(t, &w, m->key, m->plen, PK_TAG_SMEMBER, 0);
 
     while (rc == 0 && w.valid && (rc = cb(ctx, w.mem)) == 0) {
-        rc = pk__set_walk_next(t, &w, 0);
+        rc = pk__sub_walk_next(t, &w, 0);
     }
-    pk__set_walk_close(&w);
+    pk__sub_walk_close(&w);
     return rc;
 }
 

@@ -110,10 +110,9 @@ int pk_set_pop(pk_txn *t, uint32_t part, const void *key, size_t klen,
  * distinct ones (min(count, card) of them, in byte order) unless repeat,
  * else exactly count independent draws in random order (none for a
  * missing key); a caller writes its reply header from pk_set_card.  Memory
- * is bounded by PK_SET_RAND_BATCH draws whatever count is.  Returns 0,
- * WRONGTYPE, the callback's value, PK_ENOMEM or an error.
+ * is bounded by a batch of 65536 draws whatever count is (pk_store_rand.c).
+ * Returns 0, WRONGTYPE, the callback's value, PK_ENOMEM or an error.
  */
-#define PK_SET_RAND_BATCH 65536u
 int pk_set_random(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   uint64_t count, int repeat, uint64_t seed, uint64_t now_ms,
                   pk_set_cb cb, void *ctx);

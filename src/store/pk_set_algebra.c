@@ -93,13 +93,13 @@ static int keep(pk_txn *t, const srcs *s, pk_set_op op, size_t from,
     return 1;
 }
 
-/* Intersection or difference: pk__set_walk one set, probe the others. */
+/* Intersection or difference: pk__sub_walk one set, probe the others. */
 static int probe(pk_txn *t, const srcs *s, pk_set_op op, uint64_t limit,
                  pk_set_cb cb, void *ctx, uint64_t *card)
 {
     size_t from = 0;
     uint64_t n = 0;
-    pk__set_walk w;
+    pk__sub_walk w;
     int rc, k;
 
     for (size_t i = 0; op == PK_SETOP_INTER && i < s->n; i++) {
@@ -113,7 +113,8 @@ static int probe(pk_txn *t, const srcs *s, pk_set_op op, uint64_t limit,
         *card = 0;
         return 0;
     }
-    rc = pk__set_walk_open(t, &w, src_prefix(s, from), s->plen[from], 0);
+    rc = pk__sub_walk_open(t, &w, src_prefix(s, from), s->plen[from],
+                           PK_TAG_SMEMBER, 0);
     while (rc == 0 && w.valid && (limit == 0 || n < limit)) {
         /* Only `from` itself is skipped: SDIFF a a probes the copy. */
         k = keep(t, s, op, from, w.mem);
@@ -123,9 +124,9 @@ static int probe(pk_txn *t, const srcs *s, pk_set_op op, uint64_t limit,
             n++;
             rc = cb ? cb(ctx, w.mem) : 0;
         }
-        rc = rc ? rc : pk__set_walk_next(t, &w, 0);
+        rc = rc ? rc : pk__sub_walk_next(t, &w, 0);
     }
-    pk__set_walk_close(&w);
+    pk__sub_walk_close(&w);
     if (rc == 0) {
         *card = n;
     }
@@ -144,7 +145,7 @@ static int slice_cmp(pk_slice a, pk_slice b)
 static int merge(pk_txn *t, const srcs *s, pk_set_cb cb, void *ctx,
                  uint64_t *card)
 {
-    pk__set_walk *w = calloc(s->n, sizeof(*w));
+    pk__sub_walk *w = calloc(s->n, sizeof(*w));
     uint64_t n = 0;
     int rc = w ? 0 : PK_ENOMEM;
     pk_slice min = {NULL, 0};
@@ -152,7 +153,8 @@ static int merge(pk_txn *t, const srcs *s, pk_set_cb cb, void *ctx,
 
     for (size_t i = 0; rc == 0 && i < s->n; i++) {
         if (s->count[i] > 0) {
-            rc = pk__set_walk_open(t, &w[i], src_prefix(s, i), s->plen[i], 0);
+            rc = pk__sub_walk_open(t, &w[i], src_prefix(s, i), s->plen[i],
+                                   PK_TAG_SMEMBER, 0);
         }
     }
     while (rc == 0) {
@@ -171,13 +173,13 @@ static int merge(pk_txn *t, const srcs *s, pk_set_cb cb, void *ctx,
         /* min points into the map: compare before moving its cursor. */
         for (size_t i = s->n; rc == 0 && i-- > 0;) {
             if (i != best && w[i].valid && slice_cmp(w[i].sub, min) == 0) {
-                rc = pk__set_walk_next(t, &w[i], 0);
+                rc = pk__sub_walk_next(t, &w[i], 0);
             }
         }
-        rc = rc ? rc : pk__set_walk_next(t, &w[best], 0);
+        rc = rc ? rc : pk__sub_walk_next(t, &w[best], 0);
     }
     for (size_t i = 0; w != NULL && i < s->n; i++) {
-        pk__set_walk_close(&w[i]);
+        pk__sub_walk_close(&w[i]);
     }
     free(w);
     if (rc == 0) {

@@ -1,7 +1,8 @@
 /*
  * pk_set_int: what the set source files (pk_set.c, the record layer;
  * pk_set_algebra.c, SINTER/SUNION/SDIFF and their STORE forms;
- * pk_set_rand.c, SPOP/SRANDMEMBER) share and nothing else may use.
+ * pk_set_rand.c, SPOP/SRANDMEMBER) share and nothing else may use;
+ * they walk members with pk__sub_walk (pk_store_int.h).
  *
  * A set is a META record (type PK__T_SET, count = its members, never 0)
  * plus one record prefix | PK_TAG_SMEMBER | member -> (empty) a member;
@@ -61,35 +62,6 @@ int pk__set_rem_one(pk_txn *t, pk__meta *m, const void *mem, size_t mlen,
 
 /* Writes m's META record with its (changed) count, or drops an empty set. */
 int pk__set_save(pk_txn *t, pk__meta *m);
-
-/*
- * A cursor over one set's members, in sub-key order (rev: from the last):
- * byte order but for long members sharing a head (pk_keyenc.h).  While
- * valid, mem (the member) and sub (its sub-key, what the order is of)
- * borrow the map until the next write or step.
- */
-typedef struct pk__set_walk {
-    MDB_cursor *c;         /* owned; NULL once closed */
-    const uint8_t *prefix; /* borrowed; plen bytes, then the tag */
-    size_t plen;
-    int valid;
-    pk_slice mem;
-    pk_slice sub;
-} pk__set_walk;
-
-/*
- * Opens w on the set at prefix (plen bytes; an existing set's, so that
- * prefix | tag fits in a key) at its first member, or at its last when
- * rev.  Returns 0 or a sticky error; w must be closed either way.
- */
-int pk__set_walk_open(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                      size_t plen, int rev);
-/* Opens w forward at the first member whose sub-key is >= sub. */
-int pk__set_walk_from(pk_txn *t, pk__set_walk *w, const uint8_t *prefix,
-                      size_t plen, pk_slice sub);
-int pk__set_walk_next(pk_txn *t, pk__set_walk *w, int rev);
-/* Closes w; a closed or zeroed walk may be closed again. */
-void pk__set_walk_close(pk__set_walk *w);
 
 /* Calls cb for each member of a loaded set, in byte order. */
 int pk__set_each(pk_txn *t, const pk__meta *m, pk_set_cb cb, void *ctx);

@@ -488,6 +488,62 @@ static inline int pk__sub_long(size_t sub_len)
 }
 
 /*
+ * A cursor over one key's records prefix | tag | sub (tag HFIELD, ZMEMBER
+ * or SMEMBER; pk_store_walk.c), in sub-key order (rev: from the last):
+ * byte order of the members but for long ones sharing a head
+ * (pk_keyenc.h).  While valid, mem (the full member), rest (the rest of
+ * the record as pk__sub_full gives it: a field's value, a member's 8
+ * score bytes, nothing for a set) and sub (the sub-key, what the order is
+ * of) borrow the map until the next write or step.
+ */
+typedef struct pk__sub_walk {
+    MDB_cursor *c;         /* owned; NULL once closed */
+    const uint8_t *prefix; /* borrowed; plen bytes */
+    size_t plen;
+    uint8_t tag;
+    int valid;
+    pk_slice mem;
+    pk_slice rest;
+    pk_slice sub;
+} pk__sub_walk;
+
+/*
+ * Opens w on the records prefix | tag (plen bytes of an existing key's
+ * prefix, so that prefix | tag fits in a key) at the first one, or at the
+ * last when rev.  Returns 0 or a sticky error; w must be closed either
+ * way.  pk__sub_walk_from opens w forward at the first record whose
+ * sub-key is >= sub.
+ */
+int pk__sub_walk_open(pk_txn *t, pk__sub_walk *w, const uint8_t *prefix,
+                      size_t plen, uint8_t tag, int rev);
+int pk__sub_walk_from(pk_txn *t, pk__sub_walk *w, const uint8_t *prefix,
+                      size_t plen, uint8_t tag, pk_slice sub);
+int pk__sub_walk_next(pk_txn *t, pk__sub_walk *w, int rev);
+/* Closes w; a closed or zeroed walk may be closed again. */
+void pk__sub_walk_close(pk__sub_walk *w);
+
+/*
+ * Uniform random choices among the count records prefix | tag of a
+ * loaded key m (m->exists, count >= 1; pk_store_rand.c), for SPOP,
+ * SRANDMEMBER, HRANDFIELD and ZRANDMEMBER.  *seed is the splitmix64
+ * state, advanced.
+ *
+ * pk__rand_walk opens w (to be closed either way) at a record drawn
+ * uniformly.  pk__rand_pick calls cb with the member and rest of each
+ * pick (borrowing the map until the next write): distinct records
+ * (min(k, count) of them, each subset equally likely, in sub-key order)
+ * unless repeat, else exactly k independent draws in draw order.  Memory
+ * is bounded by PK__RAND_BATCH draws whatever k is.  Both return 0, cb's
+ * value, PK_ENOMEM or a sticky error.
+ */
+#define PK__RAND_BATCH 65536u
+typedef int (*pk__rand_cb)(void *ctx, pk_slice mem, pk_slice rest);
+int pk__rand_walk(pk_txn *t, const pk__meta *m, uint8_t tag, uint64_t *seed,
+                  pk__sub_walk *w);
+int pk__rand_pick(pk_txn *t, const pk__meta *m, uint8_t tag, uint64_t k,
+                  int repeat, uint64_t *seed, pk__rand_cb cb, void *ctx);
+
+/*
  * HSCAN / ZSCAN / SSCAN over the records prefix | tag of the loaded key m
  * (pk_store_subscan.c).  Sub-keys form groups by their first 8 bytes
  * (zero padded); cursor is the big-endian value of a group (0: start).

@@ -1,5 +1,6 @@
 /*
- * pk_zset_range: ZRANGE by rank, score and lex.
+ * pk_zset_range: ZRANGE by rank, score and lex, and ZRANDMEMBER (the
+ * store's random picks over the ZMEMBER records, pk_store_rand.c).
  *
  * Every range is one cursor walk (zwalk) over either the ZSCORE records
  * (rank, score) or the ZMEMBER records (lex) of one key:
@@ -495,4 +496,36 @@ int pk_zset_range_lex(pk_txn *t, uint32_t part, const void *key, size_t klen,
                    .count = count};
 
     return pk_zset_range(t, part, key, klen, &r, now_ms, cb, ctx);
+}
+
+/* A pk_zset_cb behind a pk__rand_cb: rest is the member's 8 score bytes. */
+typedef struct to_zset {
+    pk_zset_cb cb;
+    void *ctx;
+} to_zset;
+
+static int zset_pick(void *ctx, pk_slice mem, pk_slice rest)
+{
+    const to_zset *z = ctx;
+
+    if (rest.len != 8) {
+        return PK_ECORRUPT;
+    }
+    return z->cb(z->ctx, mem, pk__score_get(rest.ptr));
+}
+
+int pk_zset_random(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                   uint64_t count, int repeat, uint64_t seed, uint64_t now_ms,
+                   pk_zset_cb cb, void *ctx)
+{
+    pk__meta m;
+    to_zset z = {cb, ctx};
+    int rc = pk__read_begin(t, part);
+
+    rc = rc ? rc : pk__zset_load(t, part, key, klen, now_ms, &m);
+    if (rc != 0 || !m.exists) {
+        return rc;
+    }
+    return pk__rand_pick(t, &m, PK_TAG_ZMEMBER, count, repeat, &seed, zset_pick,
+                         &z);
 }

@@ -118,6 +118,19 @@ int pk_zset_range_rank(pk_txn *t, uint32_t part, const void *key, size_t klen,
                        pk_zset_cb cb, void *ctx);
 
 /*
+ * ZRANDMEMBER: calls cb for count members chosen uniformly at random, with
+ * their scores: distinct ones (min(count, card) of them, in byte order of
+ * the members) unless repeat, else exactly count independent draws in
+ * random order (none for a missing key).  seed drives the choice; memory
+ * is bounded by a batch of 65536 draws whatever count is, never by the
+ * set's size (pk_store_rand.c).  Returns 0, WRONGTYPE, the callback's
+ * value, PK_ENOMEM or an error.
+ */
+int pk_zset_random(pk_txn *t, uint32_t part, const void *key, size_t klen,
+                   uint64_t count, int repeat, uint64_t seed, uint64_t now_ms,
+                   pk_zset_cb cb, void *ctx);
+
+/*
  * ZRANGE min max BYSCORE [REV] [LIMIT offset count]: members with min <=
  * score <= max (bounds as given, exclusive ones excluded) in score order,
  * or reverse order with rev (min is still the lower bound: the server

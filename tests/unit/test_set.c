@@ -15,8 +15,8 @@
 
 #include "store/pk_key.h"
 #include "store/pk_set.h"
-#include "store/pk_set_int.h"   /* pk__set_walk_from */
-#include "store/pk_store_int.h" /* pk__rec_check, pk__rank_find */
+#include "store/pk_set_int.h"
+#include "store/pk_store_int.h" /* pk__rec_check, pk__rank_find, walks */
 #include "store/pk_str.h"
 #include "store_testutil.h"
 
@@ -364,7 +364,7 @@ static int rank_member(pk_txn *t, uint64_t count, uint64_t r)
     size_t plen;
     pk_slice start;
     uint64_t skip;
-    pk__set_walk w = {0};
+    pk__sub_walk w = {0};
     char buf[16];
     int rc;
 
@@ -376,14 +376,15 @@ static int rank_member(pk_txn *t, uint64_t count, uint64_t r)
         return -1;
     }
     assert_int_equal(rc, 0);
-    assert_int_equal(pk__set_walk_from(t, &w, prefix, plen, start), 0);
+    assert_int_equal(
+        pk__sub_walk_from(t, &w, prefix, plen, PK_TAG_SMEMBER, start), 0);
     while (w.valid && skip-- > 0) {
-        assert_int_equal(pk__set_walk_next(t, &w, 0), 0);
+        assert_int_equal(pk__sub_walk_next(t, &w, 0), 0);
     }
     assert_true(w.valid && w.mem.len == 6);
     memcpy(buf, w.mem.ptr + 1, 5);
     buf[5] = '\0';
-    pk__set_walk_close(&w);
+    pk__sub_walk_close(&w);
     return atoi(buf);
 }
 
