@@ -553,7 +553,8 @@ int pk_server_run(const pk_server_config *cfg)
                     ? " (the directory was written by another partkv "
                       "version; start with an empty --dir and let the "
                       "node copy its partitions from its replicas)"
-                    : "");
+                : rc == PK_EBUSY ? " (another partkv process has it open)"
+                                 : "");
         goto out;
     }
     if (listen_on(s) != 0)

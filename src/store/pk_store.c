@@ -13,9 +13,14 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/pk_err.h"
 #include "store/pk_store_int.h"
@@ -190,6 +195,35 @@ fail:
     return pk__err(rc);
 }
 
+/*
+ * Takes dir's lock file, partkv.lock, for as long as the store is open.
+ * LMDB lets several processes open one environment; two nodes on one
+ * directory (one restarted by hand while `cluster up` restarts it too)
+ * would each take the other's records for their own.  PK_EBUSY when
+ * another open store holds it, PK_EIO if it cannot be made.
+ */
+static int dir_lock(const char *dir, int *out)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    if (snprintf(path, sizeof(path), "%s/partkv.lock", dir) >=
+        (int)sizeof(path)) {
+        return PK_EINVAL;
+    }
+    if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+        return errno == ENOMEM ? PK_ENOMEM : PK_EIO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int busy = errno == EWOULDBLOCK;
+
+        close(fd);
+        return busy ? PK_EBUSY : PK_EIO;
+    }
+    *out = fd;
+    return 0;
+}
+
 int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out)
 {
     pk_store_opts o = {0, PK_FSYNC_ALWAYS};
@@ -218,8 +252,13 @@ int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out)
     if (s == NULL) {
         return PK_ENOMEM;
     }
+    if ((rc = dir_lock(dir, &s->lock_fd)) != 0) {
+        free(s);
+        return rc;
+    }
     rc = mdb_env_create(&s->env);
     if (rc != 0) {
+        close(s->lock_fd);
         free(s);
         return pk__err(rc);
     }
@@ -242,6 +281,7 @@ int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out)
     return 0;
 fail:
     mdb_env_close(s->env);
+    close(s->lock_fd);
     free(s);
     return rc;
 }
@@ -252,6 +292,7 @@ void pk_store_close(pk_store *s)
         return;
     }
     mdb_env_close(s->env);
+    close(s->lock_fd); /* after LMDB is closed: the lock guards it */
     pk__stat_free(s);
     for (size_t i = 0; i < PK__WCACHE_WAYS; i++) {
         free(s->wcache[i].pos);

@@ -105,7 +105,9 @@ const char *pk_store_strstatus(int status);
  * Opens (creating if needed) the environment in directory dir, which is
  * created with mode 0700 when missing.  opts may be NULL for defaults.
  * Returns 0 and *out (owned; release with pk_store_close), PK_EINVAL (bad
- * option), PK_EVERSION (unknown format), PK_ECORRUPT, PK_ENOMEM or PK_EIO.
+ * option), PK_EBUSY (another open store, in this process or another,
+ * holds dir: its lock file partkv.lock is taken while a store is open),
+ * PK_EVERSION (unknown format), PK_ECORRUPT, PK_ENOMEM or PK_EIO.
  */
 int pk_store_open(const char *dir, const pk_store_opts *opts, pk_store **out);
 

@@ -206,6 +206,7 @@ typedef struct pk__wcache {
 
 struct pk_store {
     MDB_env *env; /* owned */
+    int lock_fd;  /* owned: the directory's flock (pk_store_open) */
     MDB_dbi data, log, expiry, stats, info;
     int wtxn_open;     /* a write pk_txn exists */
     uint64_t log_keep; /* journal records kept (pk_store_log_retain) */

@@ -87,6 +87,21 @@ def test_dir_is_a_file(tmpdir_path):
 
 
 @pytest.mark.partkv_only
+def test_dir_in_use(server):
+    """A second node on a running node's --dir refuses to start (LMDB
+    would let both open it), and the first keeps its data and serves."""
+    c = server.client()
+    c.set("k", "v")
+    rc, out, err = run_server_expect_exit(["--port", "0", "--dir",
+                                           server.dir])
+    assert rc == 1, (rc, err)
+    assert "another partkv process has it open" in err, err
+    assert "ready on" not in out
+    assert c.get("k") == "v"
+    c.close()
+
+
+@pytest.mark.partkv_only
 def test_ready_line(server):
     lines = [ln for ln in server._out_lines if ln.strip()]
     assert len(lines) >= 1
