@@ -211,9 +211,9 @@ def start_cluster(extra=()):
     return c
 
 
-@pytest.fixture(scope="module")
-def cl():
-    c = start_cluster()
+def cluster_fixture(extra=()):
+    """A module's cluster: yielded, then stopped cleanly (asserted)."""
+    c = start_cluster(extra)
     try:
         yield c
         assert c.alive(), "cluster up exited early:\n" + c.logs()
@@ -221,18 +221,16 @@ def cl():
         assert not c.leftover_nodes()
     finally:
         c.cleanup()
+
+
+@pytest.fixture(scope="module")
+def cl():
+    yield from cluster_fixture()
 
 
 @pytest.fixture(scope="module")
 def fcl():
-    c = start_cluster(["--route", "forward"])
-    try:
-        yield c
-        assert c.alive(), "cluster up exited early:\n" + c.logs()
-        assert c.stop() == 0
-        assert not c.leftover_nodes()
-    finally:
-        c.cleanup()
+    yield from cluster_fixture(["--route", "forward"])
 
 
 def fill_sensors(rc, tag):
