@@ -35,6 +35,11 @@
  * A batch goes in slices of SETTLE_SLICE changes, one a loop iteration,
  * so that the node answers in between: a long pause would also hold the
  * promises that its leaders' leases rest on. */
+/* A node outside a cluster has no follower and no partition to move, so
+ * nothing reads its journal: it keeps Redis's default backlog
+ * (repl-backlog-size 1mb) rather than the cluster's budget, and so a
+ * smaller working set. */
+#define STANDALONE_LOG_KEEP (1ull << 20)
 #define SETTLE_MS 1000
 #define SETTLE_BATCH 262144u
 #define SETTLE_SLICE 16384u
@@ -261,7 +266,9 @@ static void sync_done(uv_work_t *w, int status)
                 pk_strerror(s->sync_rc));
 }
 
-/* --fsync everysec: flush in the thread pool, one sync in flight. */
+/* --fsync everysec: write-out started here, in the loop's thread (see
+ * pk_store_writeback), then the flush waited for in the thread pool, one
+ * sync in flight. */
 static void on_sync(uv_timer_t *t)
 {
     pk_server *s = t->data;
@@ -269,6 +276,7 @@ static void on_sync(uv_timer_t *t)
     if (s->syncing)
         return;
     s->syncing = 1;
+    pk_store_writeback(s->store);
     s->sync_work.data = s;
     uv_queue_work(&s->loop, &s->sync_work, sync_work, sync_done);
 }
@@ -562,6 +570,8 @@ int pk_server_run(const pk_server_config *cfg)
     init_handles(s);
     if (start_cluster(s) != 0)
         goto out;
+    if (!s->cluster.enabled && s->store)
+        pk_store_log_retain(s->store, STANDALONE_LOG_KEEP);
     s->start_ms = s->now_ms = pk_srv_wall_ms();
     s->next_id = 1;
     printf("partkv: ready on %s:%d pid %d\n", cfg->bind, s->port,

@@ -310,6 +310,14 @@ int pk_store_sync(pk_store *s)
     return mdb_env_sync(s->env, 1) == 0 ? 0 : PK_EIO;
 }
 
+void pk_store_writeback(pk_store *s)
+{
+    mdb_filehandle_t fd;
+
+    if (mdb_env_get_fd(s->env, &fd) == 0)
+        (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 int pk_txn_begin(pk_store *s, int rdonly, pk_txn **out)
 {
     pk_txn *t;

@@ -121,6 +121,17 @@ void pk_store_close(pk_store *s);
 int pk_store_sync(pk_store *s);
 
 /*
+ * Starts writing the map's dirty pages out without waiting for them
+ * (sync_file_range), so that a pk_store_sync soon after finds them under
+ * way.  Call it from the thread that writes the store: starting write-out
+ * write-protects each page, and done from another thread that costs a TLB
+ * shootdown per page on the CPU writing the map, which then faults on the
+ * page and contends for its page-table lock.  Errors are left to
+ * pk_store_sync.
+ */
+void pk_store_writeback(pk_store *s);
+
+/*
  * Begins a transaction: read-only when rdonly is non-zero.  Returns 0 and
  * *out (owned until pk_txn_commit or pk_txn_abort), PK_EBUSY (a write
  * transaction is already open), PK_EFULL (too many readers), PK_ENOMEM or

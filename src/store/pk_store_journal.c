@@ -326,23 +326,33 @@ static uint64_t jsize(const MDB_stat *ms)
            (ms->ms_branch_pages + ms->ms_leaf_pages + ms->ms_overflow_pages);
 }
 
+/* Saves st as part's stats when dirty; 0 or an error (the txn failed). */
+static int retain_save(pk_txn *t, uint32_t part, const pk__stat *st, int dirty)
+{
+    int rc = dirty ? pk__stat_save(t, part, st) : 0;
+
+    return rc != 0 ? pk__fail(t, rc) : 0;
+}
+
 int pk__log_retain(pk_txn *t)
 {
     uint64_t keep = t->s->log_keep, hold;
+    uint32_t part = UINT32_MAX; /* whose stats st holds */
     MDB_cursor *c;
     MDB_stat ms;
     MDB_val k, v;
     pk__stat st;
     jrec r;
-    int rc, over, changed;
+    int rc, over, dirty = 0;
 
     if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
         return rc;
     }
     /* Head records go while the journal is over its budget, and those
-     * already trimmed (pk_store_log_trim) go anyway. */
+     * already trimmed (pk_store_log_trim) go anyway.  A run of records of
+     * one partition saves its stats once. */
     for (;;) {
-        over = changed = 0;
+        over = 0;
         if (keep != PK_STORE_LOG_KEEP_ALL) {
             if ((rc = mdb_stat(t->txn, t->s->log, &ms)) != 0) {
                 return pk__fail(t, pk__err(rc));
@@ -351,30 +361,34 @@ int pk__log_retain(pk_txn *t)
         }
         rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
         if (rc == MDB_NOTFOUND) {
-            return 0;
+            return retain_save(t, part, &st, dirty);
         }
         rc = rc ? pk__err(rc) : jparse(&k, &v, &r);
-        rc = rc ? rc : pk__stat_load(t, r.part, &st);
+        if (rc == 0 && r.part != part) {
+            rc = retain_save(t, part, &st, dirty);
+            dirty = 0;
+            part = r.part;
+            rc = rc ? rc : pk__stat_load(t, part, &st);
+        }
         if (rc != 0) {
             return pk__fail(t, rc);
         }
         if (r.deferred && r.pos > pk__settled(t)) {
-            return 0; /* not in the data yet (pk_store_settle.c) */
+            /* not in the data yet (pk_store_settle.c) */
+            return retain_save(t, part, &st, dirty);
         }
         if (r.seq > st.log_trim) {
             hold = pk__stat_hold(t->s, r.part);
             if (!over || (hold != 0 && r.seq >= hold)) {
-                return 0; /* still wanted, and so is what follows */
+                /* still wanted, and so is what follows */
+                return retain_save(t, part, &st, dirty);
             }
             st.log_trim = r.seq;
-            changed = 1;
+            dirty = 1;
         }
         if (st.log_pos == r.pos) {
             st.log_pos = 0; /* no record left to point to */
-            changed = 1;
-        }
-        if (changed && (rc = pk__stat_save(t, r.part, &st)) != 0) {
-            return pk__fail(t, rc);
+            dirty = 1;
         }
         if ((rc = mdb_cursor_del(c, 0)) != 0) {
             return pk__fail(t, pk__err(rc));

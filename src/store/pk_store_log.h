@@ -35,7 +35,10 @@
  *                      trim point of each record's partition -- unless
  *                      that record's partition holds a position at or
  *                      before it (pk_store_log_hold): then the journal
- *                      keeps it and everything after it.
+ *                      keeps it and everything after it.  The records
+ *                      of one partition that go together save its
+ *                      stats once.  (A server outside a cluster, which
+ *                      no one reads the journal of, sets 1 MiB.)
  *
  * So a partition keeps its history for as long as the node's recent
  * writes fit in the budget, a consumer that keeps up needs no hold, and a

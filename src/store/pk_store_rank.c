@@ -51,6 +51,7 @@ struct pk__rank {
     uint16_t *len;  /* owned, nblk: its length (block 0's is 0) */
     uint8_t *subs;  /* owned: the start sub-keys, back to back */
     size_t subs_len;
+    uint32_t hint; /* the block pk__rank_find found last */
 };
 
 static void rank_free(pk__rank *x)
@@ -103,10 +104,24 @@ static int sub_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
     return c != 0 ? c : (alen > blen) - (alen < blen);
 }
 
-/* The block sub falls in: the last whose start is <= sub. */
+/* Whether sub falls in block b: its start <= sub < the next start. */
+static int in_block(const pk__rank *x, uint32_t b, const uint8_t *sub, size_t n)
+{
+    return sub_cmp(x->subs + x->off[b], x->len[b], sub, n) <= 0 &&
+           (b + 1 == x->nblk ||
+            sub_cmp(sub, n, x->subs + x->off[b + 1], x->len[b + 1]) < 0);
+}
+
+/* The block sub falls in: the last whose start is <= sub.  A pick deletes
+ * or replaces in the block it was found in, so that block is tried
+ * first. */
 static uint32_t block_of(const pk__rank *x, const uint8_t *sub, size_t n)
 {
     uint32_t lo = 0, hi = x->nblk - 1;
+
+    if (x->hint < x->nblk && in_block(x, x->hint, sub, n)) {
+        return x->hint;
+    }
 
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo + 1) / 2;
@@ -328,6 +343,7 @@ int pk__rank_find(pk_txn *t, const uint8_t *prefix, size_t plen, uint8_t tag,
     x = s->rank[i];
     x->used = ++s->rank_tick;
     b = block_at(x, &r);
+    x->hint = b;
     *start = (pk_slice){x->subs + x->off[b], x->len[b]};
     *skip = r;
     return 0;
