@@ -5,16 +5,23 @@
 #   partkv server --fsync everysec
 #   redis-server  --appendonly yes --appendfsync everysec --save ""
 #
-# Each server gets a fresh temp dir and a free port on 127.0.0.1.  Cases are
+# Every run of every case starts a fresh pair of servers, each in an
+# empty temp dir on a free port of 127.0.0.1, and stops them after it, so
+# that the runs whose median the table shows are independent: no run
+# inherits keys, lists grown by earlier runs or, in partkv, the free pages
+# LMDB keeps after a large delete (a free list of ~20k pages, left by
+# DEL of a list of millions of elements, made later writes ~25% slower in
+# one experiment: LMDB reuses its oldest free pages first, so COW copies
+# land on cold pages).  Cases are
 # SET, GET, INCR, HSET, ZADD, LPUSH, LPOP, SADD, SPOP, LRANGE_100 at -P 1
 # and -P 16, each with
 #   redis-benchmark -c 50 -r 100000 -n $BENCH_N -P <p> -t <test> --csv
 # and MULTI (MULTI, SET, INCR, EXEC as one request), which redis-benchmark
 # cannot send, with build/bench/mload at the same -c -r -n -P.  Before each
-# LPOP and SPOP run the key it pops (mylist, myset) is refilled with
-# BENCH_N fresh elements (redis-cli --pipe, 1000 per RPUSH / SADD), so
-# every run pops from a full key rather than from the empty one a
-# previous run left.
+# GET run an untimed SET run writes the keys it reads; before each LPOP
+# and SPOP run the key it pops (mylist, myset) is filled with BENCH_N
+# elements (redis-cli --pipe, 1000 per RPUSH / SADD), so every run pops
+# from a full key.
 # The two servers alternate within a case (the one going first swaps every
 # run) and each case runs BENCH_RUNS times; the table shows medians.
 #
@@ -71,33 +78,51 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# --- start partkv ----------------------------------------------------------
-mkdir -p "$work/partkv" "$work/redis"
-start_partkv_node "$work/partkv"
+forks=0
+child=0 # redis's reaped children, CLK_TCK ticks
+declare -A PID PORT
 
-# --- start redis -----------------------------------------------------------
-rd_port=$(free_port)
-"$REDIS_SERVER" --port "$rd_port" --bind 127.0.0.1 --dir "$work/redis" \
-    --appendonly yes --appendfsync everysec --save "" \
-    --daemonize no --logfile "" >"$work/redis.log" 2>&1 &
-rd_pid=$!
-for ((i = 0; i < 100; i++)); do
-    [[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] && break
-    kill -0 "$rd_pid" 2>/dev/null || break
-    sleep 0.1
-done
-[[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] ||
-    { cat "$work/redis.log" >&2; die "redis-server did not start"; }
+# start_pair: a fresh partkv and a fresh redis, each in an empty directory
+start_pair() {
+    rm -rf "$work/partkv" "$work/redis" "$work/partkv.out" "$work/partkv.err"
+    mkdir -p "$work/partkv" "$work/redis"
+    start_partkv_node "$work/partkv"
+    rd_port=$(free_port)
+    "$REDIS_SERVER" --port "$rd_port" --bind 127.0.0.1 --dir "$work/redis" \
+        --appendonly yes --appendfsync everysec --save "" \
+        --daemonize no --logfile "" >"$work/redis.log" 2>&1 &
+    rd_pid=$!
+    for ((i = 0; i < 100; i++)); do
+        [[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] && break
+        kill -0 "$rd_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    [[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] ||
+        { cat "$work/redis.log" >&2; die "redis-server did not start"; }
+    PID=([partkv]=$pk_pid [redis]=$rd_pid)
+    PORT=([partkv]=$pk_port [redis]=$rd_port)
+}
 
+# stop_pair: counts redis's AOF rewrite forks and their CPU, stops both
+stop_pair() {
+    local f
+    f=$("$REDIS_CLI" -p "$rd_port" info stats |
+        tr -d '\r' | sed -n 's/^total_forks:\([0-9]*\).*/\1/p')
+    forks=$((forks + ${f:-0}))
+    child=$((child + $(child_ticks "$rd_pid")))
+    stop "$pk_pid"
+    stop "$rd_pid"
+    pk_pid="" rd_pid=""
+}
+
+start_pair
 rd_version=$("$REDIS_CLI" -p "$rd_port" info server |
     sed -n 's/^redis_version:\([^[:space:]]*\).*/\1/p')
-echo "vs-redis: partkv pid $pk_pid port $pk_port (--fsync everysec);" \
-    "redis $rd_version pid $rd_pid port $rd_port (appendonly everysec, no RDB)"
+stop_pair
+echo "vs-redis: partkv (--fsync everysec) and redis $rd_version" \
+    "(appendonly everysec, no RDB), a fresh pair for every run"
 echo "vs-redis: -c $CLIENTS -r $KEYSPACE -n $N, $RUNS runs per case," \
     "$(nproc) CPUs (redis-benchmark shares them)"
-
-declare -A PID=([partkv]=$pk_pid [redis]=$rd_pid)
-declare -A PORT=([partkv]=$pk_port [redis]=$rd_port)
 raw=$work/raw.tsv
 : >"$raw"
 
@@ -123,16 +148,21 @@ one() {
         "$srv" "$test" "$p" "$run" "${f[4]}" "${f[5]}" "${f[6]}" "${f[7]}"
 }
 
-# fill SERVER TEST: for LPOP and SPOP, the key the test pops gets N fresh
-# elements e:0 .. e:N-1
+# fill SERVER TEST: for LPOP and SPOP, the key the test pops gets N
+# elements e:0 .. e:N-1; for GET, SET writes the keys it reads
 fill() {
     local srv=$1 key cmd
     case $2 in
     LPOP) key=mylist cmd=RPUSH ;;
     SPOP) key=myset cmd=SADD ;;
+    GET)
+        "$REDIS_BENCHMARK" -h 127.0.0.1 -p "${PORT[$srv]}" -t set -q \
+            -c "$CLIENTS" -r "$KEYSPACE" -n "$N" -P 16 >/dev/null ||
+            die "filling keys for GET on $srv failed"
+        return 0
+        ;;
     *) return 0 ;;
     esac
-    "$REDIS_CLI" -p "${PORT[$srv]}" del "$key" >/dev/null
     awk -v n="$N" -v key="$key" -v cmd="$cmd" 'BEGIN {
         for (i = 0; i < n; i += 1000) {
             m = n - i < 1000 ? n - i : 1000
@@ -148,21 +178,20 @@ for p in "${PIPES[@]}"; do
     for test in "${TESTS[@]}"; do
         for ((run = 1; run <= RUNS; run++)); do
             if ((run % 2)); then order=(partkv redis); else order=(redis partkv); fi
+            start_pair
             for srv in "${order[@]}"; do
                 fill "$srv" "$test"
                 one "$srv" "$test" "$p" "$run"
             done
+            stop_pair
         done
     done
 done
 
-forks=$("$REDIS_CLI" -p "$rd_port" info stats |
-    tr -d '\r' | sed -n 's/^total_forks:\([0-9]*\).*/\1/p')
-child_cpu=$(awk -v t="$(child_ticks "$rd_pid")" -v tck="$TCK" \
-    'BEGIN { printf "%.2f", t / tck }')
+child_cpu=$(awk -v t="$child" -v tck="$TCK" 'BEGIN { printf "%.2f", t / tck }')
 
 # --- report ----------------------------------------------------------------
-"$PY" - "$raw" "$N" "$RUNS" "${forks:-?}" "$child_cpu" <<'EOF'
+"$PY" - "$raw" "$N" "$RUNS" "$forks" "$child_cpu" <<'EOF'
 import sys
 from statistics import median
 
