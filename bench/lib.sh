@@ -20,6 +20,19 @@ stop() { # stop PID: SIGTERM, wait up to 10 s, then SIGKILL
     wait "$pid" 2>/dev/null || true
 }
 
+# wait_redis PORT PID LOG: waits up to 10 s for redis-server PID to answer
+# PING on PORT; if it does not, prints LOG and dies
+wait_redis() {
+    local port=$1 pid=$2 log=$3 i
+    for ((i = 0; i < 100; i++)); do
+        [[ $("$REDIS_CLI" -p "$port" ping 2>/dev/null) == PONG ]] && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    [[ $("$REDIS_CLI" -p "$port" ping 2>/dev/null) == PONG ]] ||
+        { cat "$log" >&2; die "redis-server on port $port did not start"; }
+}
+
 free_port() {
     "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }

@@ -143,14 +143,7 @@ for ((i = 0; i < NODES; i++)); do
     rd_ports+=("$port")
 done
 for ((i = 0; i < NODES; i++)); do
-    port=${rd_ports[i]}
-    for ((j = 0; j < 100; j++)); do
-        [[ $("$REDIS_CLI" -p "$port" ping 2>/dev/null) == PONG ]] && break
-        kill -0 "${rd_pids[i]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    [[ $("$REDIS_CLI" -p "$port" ping 2>/dev/null) == PONG ]] ||
-        { cat "$work/redis-$i.log" >&2; die "redis-server on port $port did not start"; }
+    wait_redis "${rd_ports[i]}" "${rd_pids[i]}" "$work/redis-$i.log"
 done
 addrs=()
 for port in "${rd_ports[@]}"; do addrs+=("127.0.0.1:$port"); done

@@ -57,7 +57,7 @@ CLIENTS=50
 KEYSPACE=100000
 
 PROG=vs-redis
-# die, stop, free_port, cpu_ticks, child_ticks, rb_rows
+# die, stop, free_port, wait_redis, cpu_ticks, child_ticks, rb_rows
 source "$root/bench/lib.sh"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_N must be a positive integer, got '$N'"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
@@ -92,13 +92,7 @@ start_pair() {
         --appendonly yes --appendfsync everysec --save "" \
         --daemonize no --logfile "" >"$work/redis.log" 2>&1 &
     rd_pid=$!
-    for ((i = 0; i < 100; i++)); do
-        [[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] && break
-        kill -0 "$rd_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    [[ $("$REDIS_CLI" -p "$rd_port" ping 2>/dev/null) == PONG ]] ||
-        { cat "$work/redis.log" >&2; die "redis-server did not start"; }
+    wait_redis "$rd_port" "$rd_pid" "$work/redis.log"
     PID=([partkv]=$pk_pid [redis]=$rd_pid)
     PORT=([partkv]=$pk_port [redis]=$rd_port)
 }
