@@ -33,17 +33,6 @@ struct pk_range {
     pk_range_part *parts; /* owned; sorted by lo */
 };
 
-/* Unsigned byte order: memcmp over the common prefix, then shorter first. */
-static int key_cmp(const void *a, size_t alen, const void *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-
-    if (c != 0)
-        return c;
-    return alen < blen ? -1 : alen > blen;
-}
-
 /* Index of the partition holding key: the last one with lo <= key. */
 static uint32_t find_key(const pk_range *r, const void *key, size_t len)
 {
@@ -53,7 +42,7 @@ static uint32_t find_key(const pk_range *r, const void *key, size_t len)
         uint32_t mid = lo + (hi - lo + 1) / 2;
         const pk_range_part *p = &r->parts[mid];
 
-        if (key_cmp(p->lo, p->lo_len, key, len) <= 0)
+        if (pk_key_cmp(p->lo, p->lo_len, key, len) <= 0)
             lo = mid;
         else
             hi = mid - 1;
@@ -124,7 +113,8 @@ int pk_range_new_split(const void *const *keys, const size_t *lens, uint32_t n,
     for (uint32_t i = 0; i < n; i++) {
         if (lens[i] == 0 || keys[i] == NULL)
             return PK_EINVAL;
-        if (i > 0 && key_cmp(keys[i - 1], lens[i - 1], keys[i], lens[i]) >= 0)
+        if (i > 0 &&
+            pk_key_cmp(keys[i - 1], lens[i - 1], keys[i], lens[i]) >= 0)
             return PK_EINVAL;
     }
     rc = alloc_range(n < 3 ? 4 : n + 1, &r);
@@ -190,8 +180,8 @@ int pk_range_split(pk_range *r, uint32_t id, const void *at, size_t len,
         return PK_EINVAL;
     p = &r->parts[i];
     next = i + 1 < r->n ? &r->parts[i + 1] : NULL;
-    if (key_cmp(at, len, p->lo, p->lo_len) <= 0 ||
-        (next != NULL && key_cmp(at, len, next->lo, next->lo_len) >= 0))
+    if (pk_key_cmp(at, len, p->lo, p->lo_len) <= 0 ||
+        (next != NULL && pk_key_cmp(at, len, next->lo, next->lo_len) >= 0))
         return PK_EINVAL;
     if (find_id(r, new_id) != r->n)
         return PK_EEXIST;
@@ -265,14 +255,14 @@ int pk_range_scan(const pk_range *r, const void *start, size_t slen,
 
     if ((start == NULL && slen > 0) || (ids == NULL && cap > 0))
         return PK_EINVAL;
-    if (end == NULL || key_cmp(start, slen, end, elen) < 0) {
+    if (end == NULL || pk_key_cmp(start, slen, end, elen) < 0) {
         first = find_key(r, start, slen);
         last = r->n - 1;
         if (end != NULL) {
             /* The last partition whose lo is below end; >= first. */
             last = find_key(r, end, elen);
-            if (key_cmp(r->parts[last].lo, r->parts[last].lo_len, end, elen) ==
-                0)
+            if (pk_key_cmp(r->parts[last].lo, r->parts[last].lo_len, end,
+                           elen) == 0)
                 last--;
         }
         count = last - first + 1;

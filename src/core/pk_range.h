@@ -21,8 +21,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct pk_pmap;
+
+/*
+ * The order of keys (above), which is also LMDB's default order and so
+ * the store's: <0, 0 or >0 as a sorts before, with or after b.
+ */
+static inline int pk_key_cmp(const void *a, size_t alen, const void *b,
+                             size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+
+    return c != 0 ? c : (alen > blen) - (alen < blen);
+}
 
 typedef struct pk_range pk_range;
 

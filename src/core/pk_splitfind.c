@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "core/pk_range.h" /* pk_key_cmp */
+
 #define MIN_MS_DEFAULT 5000u
 
 /* splitmix64: the reservoir's draws. */
@@ -15,14 +17,6 @@ static uint64_t next_rand(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-/* Unsigned bytes, then the shorter first, as the store orders keys. */
-static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-
-    return c != 0 ? c : (alen > blen) - (alen < blen);
 }
 
 void pk_splitfind_init(pk_splitfind *f, uint64_t now_ms, uint64_t min_ms,
@@ -72,10 +66,11 @@ void pk_splitfind_record(pk_splitfind *f, const void *key, size_t len,
         if (i == fresh) {
             continue;
         }
-        if (key_cmp(s->key, s->len, key, len) <= 0) {
+        if (pk_key_cmp(s->key, s->len, key, len) <= 0) {
             s->right++; /* starts at or after s: the right half's */
-        } else if (end != NULL && (end_len == 0 ||
-                                   key_cmp(s->key, s->len, end, end_len) < 0)) {
+        } else if (end != NULL &&
+                   (end_len == 0 ||
+                    pk_key_cmp(s->key, s->len, end, end_len) < 0)) {
             s->contained++; /* starts before s and ends after it */
         } else {
             s->left++;
@@ -83,8 +78,10 @@ void pk_splitfind_record(pk_splitfind *f, const void *key, size_t len,
     }
 }
 
-/* Why no candidate passes: the shape of the load over the samples. */
-static pk_splitfind_verdict why_not(const pk_splitfind *f, uint32_t *hot)
+/* Why no candidate passes: the shape of the load over the samples;
+ * cut is how many balanced candidates cut too many spans. */
+static pk_splitfind_verdict why_not(const pk_splitfind *f, uint32_t cut,
+                                    uint32_t *hot)
 {
     uint64_t left = 0, right = 0, contained = 0;
     uint32_t best = 0, best_n = 0, spans = 0;
@@ -94,8 +91,8 @@ static pk_splitfind_verdict why_not(const pk_splitfind *f, uint32_t *hot)
 
         spans += f->s[i].span;
         for (uint32_t j = 0; j < f->n; j++) {
-            same += key_cmp(f->s[i].key, f->s[i].len, f->s[j].key,
-                            f->s[j].len) == 0;
+            same += pk_key_cmp(f->s[i].key, f->s[i].len, f->s[j].key,
+                               f->s[j].len) == 0;
         }
         if (same > best_n) {
             best = i;
@@ -106,7 +103,7 @@ static pk_splitfind_verdict why_not(const pk_splitfind *f, uint32_t *hot)
         contained += f->s[i].contained;
     }
     *hot = best;
-    if (2 * spans > f->n || contained > left + right) {
+    if (cut > 0 || 2 * spans > f->n || contained > left + right) {
         return PK_SPLITFIND_SPANNING; /* mostly scans */
     }
     if (2 * best_n > f->n) {
@@ -125,7 +122,7 @@ static pk_splitfind_verdict why_not(const pk_splitfind *f, uint32_t *hot)
 void pk_splitfind_key(const pk_splitfind *f, uint64_t now_ms,
                       pk_splitfind_result *out)
 {
-    uint32_t best = PK_SPLITFIND_SAMPLES, ready = 0, spanning = 0, hot;
+    uint32_t best = PK_SPLITFIND_SAMPLES, ready = 0, cut = 0, hot;
     double best_bal = 1.0, best_cont = 1.0;
 
     memset(out, 0, sizeof(*out));
@@ -146,7 +143,7 @@ void pk_splitfind_key(const pk_splitfind *f, uint64_t now_ms,
         cont = (double)s->contained / (double)all;
         if (bal < PK_SPLITFIND_BALANCE_MAX &&
             cont >= PK_SPLITFIND_CONTAINED_MAX) {
-            spanning++;
+            cut++;
         }
         if (bal >= PK_SPLITFIND_BALANCE_MAX ||
             cont >= PK_SPLITFIND_CONTAINED_MAX || s->len == 0) {
@@ -170,7 +167,7 @@ void pk_splitfind_key(const pk_splitfind *f, uint64_t now_ms,
         out->contained = best_cont;
         return;
     }
-    out->verdict = spanning ? PK_SPLITFIND_SPANNING : why_not(f, &hot);
+    out->verdict = why_not(f, cut, &hot);
     if (out->verdict == PK_SPLITFIND_HOT_KEY) {
         out->key = f->s[hot].key;
         out->len = f->s[hot].len;

@@ -27,6 +27,11 @@
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
 
+/* A node outside a cluster has no follower and no partition to move, so
+ * nothing reads its journal: it keeps Redis's default backlog
+ * (repl-backlog-size 1mb) rather than the cluster's budget, and so a
+ * smaller working set. */
+#define STANDALONE_LOG_KEEP (1ull << 20)
 #define EXPIRE_HZ_MS 100
 #define EXPIRE_MAX_KEYS 200
 /* A follower's deferred records (pk_store_log_defer) reach its data in
@@ -35,11 +40,6 @@
  * A batch goes in slices of SETTLE_SLICE changes, one a loop iteration,
  * so that the node answers in between: a long pause would also hold the
  * promises that its leaders' leases rest on. */
-/* A node outside a cluster has no follower and no partition to move, so
- * nothing reads its journal: it keeps Redis's default backlog
- * (repl-backlog-size 1mb) rather than the cluster's budget, and so a
- * smaller working set. */
-#define STANDALONE_LOG_KEEP (1ull << 20)
 #define SETTLE_MS 1000
 #define SETTLE_BATCH 262144u
 #define SETTLE_SLICE 16384u

@@ -20,6 +20,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "core/pk_range.h" /* pk_key_cmp: LMDB's order of suffixes */
 #include "store/pk_keyops.h"
 #include "store/pk_store_int.h"
 
@@ -68,14 +69,6 @@ static int brec_next(const uint8_t *p, size_t len, size_t *off, brec *r)
     r->val = r->sub + r->n + 4;
     *off = o + REC_HDR + r->n + r->vlen;
     return 0;
-}
-
-/* LMDB's order of two suffixes under one prefix: memcmp, shorter first. */
-static int sub_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
-{
-    int c = memcmp(a, b, an < bn ? an : bn);
-
-    return c != 0 ? c : (an > bn) - (an < bn);
 }
 
 /*
@@ -200,7 +193,7 @@ static int zset_pairs(const uint8_t *p, size_t len, size_t nscore)
             size_t mid = (lo + hi) / 2;
             const uint8_t *s = subs[mid];
             size_t sn = (size_t)s[0] << 8 | s[1];
-            int c = sub_cmp(s + 2, sn, want, n);
+            int c = pk_key_cmp(s + 2, sn, want, n);
             if (c == 0) {
                 /* The ZSCORE value (a long member) follows its suffix. */
                 size_t vl = pk_be32_get(s + 2 + sn);
@@ -280,7 +273,7 @@ static int body_check(const uint8_t *p, size_t len, uint8_t type,
 
     while (off < len) {
         if (brec_next(p, len, &off, &r) != 0 ||
-            (prev != NULL && sub_cmp(prev, prevn, r.sub, r.n) >= 0) ||
+            (prev != NULL && pk_key_cmp(prev, prevn, r.sub, r.n) >= 0) ||
             ((nrec == 0) != (r.sub[0] == PK_TAG_META))) {
             return PK_ECORRUPT;
         }

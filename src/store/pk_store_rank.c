@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_range.h" /* pk_key_cmp: LMDB's default order */
 #include "store/pk_store_int.h"
 
 #define PK__RANK_MIN 256u          /* smaller collections are walked */
@@ -96,20 +97,12 @@ static uint32_t find_slot(const pk_store *s, const uint8_t *prefix, size_t plen,
     return s->nrank;
 }
 
-/* LMDB's default order: bytes, then length. */
-static int sub_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-
-    return c != 0 ? c : (alen > blen) - (alen < blen);
-}
-
 /* Whether sub falls in block b: its start <= sub < the next start. */
 static int in_block(const pk__rank *x, uint32_t b, const uint8_t *sub, size_t n)
 {
-    return sub_cmp(x->subs + x->off[b], x->len[b], sub, n) <= 0 &&
+    return pk_key_cmp(x->subs + x->off[b], x->len[b], sub, n) <= 0 &&
            (b + 1 == x->nblk ||
-            sub_cmp(sub, n, x->subs + x->off[b + 1], x->len[b + 1]) < 0);
+            pk_key_cmp(sub, n, x->subs + x->off[b + 1], x->len[b + 1]) < 0);
 }
 
 /* The block sub falls in: the last whose start is <= sub.  A pick deletes
@@ -126,7 +119,7 @@ static uint32_t block_of(const pk__rank *x, const uint8_t *sub, size_t n)
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo + 1) / 2;
 
-        if (sub_cmp(x->subs + x->off[mid], x->len[mid], sub, n) <= 0) {
+        if (pk_key_cmp(x->subs + x->off[mid], x->len[mid], sub, n) <= 0) {
             lo = mid;
         } else {
             hi = mid - 1;

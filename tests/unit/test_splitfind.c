@@ -37,6 +37,14 @@ static void point(pk_splitfind *f, unsigned v)
     pk_splitfind_record(f, k, (size_t)n, NULL, 0);
 }
 
+/* Records n point requests uniform over key:0 .. key:999999. */
+static void uniform_points(pk_splitfind *f, int n, uint64_t *s)
+{
+    for (int i = 0; i < n; i++) {
+        point(f, (unsigned)(rnd(s) % 1000000));
+    }
+}
+
 /* The number in a key:%08u split key. */
 static unsigned key_num(const pk_splitfind_result *r)
 {
@@ -59,9 +67,7 @@ static void uniform(void **state)
 
     (void)state;
     pk_splitfind_init(&f, T0, 0, 0, 42);
-    for (int i = 0; i < 20000; i++) {
-        point(&f, (unsigned)(rnd(&s) % 1000000));
-    }
+    uniform_points(&f, 20000, &s);
     pk_splitfind_key(&f, LATER, &r);
     assert_int_equal(r.verdict, PK_SPLITFIND_FOUND);
     assert_true(r.balance < PK_SPLITFIND_BALANCE_MAX);
@@ -184,14 +190,10 @@ static void waits(void **state)
     pk_splitfind_init(&f, T0, 2000, 500, 11);
     pk_splitfind_key(&f, LATER, &r);
     assert_int_equal(r.verdict, PK_SPLITFIND_WAIT); /* nothing recorded */
-    for (int i = 0; i < 200; i++) {
-        point(&f, (unsigned)(rnd(&s) % 1000000));
-    }
+    uniform_points(&f, 200, &s);
     pk_splitfind_key(&f, LATER, &r);
     assert_int_equal(r.verdict, PK_SPLITFIND_WAIT); /* < 500 per sample */
-    for (int i = 0; i < 5000; i++) {
-        point(&f, (unsigned)(rnd(&s) % 1000000));
-    }
+    uniform_points(&f, 5000, &s);
     pk_splitfind_key(&f, T0 + 1999, &r);
     assert_int_equal(r.verdict, PK_SPLITFIND_WAIT); /* too early */
     pk_splitfind_key(&f, T0 + 2000, &r);
@@ -235,10 +237,8 @@ static void deterministic(void **state)
     (void)state;
     pk_splitfind_init(&a, T0, 0, 0, 99);
     pk_splitfind_init(&b, T0, 0, 0, 99);
-    for (int i = 0; i < 5000; i++) {
-        point(&a, (unsigned)(rnd(&s1) % 1000000));
-        point(&b, (unsigned)(rnd(&s2) % 1000000));
-    }
+    uniform_points(&a, 5000, &s1);
+    uniform_points(&b, 5000, &s2);
     pk_splitfind_key(&a, LATER, &ra);
     pk_splitfind_key(&b, LATER, &rb);
     assert_int_equal(ra.verdict, rb.verdict);
