@@ -166,6 +166,24 @@ int pk_range_lookup(const pk_range *r, const void *key, size_t len,
     return PK_OK;
 }
 
+int pk_range_lookup_below(const pk_range *r, const void *key, size_t len,
+                          uint32_t *id)
+{
+    uint32_t i;
+
+    if (key == NULL && len > 0)
+        return PK_EINVAL;
+    if (len == 0)
+        return PK_ENOTFOUND;
+    i = find_key(r, key, len);
+    /* key itself opens partition i: what lies below it is in i - 1. */
+    if (i > 0 &&
+        pk_key_cmp(r->parts[i].lo, r->parts[i].lo_len, key, len) == 0)
+        i--;
+    *id = r->parts[i].id;
+    return PK_OK;
+}
+
 int pk_range_split(pk_range *r, uint32_t id, const void *at, size_t len,
                    uint32_t new_id)
 {
@@ -277,6 +295,60 @@ int pk_range_scan(const pk_range *r, const void *start, size_t slen,
         ids[i] = r->parts[first + i].id;
     *n = count;
     return PK_OK;
+}
+
+/* Partitions of a map in the order of their lower bounds (qsort). */
+static int by_lo(const void *a, const void *b)
+{
+    const pk_range_part *x = a, *y = b;
+
+    return pk_key_cmp(x->lo, x->lo_len, y->lo, y->lo_len);
+}
+
+int pk_range_from_pmap(const struct pk_pmap *m, pk_range **out)
+{
+    pk_range *r = NULL; /* owned until handed to *out */
+    int rc;
+
+    if (m->scheme != PK_SCHEME_RANGE || m->npartitions == 0)
+        return PK_EINVAL;
+    rc = alloc_range(m->npartitions, &r);
+    if (rc != PK_OK)
+        return rc;
+    for (uint32_t p = 0; p < m->npartitions; p++) {
+        /* Borrowed for the sort, copied once the tiling checks out. */
+        r->parts[p].id = p;
+        r->parts[p].lo = m->parts[p].lo;
+        r->parts[p].lo_len = m->parts[p].lo_len;
+    }
+    qsort(r->parts, m->npartitions, sizeof(*r->parts), by_lo);
+    for (uint32_t i = 0; i < m->npartitions && rc == PK_OK; i++) {
+        const pk_partition *pt = &m->parts[r->parts[i].id];
+        const pk_range_part *next =
+            i + 1 < m->npartitions ? &r->parts[i + 1] : NULL;
+        if ((i == 0 && pt->lo_len != 0) || (next == NULL) != (pt->hi == NULL) ||
+            (next && pk_key_cmp(pt->hi, pt->hi_len, next->lo,
+                                next->lo_len) != 0))
+            rc = PK_ECORRUPT;
+    }
+    for (uint32_t i = 0; i < m->npartitions; i++) {
+        const uint8_t *lo = r->parts[i].lo;
+        r->parts[i].lo = NULL;
+        if (rc == PK_OK && i > 0) {
+            r->parts[i].lo = malloc(r->parts[i].lo_len);
+            if (r->parts[i].lo == NULL)
+                rc = PK_ENOMEM;
+            else
+                memcpy(r->parts[i].lo, lo, r->parts[i].lo_len);
+        }
+        r->n = i + 1;
+    }
+    if (rc == PK_OK) {
+        *out = r;
+        r = NULL;
+    }
+    pk_range_free(r);
+    return rc;
 }
 
 int pk_range_to_pmap(const pk_range *r, struct pk_pmap *m)

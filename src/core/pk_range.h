@@ -119,6 +119,23 @@ int pk_range_scan(const pk_range *r, const void *start, size_t slen,
                   uint32_t *n);
 
 /*
+ * The partition holding the greatest key below key: where a descending
+ * read bounded by "(key" starts.  Returns 0, PK_ENOTFOUND (key is "",
+ * so nothing is below it) or PK_EINVAL (key NULL with len > 0).
+ */
+int pk_range_lookup_below(const pk_range *r, const void *key, size_t len,
+                          uint32_t *id);
+
+/*
+ * Builds the range index of a range-scheme map m: every partition with
+ * its id and bounds, which must tile the keyspace (one partition starts at
+ * "", each hi is another's lo, one ends at +inf).  Returns 0, PK_EINVAL (m
+ * not a range map), PK_ECORRUPT (bounds that do not tile) or PK_ENOMEM;
+ * *out is set only on success.  O(n log n).
+ */
+int pk_range_from_pmap(const struct pk_pmap *m, pk_range **out);
+
+/*
  * Writes every partition's bounds into the range-scheme map m: partition
  * id p becomes m->parts[p] (pk_pmap_set_range), so the ids must be exactly
  * 0..m->npartitions - 1.  Other fields of m keep their values.  The

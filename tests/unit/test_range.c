@@ -561,6 +561,48 @@ static void test_to_pmap(void **state)
     pk_range_free(r);
 }
 
+/* The index rebuilt from a map routes as the range it came from, and
+ * "below" finds the partition of the greatest smaller key. */
+static void test_from_pmap(void **state)
+{
+    pk_range *r = permuted_range(), *back = NULL;
+    pk_pmap *m = range_pmap(5);
+    uint64_t seed = 11;
+    uint32_t id = UINT32_MAX, want;
+
+    (void)state;
+    assert_int_equal(pk_range_to_pmap(r, m), PK_OK);
+    assert_int_equal(pk_range_from_pmap(m, &back), PK_OK);
+    assert_int_equal(pk_range_count(back), 5);
+    for (int j = 0; j < 2000; j++) {
+        key k;
+        uint32_t a = 0, b = 1;
+        rnd_key(&seed, &k);
+        k.b[0] = k.len ? (uint8_t)(rnd(&seed) % 256) : 0;
+        assert_int_equal(pk_range_lookup(r, k.b, k.len, &a), PK_OK);
+        assert_int_equal(pk_range_lookup(back, k.b, k.len, &b), PK_OK);
+        assert_int_equal(a, b);
+    }
+    /* Below "m" (which opens id 1) is id 3's "c\0" .. "m"; below "m\0" is
+     * "m" itself, in id 1; nothing is below "". */
+    assert_int_equal(pk_range_lookup_below(back, "m", 1, &id), PK_OK);
+    assert_int_equal(id, 3);
+    assert_int_equal(pk_range_lookup_below(back, "m\0", 2, &id), PK_OK);
+    assert_int_equal(id, 1);
+    assert_int_equal(pk_range_lookup_below(back, "b", 1, &want), PK_OK);
+    assert_int_equal(want, 0);
+    assert_int_equal(pk_range_lookup_below(back, "", 0, &id), PK_ENOTFOUND);
+    pk_range_free(back);
+    back = NULL;
+
+    /* A gap between two partitions is refused. */
+    assert_int_equal(pk_pmap_set_range(m, 1, "n", 1, "x", 1), PK_OK);
+    assert_int_equal(pk_range_from_pmap(m, &back), PK_ECORRUPT);
+    assert_null(back);
+    pk_pmap_free(m);
+    pk_range_free(r);
+}
+
 static void test_large(void **state)
 {
     enum { N = 20000 };
@@ -676,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_new),    cmocka_unit_test(test_new_split),
         cmocka_unit_test(test_errors), cmocka_unit_test(test_scan),
         cmocka_unit_test(test_model),  cmocka_unit_test(test_to_pmap),
+        cmocka_unit_test(test_from_pmap),
         cmocka_unit_test(test_large),  cmocka_unit_test(test_alloc_failures),
     };
 
