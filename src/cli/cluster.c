@@ -3,6 +3,8 @@
  *
  *   partkv cluster up --nodes N [--base-port P] [--dir D] [--replicas R]
  *                     [--scheme slots|hash [--partitions P] [--hash H]]
+ *                     [--scheme range [--presplit N [--presplit-sample F]
+ *                                      | --presplit-keys K1,K2,...]]
  *                     [--route redirect|forward] [--coordinator embedded]
  *                     [--announce-replicas yes|no]
  *                     [--secret S] [--fsync always|everysec|no]
@@ -34,6 +36,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/keyset.h"
+#include "cli/presplit.h"
 #include "cli/spawn.h"
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
@@ -56,8 +60,12 @@ typedef struct up_args {
     unsigned long nodes, base_port, replicas, partitions;
     const char *dir;
     const char *secret;
-    int hash_scheme;           /* --scheme hash */
+    pk_scheme scheme;          /* --scheme */
     pk_hash_kind hash;         /* --hash, for the hash scheme */
+    pk_presplit presplit;      /* the range scheme's first boundaries */
+    unsigned long ranges;      /* --presplit N */
+    const char *split_keys;    /* --presplit-keys */
+    const char *split_sample;  /* --presplit-sample */
     int forward;               /* nodes forward instead of answering MOVED */
     int announce_replicas;     /* --announce-replicas yes */
     const char *fsync;         /* --fsync for every node, or NULL */
@@ -81,6 +89,66 @@ typedef struct up_node {
     int dead_status; /* its wait status */
 } up_node;
 
+static const char *const SCHEMES[] = {"slots", "hash", "range"};
+
+/* Sets *out to the pk_scheme named s; 0, or -1 for no such name. */
+static int scheme_of(const char *s, pk_scheme *out)
+{
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(s, SCHEMES[i]) == 0) {
+            *out = (pk_scheme)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The range scheme's boundaries from the --presplit flags (after the
+ * other checks); -1 after a one-line message. */
+static int range_args(up_args *a)
+{
+    pk_keyset ks = {0};
+    int rc;
+
+    if (a->partitions) {
+        fprintf(stderr, "partkv cluster up: the range scheme starts from "
+                        "--presplit, not --partitions\n");
+        return -1;
+    }
+    if (a->split_keys && (a->ranges || a->split_sample)) {
+        fprintf(stderr, "partkv cluster up: --presplit-keys or --presplit N, "
+                        "not both\n");
+        return -1;
+    }
+    if (a->split_sample && !a->ranges) {
+        fprintf(stderr, "partkv cluster up: --presplit-sample needs "
+                        "--presplit N\n");
+        return -1;
+    }
+    if (a->split_keys) {
+        rc = pk_presplit_keys(a->split_keys, &a->presplit);
+    } else if (a->split_sample) {
+        rc = pk_keyset_load(&ks, a->split_sample);
+        if (rc == PK_OK)
+            rc = pk_presplit_sample(&ks, (uint32_t)a->ranges, &a->presplit);
+        pk_keyset_free(&ks);
+    } else {
+        rc =
+            pk_presplit_even(a->ranges ? (uint32_t)a->ranges : 1, &a->presplit);
+    }
+    if (rc != PK_OK) {
+        fprintf(stderr,
+                "partkv cluster up: no boundaries from --presplit%s: %s\n",
+                a->split_keys     ? "-keys (empty or repeated keys?)"
+                : a->split_sample ? "-sample"
+                                  : "",
+                pk_strerror(rc));
+        return -1;
+    }
+    a->partitions = a->presplit.n + 1;
+    return 0;
+}
+
 static int parse_up(int argc, char **argv, up_args *a)
 {
     static const struct option opts[] = {
@@ -98,6 +166,9 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"fsync", required_argument, NULL, 'f'},
         {"acks", required_argument, NULL, 'k'},
         {"replace-after", required_argument, NULL, 'A'},
+        {"presplit", required_argument, NULL, 'T'},
+        {"presplit-keys", required_argument, NULL, 'K'},
+        {"presplit-sample", required_argument, NULL, 'X'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -138,14 +209,20 @@ static int parse_up(int argc, char **argv, up_args *a)
                 goto bad;
             break;
         case 's':
-            if (strcmp(optarg, "slots") != 0 && strcmp(optarg, "hash") != 0)
+            if (scheme_of(optarg, &a->scheme) != 0)
                 goto bad;
-            a->hash_scheme = strcmp(optarg, "hash") == 0;
             break;
-        case 'P':
+        case 'K':
+            a->split_keys = optarg;
+            break;
+        case 'X':
+            a->split_sample = optarg;
+            break;
+        case 'P': /* --partitions P */
+        case 'T': /* --presplit N */
             if (!num_ok || v < 1 || v > PK_PARTITIONS_MAX)
                 goto bad;
-            a->partitions = v;
+            *(ch == 'P' ? &a->partitions : &a->ranges) = v;
             break;
         case 'H':
             if (pk_hash_parse(optarg, &a->hash) != PK_OK)
@@ -203,23 +280,31 @@ static int parse_up(int argc, char **argv, up_args *a)
     }
     if (a->replicas == 0)
         a->replicas = a->nodes < 3 ? a->nodes : 3;
-    /* Clients cannot compute hash-mod-P partitions: nodes must forward. */
-    if (a->hash_scheme)
+    /* Clients cannot compute hash-mod-P partitions or ranges: nodes must
+     * forward. */
+    if (a->scheme != PK_SCHEME_SLOTS)
         a->forward = 1;
-    if (a->partitions == 0)
-        a->partitions = a->hash_scheme ? 1024 : PK_SLOTS;
-    if (!a->hash_scheme && a->partitions != PK_SLOTS) {
-        fprintf(stderr,
-                "partkv cluster up: the slots scheme has %d "
-                "partitions; --partitions goes with --scheme hash\n",
-                PK_SLOTS);
-        return -1;
-    }
     if (a->replicas > a->nodes) {
         fprintf(stderr,
                 "partkv cluster up: --replicas %lu needs at least "
                 "as many nodes\n",
                 a->replicas);
+        return -1;
+    }
+    if (a->scheme == PK_SCHEME_RANGE)
+        return range_args(a);
+    if (a->ranges || a->split_keys || a->split_sample) {
+        fprintf(stderr, "partkv cluster up: --presplit goes with --scheme "
+                        "range\n");
+        return -1;
+    }
+    if (a->partitions == 0)
+        a->partitions = a->scheme == PK_SCHEME_HASH ? 1024 : PK_SLOTS;
+    if (a->scheme == PK_SCHEME_SLOTS && a->partitions != PK_SLOTS) {
+        fprintf(stderr,
+                "partkv cluster up: the slots scheme has %d "
+                "partitions; --partitions goes with --scheme hash\n",
+                PK_SLOTS);
         return -1;
     }
     return 0;
@@ -455,9 +540,10 @@ static int ensure_map_once(pk_sclient *c, const up_args *a,
         return -1;
     }
     rc = m ? PK_OK
-           : pk_pmap_new(a->hash_scheme ? PK_SCHEME_HASH : PK_SCHEME_SLOTS,
-                         a->hash, (uint32_t)a->partitions, (uint8_t)a->replicas,
-                         &m);
+           : pk_pmap_new(a->scheme, a->hash, (uint32_t)a->partitions,
+                         (uint8_t)a->replicas, &m);
+    if (rc == PK_OK && *created && a->scheme == PK_SCHEME_RANGE)
+        rc = pk_presplit_apply(&a->presplit, m);
     for (unsigned long i = 0; rc == PK_OK && i < a->nodes; i++) {
         char addr[64];
         uint32_t id;
@@ -707,7 +793,10 @@ static int cluster_up(int argc, char **argv)
         snprintf(acks, sizeof(acks), "acks %s, ", a.acks);
     printf("partkv cluster: %lu nodes, %lu %s partitions, %lu replicas, "
            "%s%s mode, coordinator on 127.0.0.1:%d, data in %s (%s map)\n",
-           a.nodes, a.partitions, a.hash_scheme ? pk_hash_name(a.hash) : "slot",
+           a.nodes, a.partitions,
+           a.scheme == PK_SCHEME_HASH    ? pk_hash_name(a.hash)
+           : a.scheme == PK_SCHEME_RANGE ? "range"
+                                         : "slot",
            a.replicas, acks, a.forward ? "forward" : "redirect", kids[0].port,
            a.dir, created ? "new" : "existing");
     for (unsigned long i = 0; i < a.nodes; i++)
@@ -724,6 +813,7 @@ out:
     pk_sclient_free(c);
     stop_all(kids, a.nodes);
     free(nodes);
+    pk_presplit_free(&a.presplit);
     return status;
 }
 

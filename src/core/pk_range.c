@@ -177,8 +177,7 @@ int pk_range_lookup_below(const pk_range *r, const void *key, size_t len,
         return PK_ENOTFOUND;
     i = find_key(r, key, len);
     /* key itself opens partition i: what lies below it is in i - 1. */
-    if (i > 0 &&
-        pk_key_cmp(r->parts[i].lo, r->parts[i].lo_len, key, len) == 0)
+    if (i > 0 && pk_key_cmp(r->parts[i].lo, r->parts[i].lo_len, key, len) == 0)
         i--;
     *id = r->parts[i].id;
     return PK_OK;
@@ -327,8 +326,8 @@ int pk_range_from_pmap(const struct pk_pmap *m, pk_range **out)
         const pk_range_part *next =
             i + 1 < m->npartitions ? &r->parts[i + 1] : NULL;
         if ((i == 0 && pt->lo_len != 0) || (next == NULL) != (pt->hi == NULL) ||
-            (next && pk_key_cmp(pt->hi, pt->hi_len, next->lo,
-                                next->lo_len) != 0))
+            (next &&
+             pk_key_cmp(pt->hi, pt->hi_len, next->lo, next->lo_len) != 0))
             rc = PK_ECORRUPT;
     }
     for (uint32_t i = 0; i < m->npartitions; i++) {

@@ -13,6 +13,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "core/pk_range.h"
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
@@ -24,16 +25,22 @@
 void pk_cluster_set_map(pk_cluster *cl, pk_pmap *map)
 {
     pk_pmap_free(cl->map);
+    pk_range_free(cl->ranges);
     cl->map = map;
+    cl->ranges = NULL;
     cl->self = PK_NODE_NONE;
     if (map && pk_pmap_node_find(map, cl->name, &cl->self) != PK_OK)
         cl->self = PK_NODE_NONE;
+    /* Bounds that do not tile the keyspace (or no memory) leave ranges
+     * NULL, and then no key of the range scheme is served. */
+    if (map && map->scheme == PK_SCHEME_RANGE &&
+        pk_range_from_pmap(map, &cl->ranges) != PK_OK)
+        cl->ranges = NULL;
 }
 
 void pk_cluster_free(pk_cluster *cl)
 {
-    pk_pmap_free(cl->map);
-    cl->map = NULL;
+    pk_cluster_set_map(cl, NULL);
 }
 
 /* "host:port" of a node, split for replies; port 0 if malformed. */
@@ -99,6 +106,12 @@ static int keys_slot(pk_cmd_ctx *x, const pk_cmd *cmd, int split, int *slot)
     pk_keyrun r[PK_KEYRUNS_MAX];
     int nruns = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
 
+    /* A range read of the range scheme starts in the range of its first
+     * bound and goes on from there (pk_cmd_range.c). */
+    if (cl->ranges && cmd->keys == pk_cmd_keys_pk_range) {
+        *slot = pk_cmd_pk_range_start(cl, x->argc, x->argv);
+        return 1;
+    }
     *slot = -1;
     for (int k = 0; k < nruns; k++) {
         for (int i = r[k].first; i <= r[k].last; i += r[k].step) {
@@ -259,8 +272,13 @@ uint32_t pk_cluster_part(const pk_cluster *cl, const void *key, size_t len)
 {
     uint32_t p;
 
-    if (cl->map && cl->map->scheme == PK_SCHEME_HASH &&
-        pk_pmap_partition_of(cl->map, key, len, &p) == PK_OK)
+    if (cl->map == NULL || cl->map->scheme == PK_SCHEME_SLOTS)
+        return pk_hash_slot(key, len);
+    if (cl->map->scheme == PK_SCHEME_RANGE)
+        return cl->ranges && pk_range_lookup(cl->ranges, key, len, &p) == PK_OK
+                   ? p
+                   : cl->map->npartitions; /* no leader: not served */
+    if (pk_pmap_partition_of(cl->map, key, len, &p) == PK_OK)
         return p;
     return pk_hash_slot(key, len);
 }
@@ -363,11 +381,13 @@ static void slots_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
 static void cluster_slots(pk_cmd_ctx *x, const pk_pmap *m)
 {
     if (m->scheme != PK_SCHEME_SLOTS) {
-        pk_reply_error(x->out, "ERR CLUSTER SLOTS is only served with the "
-                               "slots scheme: this cluster places keys by "
-                               "hash mod P, which Redis Cluster clients "
-                               "cannot compute; use forward mode or the "
-                               "proxy");
+        pk_reply_errorf(x->out,
+                        "ERR CLUSTER SLOTS is only served with the slots "
+                        "scheme: this cluster places keys by %s, which Redis "
+                        "Cluster clients cannot compute; use forward mode "
+                        "or the proxy",
+                        m->scheme == PK_SCHEME_RANGE ? "key range"
+                                                     : "hash mod P");
         return;
     }
     pk_reply_array(x->out, each_run(x, m, PK_NODE_NONE, NULL));

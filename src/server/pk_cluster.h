@@ -17,6 +17,7 @@
 
 #include "core/pk_pmap.h"
 
+typedef struct pk_range pk_range;
 typedef struct pk_cmd pk_cmd;
 typedef struct pk_cmd_ctx pk_cmd_ctx;
 
@@ -26,6 +27,7 @@ typedef struct pk_cluster {
     char addr[PK_ADDR_MAX + 1]; /* "host:port" others reach it at */
     pk_pmap *map;               /* owned; NULL until the first map */
     uint32_t self;              /* our id in map, or PK_NODE_NONE */
+    pk_range *ranges;           /* owned; the range scheme's key order */
 } pk_cluster;
 
 /* Takes ownership of map (freeing the previous one); finds self by name. */
@@ -58,8 +60,9 @@ int pk_cluster_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd, int *slot);
 int pk_cluster_route_exec(pk_cmd_ctx *x, int slot, int write);
 
 /*
- * The partition of a key: its Redis Cluster slot, or hash mod P when the
- * map uses the hash scheme.
+ * The partition of a key: its Redis Cluster slot, hash mod P when the map
+ * uses the hash scheme, or the range holding it in the range scheme
+ * (npartitions, which no node leads, when the map's bounds are unusable).
  */
 uint32_t pk_cluster_part(const pk_cluster *cl, const void *key, size_t len);
 

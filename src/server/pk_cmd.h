@@ -204,6 +204,9 @@ PK__CMDS(PK__CMD_DECL)
 /* Ordered key ranges (pk_cmd_range.c). */
 void pk_cmd_pk_range(pk_cmd_ctx *x);
 int pk_cmd_keys_pk_range(int argc, const pk_arg *argv, pk_keyrun *r);
+/* Range scheme: the partition where a PK.RANGE read starts, or -1 when
+ * its first bound does not parse (it then runs here and says so). */
+int pk_cmd_pk_range_start(const pk_cluster *cl, int argc, const pk_arg *argv);
 
 /* Keyspace (pk_cmd_keyspace.c, and the expire family in pk_cmd_kv.c). */
 void pk_cmd_copy(pk_cmd_ctx *x);

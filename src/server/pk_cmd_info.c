@@ -146,7 +146,12 @@ static void sec_partitions(pk_cmd_ctx *x, pk_obuf *b, pk_txn *t, int full)
     uint32_t part;
     uint64_t nparts = 0, keys = 0, bytes = 0, max_keys = 0;
 
-    add(b, "# Partitions\r\nscheme:slots\r\npartitions:%u\r\n", PK_SLOTS);
+    const pk_pmap *m = x->srv->cluster.map;
+    static const char *const names[] = {"slots", "hash", "range"};
+
+    add(b, "# Partitions\r\nscheme:%s\r\npartitions:%u\r\n",
+        m && m->scheme < 3 ? names[m->scheme] : "slots",
+        m ? m->npartitions : PK_SLOTS);
     for (uint64_t p = 0; t && pk_store_part_next(t, p, &part, &st) == PK_OK;
          p = (uint64_t)part + 1) {
         const pk_part_rate *r = &x->srv->rates[part % PK_SLOTS];

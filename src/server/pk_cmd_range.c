@@ -1,25 +1,39 @@
 /*
- * PK.RANGE start end [LIMIT n] [WITHVALUES] [REV]: the keys of one
- * partition between two bounds, in byte order, a page at a time.
+ * PK.RANGE start end [LIMIT n] [WITHVALUES] [REV]: keys between two
+ * bounds, in byte order, a page at a time.
  *
  * Bounds are ZRANGEBYLEX's ("[k", "(k", "-", "+"); with REV start is the
  * high bound, as ZREVRANGEBYLEX takes max first.  The reply is SCAN's
- * shape, [continuation, items]: the continuation is "(" and the last key
- * of the page -- the next call's start, forward or REV -- or "" once the
- * range is exhausted; items are keys, or with WITHVALUES flat key, value
- * pairs (a string's value, nil for the other types).
+ * shape, [continuation, items]: the continuation is the next call's start
+ * (forward) or high bound (REV) -- "(" and the last key of the page, or a
+ * range's edge when the page ended there -- or "" once the range is
+ * exhausted; items are keys, or with WITHVALUES flat key, value pairs (a
+ * string's value, nil for the other types).  A page holds at most LIMIT
+ * keys, and fewer when it stops at the edge of what this node leads.
  *
- * In a cluster the range is one slot's: routing hashes the key bounds
- * (pk_cmd_keys_pk_range) and needs them in one slot (CROSSSLOT), so a
- * range of compound keys under one hash tag ({sensor:17}:2026-11-01 ...)
- * is one partition's sequential read; bounds without a key are refused
- * there.  A node outside a cluster holds everything in partition 0.
+ * Which partitions a read touches depends on the scheme:
+ *  - range scheme: the read starts in the range holding its first bound
+ *    (pk_cmd_pk_range_start tells routing which), and goes on across the
+ *    next ranges in key order while this node leads them; where it does
+ *    not, the page ends there and the continuation names the edge, so the
+ *    next call is routed to the range beyond it.  The continuation is a
+ *    key, never a partition: a range split, merged or moved between two
+ *    calls is read from wherever its keys are then, each key once.
+ *  - slots and hash: the range is one partition's: routing hashes the key
+ *    bounds (pk_cmd_keys_pk_range) and needs them in one slot
+ *    (CROSSSLOT), so a range of compound keys under one hash tag
+ *    ({sensor:17}:2026-11-01 ...) is one partition's sequential read;
+ *    bounds without a key are refused there.
+ * A node outside a cluster holds everything in partition 0.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_range.h"
+#include "server/pk_cluster.h"
 #include "server/pk_cmd.h"
+#include "server/pk_repl.h"
 #include "store/pk_store_range.h"
 
 #define RANGE_PAGE 1000 /* keys per page without LIMIT */
@@ -56,23 +70,31 @@ typedef struct range_out {
     size_t last_len, last_cap;
 } range_out;
 
+/* The continuation becomes kind ('(' or '[') and the len bytes at p. */
+static int set_last(range_out *o, char kind, const void *p, size_t len)
+{
+    if (len + 1 > o->last_cap) {
+        size_t cap = len + 1 > 2 * o->last_cap ? len + 1 : 2 * o->last_cap;
+        uint8_t *b = realloc(o->last, cap);
+        if (b == NULL) {
+            return PK_ENOMEM;
+        }
+        o->last = b;
+        o->last_cap = cap;
+    }
+    o->last[0] = (uint8_t)kind;
+    memcpy(o->last + 1, p, len);
+    o->last_len = len + 1;
+    return PK_OK;
+}
+
 static int range_emit(void *ctx, pk_slice key, pk_type type, pk_slice val)
 {
     range_out *o = ctx;
 
-    if (key.len + 1 > o->last_cap) {
-        size_t cap =
-            key.len + 1 > 2 * o->last_cap ? key.len + 1 : 2 * o->last_cap;
-        uint8_t *p = realloc(o->last, cap);
-        if (p == NULL) {
-            return PK_ENOMEM;
-        }
-        o->last = p;
-        o->last_cap = cap;
+    if (set_last(o, '(', key.ptr, key.len) != PK_OK) {
+        return PK_ENOMEM;
     }
-    o->last[0] = '(';
-    memcpy(o->last + 1, key.ptr, key.len);
-    o->last_len = key.len + 1;
     pk_reply_bulk(o->items, key.ptr, key.len);
     o->n++;
     if (o->withvalues) {
@@ -111,9 +133,120 @@ static int range_opts(pk_cmd_ctx *x, size_t *limit, int *withvalues, int *rev)
     return 1;
 }
 
+/* The range that holds the first key a read from bound b (its start, or
+ * with rev its high bound) can return; "-" and "+" are the two ends. */
+static uint32_t start_part(const pk_range *r, const pk_zlex *b, int rev)
+{
+    uint32_t id = 0;
+
+    if (b->kind == PK_ZLEX_MIN || b->kind == PK_ZLEX_MAX) {
+        pk_range_get(r, b->kind == PK_ZLEX_MIN ? 0 : pk_range_count(r) - 1, &id,
+                     NULL, NULL, NULL, NULL);
+    } else if (!rev || b->kind == PK_ZLEX_INCL ||
+               pk_range_lookup_below(r, b->ptr, b->len, &id) != PK_OK) {
+        /* (nothing is below "(": the first range answers, empty) */
+        pk_range_lookup(r, b->ptr, b->len, &id);
+    }
+    return id;
+}
+
+/* 1 when REV is among the options (LIMIT's count skipped). */
+static int has_rev(int argc, const pk_arg *argv)
+{
+    for (int i = 3; i < argc; i++) {
+        if (pk_arg_eq(&argv[i], "limit")) {
+            i++;
+        } else if (pk_arg_eq(&argv[i], "rev")) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int pk_cmd_pk_range_start(const pk_cluster *cl, int argc, const pk_arg *argv)
+{
+    pk_zlex z;
+
+    /* The first bound is where the read starts, REV or not. */
+    if (cl->ranges == NULL ||
+        pk_zlex_parse(argv[1].ptr, argv[1].len, &z) != 0) {
+        return -1;
+    }
+    return (int)start_part(cl->ranges, &z, has_rev(argc, argv));
+}
+
+/*
+ * Whether the far bound lets the read go past the edge of partition pt:
+ * forward, keys at or above its hi; with rev, keys below its lo.
+ */
+static int past_edge(const pk_partition *pt, const pk_zlex *far, int rev)
+{
+    int c;
+
+    if (rev ? pt->lo_len == 0 : pt->hi == NULL) {
+        return 0; /* the first or last range: nothing lies beyond */
+    }
+    if (far->kind == (rev ? PK_ZLEX_MIN : PK_ZLEX_MAX)) {
+        return 1;
+    }
+    if (far->kind == PK_ZLEX_MIN || far->kind == PK_ZLEX_MAX) {
+        return 0;
+    }
+    if (rev) {
+        return pk_key_cmp(far->ptr, far->len, pt->lo, pt->lo_len) < 0;
+    }
+    c = pk_key_cmp(far->ptr, far->len, pt->hi, pt->hi_len);
+    return c > 0 || (c == 0 && far->kind == PK_ZLEX_INCL);
+}
+
+/*
+ * The range scheme's read from the start bound near (the high bound with
+ * rev) to far: from partition part on, each range clipped to its bounds,
+ * across the ranges this node leads.
+ */
+static int read_ranges(pk_cmd_ctx *x, pk_txn *t, uint32_t part, pk_zlex near,
+                       const pk_zlex *far, int rev, size_t limit, range_out *o,
+                       int *more)
+{
+    const pk_cluster *cl = &x->srv->cluster;
+    size_t per_key = o->withvalues ? 2 : 1;
+
+    for (;;) {
+        const pk_partition *pt = &cl->map->parts[part];
+        int beyond = past_edge(pt, far, rev), rc;
+        size_t before = o->n;
+        pk_zlex clip = *far;
+        uint32_t next;
+
+        if (beyond) {
+            clip = rev ? (pk_zlex){pt->lo, pt->lo_len, PK_ZLEX_INCL}
+                       : (pk_zlex){pt->hi, pt->hi_len, PK_ZLEX_EXCL};
+        }
+        rc = pk_store_range(t, part, rev ? &clip : &near, rev ? &near : &clip,
+                            rev, limit, NOW(x), range_emit, o, more);
+        if (rc != PK_OK || *more || !beyond) {
+            return rc;
+        }
+        limit -= (o->n - before) / per_key;
+        /* The read goes on from the edge: "[hi" forward, "(lo" reverse. */
+        near = rev ? (pk_zlex){pt->lo, pt->lo_len, PK_ZLEX_EXCL}
+                   : (pk_zlex){pt->hi, pt->hi_len, PK_ZLEX_INCL};
+        next = start_part(cl->ranges, &near, rev);
+        /* The page ends at the edge unless the next range is ours too. */
+        if (limit == 0 || pk_pmap_leader(cl->map, next) != cl->self ||
+            pk_repl_handing_off(x->srv, next)) {
+            *more = 1;
+            return set_last(o, rev ? '(' : '[', near.ptr, near.len);
+        }
+        part = next;
+    }
+}
+
 void pk_cmd_pk_range(pk_cmd_ctx *x)
 {
     const pk_arg *first = &x->argv[1], *second = &x->argv[2];
+    const pk_cluster *cl = &x->srv->cluster;
+    int ranged = cl->enabled && cl->ranges != NULL;
     size_t limit = RANGE_PAGE;
     int withvalues = 0, rev = 0, more = 0, rc;
     pk_zlex a, b;
@@ -127,13 +260,14 @@ void pk_cmd_pk_range(pk_cmd_ctx *x)
     if (!range_opts(x, &limit, &withvalues, &rev)) {
         return;
     }
-    if (x->srv->cluster.enabled && !keyed_bound(first) &&
-        !keyed_bound(second)) {
+    if (cl->enabled && !ranged && !keyed_bound(first) && !keyed_bound(second)) {
         pk_reply_error(x->out, "ERR PK.RANGE needs a key bound in cluster "
                                "mode: put the keys under one hash tag");
         return;
     }
-    if (x->have_part) {
+    if (ranged) {
+        part = start_part(cl->ranges, &a, rev);
+    } else if (x->have_part) {
         part = x->part;
     } else {
         const pk_arg *k = keyed_bound(first) ? first : second;
@@ -145,8 +279,12 @@ void pk_cmd_pk_range(pk_cmd_ctx *x)
     pk_obuf items;
     pk_obuf_init(&items);
     range_out o = {x, &items, 0, withvalues, NULL, 0, 0};
-    rc = pk_store_range(t, part, rev ? &b : &a, rev ? &a : &b, rev, limit,
-                        NOW(x), range_emit, &o, &more);
+    if (ranged) {
+        rc = read_ranges(x, t, part, a, &b, rev, limit, &o, &more);
+    } else {
+        rc = pk_store_range(t, part, rev ? &b : &a, rev ? &a : &b, rev, limit,
+                            NOW(x), range_emit, &o, &more);
+    }
     if (rc != PK_OK) {
         pk_cmd_store_error(x, rc);
     } else {

@@ -356,6 +356,21 @@ class Cluster(pkserver.Process):
             self.proc.pid if self.proc else None, self.dir, self.nodes)
 
 
+def serving(c):
+    """Starts cluster c and yields it serving; then checks that it ran to
+    the end and stops cleanly, leaving no node behind (a module fixture's
+    body: `yield from serving(Cluster(...))`)."""
+    try:
+        c.start()
+        c.wait_serving()
+        yield c
+        assert c.alive(), "cluster up exited early:\n" + c.logs()
+        assert c.stop() == 0
+        assert not c.leftover_nodes()
+    finally:
+        c.cleanup()
+
+
 def redis_cli(*args, timeout=15):
     """Runs /usr/bin/redis-cli (stdin closed); returns CompletedProcess."""
     return subprocess.run(["redis-cli", *args], stdin=subprocess.DEVNULL,

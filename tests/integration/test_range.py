@@ -201,26 +201,12 @@ def test_errors(raw):
 
 # ---------------------------------------------------------------- clusters
 
-def start_cluster(extra=()):
-    assert os.access(pkserver.partkv_path(), os.X_OK), "build partkv first"
-    c = pkcluster.Cluster(nodes=3, base_port=0, replicas=1,
-                          secret="r-%032x" % random.getrandbits(128),
-                          extra=list(extra))
-    c.start()
-    c.wait_serving()
-    return c
-
-
 def cluster_fixture(extra=()):
     """A module's cluster: yielded, then stopped cleanly (asserted)."""
-    c = start_cluster(extra)
-    try:
-        yield c
-        assert c.alive(), "cluster up exited early:\n" + c.logs()
-        assert c.stop() == 0
-        assert not c.leftover_nodes()
-    finally:
-        c.cleanup()
+    assert os.access(pkserver.partkv_path(), os.X_OK), "build partkv first"
+    yield from pkcluster.serving(pkcluster.Cluster(
+        nodes=3, base_port=0, replicas=1,
+        secret="r-%032x" % random.getrandbits(128), extra=list(extra)))
 
 
 @pytest.fixture(scope="module")

@@ -715,11 +715,15 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_new),    cmocka_unit_test(test_new_split),
-        cmocka_unit_test(test_errors), cmocka_unit_test(test_scan),
-        cmocka_unit_test(test_model),  cmocka_unit_test(test_to_pmap),
+        cmocka_unit_test(test_new),
+        cmocka_unit_test(test_new_split),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_model),
+        cmocka_unit_test(test_to_pmap),
         cmocka_unit_test(test_from_pmap),
-        cmocka_unit_test(test_large),  cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_large),
+        cmocka_unit_test(test_alloc_failures),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

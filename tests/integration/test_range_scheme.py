@@ -1,0 +1,219 @@
+"""The range scheme: partitions are contiguous ranges of the key order,
+nodes forward, PK.RANGE reads across ranges in key order from any node with
+a continuation cursor, and the proxy routes by range.  Checked against a
+model: a sorted list of the keys written."""
+import bisect
+import os
+import random
+import subprocess
+
+import pytest
+import redis
+
+import cluster as pkcluster
+import server as pkserver
+
+pytestmark = pytest.mark.partkv_only
+
+SPLITS = ["d", "h", "m", "q", "u"]  # six ranges
+
+
+@pytest.fixture(scope="module")
+def rc3():
+    assert os.access(pkserver.partkv_path(), os.X_OK), "build partkv first"
+    yield from pkcluster.serving(pkcluster.Cluster(
+        nodes=3, base_port=0, replicas=3,
+        extra=["--scheme", "range", "--presplit-keys", ",".join(SPLITS)]))
+
+
+@pytest.fixture(scope="module")
+def model(rc3):
+    """Keys written once for the module, spread over every range, with
+    NULs, prefixes of each other and the split points themselves."""
+    rnd = random.Random(15)
+    keys = set(SPLITS) | {"", "a", "a\0", "a\0b", "m\0", "zz\xff"}
+    alpha = "abcdefghijklmnopqrstuvwxyz0\0"
+    while len(keys) < 1500:
+        keys.add("".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 6))))
+    keys.discard("")
+    r = client(rc3.nodes[0], decode=False)
+    pipe = r.pipeline(transaction=False)
+    for k in keys:
+        pipe.set(k.encode("latin-1"), b"v:" + k.encode("latin-1"))
+    assert all(pipe.execute())
+    return sorted(k.encode("latin-1") for k in keys)
+
+
+def client(node, decode=True):
+    return redis.Redis(host=node.host, port=node.port, socket_timeout=10,
+                       decode_responses=decode)
+
+
+def read_all(r, lo, hi, limit=None, rev=False, withvalues=False):
+    """Every key of PK.RANGE lo hi, following the continuation; also the
+    number of calls it took."""
+    out, calls, start = [], 0, lo
+    while True:
+        args = ["PK.RANGE", start, hi]
+        if limit:
+            args += ["LIMIT", limit]
+        if withvalues:
+            args.append("WITHVALUES")
+        if rev:
+            args.append("REV")
+        cont, items = r.execute_command(*args)
+        calls += 1
+        out += items
+        if cont == b"":
+            return out, calls
+        assert calls < 10000
+        start = cont
+
+
+def model_range(keys, lo, hi):
+    """The keys of the model between two ZRANGEBYLEX bounds."""
+    def bound(b, low):
+        if b == b"-":
+            return 0
+        if b == b"+":
+            return len(keys)
+        k = b[1:]
+        if b[:1] == b"[":
+            return bisect.bisect_left(keys, k) if low else \
+                bisect.bisect_right(keys, k)
+        return bisect.bisect_right(keys, k) if low else \
+            bisect.bisect_left(keys, k)
+    i, j = bound(lo, True), bound(hi, False)
+    return keys[i:j] if i < j else []
+
+
+def test_summary_and_info(rc3):
+    assert rc3.summary["mode"] == "forward"
+    assert rc3.summary["slots"] == len(SPLITS) + 1
+    assert "range partitions" in rc3.summary["line"]
+    info = client(rc3.nodes[1]).info("partitions")
+    assert info["scheme"] == "range" and info["partitions"] == 6
+
+
+def test_cluster_slots_explains(rc3):
+    with pytest.raises(redis.ResponseError) as e:
+        client(rc3.nodes[2]).execute_command("CLUSTER", "SLOTS")
+    assert "key range" in str(e.value)
+
+
+def test_one_keyspace_from_every_node(rc3, model):
+    for i, k in enumerate(model[::7]):
+        assert client(rc3.nodes[i % 3], decode=False).get(k) == b"v:" + k
+    # Each range's keys sit in its own partition: PK.PARTITIONS per range
+    # on the leaders adds up to the model.
+    assert sum(client(n).dbsize() for n in rc3.nodes) == len(model)
+
+
+def test_full_range_in_order_from_every_node(rc3, model):
+    for n in rc3.nodes:
+        r = client(n, decode=False)
+        got, calls = read_all(r, b"-", b"+")
+        assert got == model
+        assert calls >= 2  # the leaders of six ranges are three nodes
+        got, _ = read_all(r, b"+", b"-", rev=True)
+        assert got == model[::-1]
+
+
+def test_pages_and_values(rc3, model):
+    r = client(rc3.nodes[0], decode=False)
+    got, calls = read_all(r, b"-", b"+", limit=37)
+    assert got == model and calls >= len(model) // 37
+    got, _ = read_all(r, b"-", b"+", limit=1000, withvalues=True)
+    assert got[0::2] == model
+    assert got[1::2] == [b"v:" + k for k in model]
+
+
+def test_bounds_against_the_model(rc3, model):
+    rnd = random.Random(7)
+    edges = [b"-", b"+"] + [p + s.encode() for s in SPLITS for p in
+                            (b"[", b"(")]
+    for _ in range(120):
+        def pick():
+            if rnd.random() < 0.4:
+                return rnd.choice(edges)
+            return rnd.choice([b"[", b"("]) + \
+                rnd.choice(model)[:rnd.randint(1, 3)]
+        lo, hi = pick(), pick()
+        r = client(rc3.nodes[rnd.randrange(3)], decode=False)
+        want = model_range(model, lo, hi)
+        got, _ = read_all(r, lo, hi, limit=rnd.choice([None, 5, 64]))
+        assert got == want, (lo, hi)
+        got, _ = read_all(r, hi, lo, limit=rnd.choice([None, 3]), rev=True)
+        assert got == want[::-1], (hi, lo)
+
+
+def test_errors(rc3):
+    r = client(rc3.nodes[1])
+    with pytest.raises(redis.ResponseError, match="not valid string range"):
+        r.execute_command("PK.RANGE", "a", "+")
+    with pytest.raises(redis.ResponseError, match="LIMIT"):
+        r.execute_command("PK.RANGE", "-", "+", "LIMIT", "0")
+    assert r.ping()
+
+
+def test_proxy_routes_by_range(rc3, model):
+    n = rc3.nodes[0]
+    px = pkcluster.Proxy("%s:%d" % (n.host, n.port))
+    try:
+        px.start()
+        r = redis.Redis(host=px.host, port=px.port, socket_timeout=10)
+        rep, waited = pkcluster.wait_until(
+            lambda: r.execute_command("PK.MAP"), 10)
+        assert rep, "the proxy has no map after %.1fs" % waited
+        for k in model[::50]:
+            assert r.get(k) == b"v:" + k
+        assert r.set(b"proxy-key", b"1") and r.get(b"proxy-key") == b"1"
+        got, _ = read_all(r, b"[p", b"(r")
+        assert got == model_range(sorted(model + [b"proxy-key"]), b"[p",
+                                  b"(r")
+        assert r.delete(b"proxy-key") == 1
+    finally:
+        px.stop()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--scheme", "range", "--presplit-keys", "b,a,b"], "presplit-keys"),
+    (["--scheme", "range", "--presplit-keys", "a,,b"], "presplit-keys"),
+    (["--scheme", "slots", "--presplit", "4"], "goes with --scheme range"),
+    (["--scheme", "range", "--partitions", "4"], "not --partitions"),
+    (["--scheme", "range", "--presplit-sample", "/nonexistent"],
+     "needs --presplit N"),
+    (["--scheme", "range", "--presplit", "4", "--presplit-sample",
+      "/nonexistent"], "presplit-sample"),
+])
+def test_bad_presplit_flags(args, msg, tmp_path):
+    p = subprocess.run([pkserver.partkv_path(), "cluster", "up", "--nodes",
+                        "1", "--base-port", "0", "--dir", str(tmp_path)]
+                       + args, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert msg in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_presplit_even_and_sample(tmp_path):
+    """N even ranges over printable ASCII, and N ranges from a sample."""
+    sample = tmp_path / "sample"
+    sample.write_text("".join("user:%04d\n" % i for i in range(1000)))
+    for extra, parts in ((["--presplit", "8"], 8),
+                         (["--presplit", "4", "--presplit-sample",
+                           str(sample)], 4)):
+        c = pkcluster.Cluster(nodes=1, base_port=0, replicas=1,
+                              extra=["--scheme", "range"] + extra)
+        try:
+            c.start()
+            c.wait_serving()
+            assert c.summary["slots"] == parts
+            r = client(c.nodes[0])
+            for i in range(0, 1000, 3):
+                r.set("user:%04d" % i, i)
+            assert r.dbsize() == 334
+            got, _ = read_all(client(c.nodes[0], decode=False), b"[user:0100",
+                              b"(user:0200")
+            assert got == [b"user:%04d" % i for i in range(102, 200, 3)]
+            assert c.stop() == 0
+        finally:
+            c.cleanup()
