@@ -188,7 +188,7 @@ uint16_t pk_hash_crc16(const void *data, size_t len)
     return crc;
 }
 
-uint16_t pk_hash_slot(const void *key, size_t len)
+size_t pk_hash_tag(const void *key, size_t len, const void **part)
 {
     const char *k = key;
     const char *open = len ? memchr(k, '{', len) : NULL;
@@ -196,11 +196,21 @@ uint16_t pk_hash_slot(const void *key, size_t len)
     if (open) {
         size_t from = (size_t)(open - k) + 1;
         const char *close = memchr(k + from, '}', len - from);
-        if (close && close > k + from)
-            return pk_hash_crc16(k + from, (size_t)(close - (k + from))) &
-                   (PK_SLOTS - 1);
+        if (close && close > k + from) {
+            *part = k + from;
+            return (size_t)(close - (k + from));
+        }
     }
-    return pk_hash_crc16(k, len) & (PK_SLOTS - 1);
+    *part = key;
+    return len;
+}
+
+uint16_t pk_hash_slot(const void *key, size_t len)
+{
+    const void *tag;
+    size_t n = pk_hash_tag(key, len, &tag);
+
+    return pk_hash_crc16(tag, n) & (PK_SLOTS - 1);
 }
 
 pk_hash_fn pk_hash_get(pk_hash_kind kind)

@@ -54,11 +54,15 @@ int64_t pk_hash_cassandra_token(const void *data, size_t len);
 uint16_t pk_hash_crc16(const void *data, size_t len);
 
 /*
- * Redis Cluster hash slot of a key, in 0..PK_SLOTS-1.  Applies the hash-tag
- * rule: if the key holds a '{' followed later by a '}' with at least one
- * byte between them, only the bytes between the first '{' and the first '}'
- * after it are hashed.
+ * The part of a key that places it (Redis Cluster's hash-tag rule): if the
+ * key holds a '{' followed later by a '}' with at least one byte between
+ * them, the bytes between the first '{' and the first '}' after it, else
+ * the whole key.  Sets *part (into key) and returns its length.
  */
+size_t pk_hash_tag(const void *key, size_t len, const void **part);
+
+/* Redis Cluster hash slot of a key, in 0..PK_SLOTS-1: CRC16 of its
+ * pk_hash_tag part. */
 uint16_t pk_hash_slot(const void *key, size_t len);
 
 /* The hash function for a kind, or NULL for an unknown kind. */

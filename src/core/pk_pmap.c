@@ -246,6 +246,8 @@ int pk_pmap_partition_of(const pk_pmap *m, const void *key, size_t len,
         *p = pk_hash_slot(key, len);
         return PK_OK;
     case PK_SCHEME_HASH:
+        /* Hash tags hold here too: {sensor:17}:... is one partition. */
+        len = pk_hash_tag(key, len, &key);
         *p = (uint32_t)(pk_hash_get(m->hash)(key, len) % m->npartitions);
         return PK_OK;
     }

@@ -39,7 +39,8 @@
 
 typedef enum pk_scheme {
     PK_SCHEME_SLOTS = 0, /* CRC16 mod 16384, hash tags (Redis Cluster) */
-    PK_SCHEME_HASH = 1,  /* pk_hash_kind hash of the key mod npartitions */
+    PK_SCHEME_HASH = 1,  /* pk_hash_kind hash of the key (its hash tag,
+                          * when it has one) mod npartitions */
     PK_SCHEME_RANGE = 2, /* sorted key ranges [lo, hi) */
 } pk_scheme;
 
@@ -143,7 +144,8 @@ int pk_pmap_set_range(pk_pmap *m, uint32_t p, const void *lo, size_t lo_len,
                       const void *hi, size_t hi_len);
 
 /*
- * Partition of a key for the slots and hash schemes.  Returns 0 or
+ * Partition of a key for the slots and hash schemes, both by the key's
+ * hash tag when it has one (pk_hash_tag).  Returns 0 or
  * PK_EINVAL for a range map (use pk_range for those).
  */
 int pk_pmap_partition_of(const pk_pmap *m, const void *key, size_t len,

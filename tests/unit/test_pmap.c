@@ -363,6 +363,11 @@ static void test_hash_and_range_basics(void **state)
                      PK_OK);
     assert_int_equal(pk_pmap_partition_of(h, "k", 1, &p), PK_OK);
     assert_int_equal(p, pk_hash_md5_64("k", 1) % 10);
+    /* A hash tag places the key: {k}:a is where k is; {}k is whole. */
+    assert_int_equal(pk_pmap_partition_of(h, "x{k}:a", 6, &p), PK_OK);
+    assert_int_equal(p, pk_hash_md5_64("k", 1) % 10);
+    assert_int_equal(pk_pmap_partition_of(h, "{}k", 3, &p), PK_OK);
+    assert_int_equal(p, pk_hash_md5_64("{}k", 3) % 10);
     assert_int_equal(pk_pmap_set_range(h, 0, NULL, 0, "a", 1), PK_EINVAL);
 
     assert_int_equal(pk_pmap_new(PK_SCHEME_RANGE, PK_HASH_XXH3, 2, 1, &r),
