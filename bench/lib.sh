@@ -160,6 +160,19 @@ machine_info() {
         "$(cut -d' ' -f1-3 /proc/loadavg), $(uname -sr)"
 }
 
+# own_partkv SRC WORK: the script's own copy of the binary at WORK/partkv,
+# set as PARTKV (`cluster up` starts its nodes from /proc/self/exe, so a
+# rebuild while the script runs changes nothing); and the traps that run
+# the script's cleanup function on exit and on INT/TERM.
+own_partkv() {
+    trap cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    cp "$1" "$2/partkv" || die "cannot copy $1"
+    PARTKV=$2/partkv
+    "$PARTKV" help >/dev/null 2>&1 || die "$1 does not run (a rebuild in progress?)"
+}
+
 # stop_ours PID PATTERN: stop PID only while its command line still holds
 # PATTERN (e.g. the script's temp dir), so a reused PID is left alone.
 stop_ours() {

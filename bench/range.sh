@@ -55,13 +55,7 @@ cleanup() {
     for pid in "${cluster_pids[@]}"; do stop_ours "$pid" "$work/"; done
     rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Our own copy: `cluster up` starts its nodes from /proc/self/exe.
-cp "$PARTKV_SRC" "$work/partkv" || die "cannot copy $PARTKV_SRC"
-PARTKV=$work/partkv
+own_partkv "$PARTKV_SRC" "$work"
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
 # keys LAYOUT DAY: one key per line, the day's readings in time order.

@@ -133,15 +133,7 @@ cleanup() {
     stop "$rd_pid"
     rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Our own copy of the binary: `cluster up` starts its nodes from
-# /proc/self/exe, so every process of this run is this copy.
-cp "$PARTKV_SRC" "$work/partkv" || die "cannot copy $PARTKV_SRC"
-PARTKV=$work/partkv
-"$PARTKV" help >/dev/null 2>&1 || die "$PARTKV_SRC does not run (a rebuild in progress?)"
+own_partkv "$PARTKV_SRC" "$work"
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
 now() { echo "$EPOCHREALTIME"; }

@@ -136,15 +136,7 @@ cleanup() {
     stop_redis
     rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Our own copy of the binary: `cluster up` starts its nodes from
-# /proc/self/exe, so a rebuild while the script runs changes nothing.
-cp "$PARTKV_SRC" "$work/partkv" || die "cannot copy $PARTKV_SRC"
-PARTKV=$work/partkv
-"$PARTKV" help >/dev/null 2>&1 || die "$PARTKV_SRC does not run (a rebuild in progress?)"
+own_partkv "$PARTKV_SRC" "$work"
 
 # Does `cluster up` take --acks?  An unknown option fails the parse before
 # anything starts, and getopt reports the first bad one: --acks if it is
