@@ -8,8 +8,15 @@
 
 int pk_cli_sim(int argc, char **argv);
 
+#include <stddef.h>
+
 /* 1 when s is "host:port" with a port in 1..65535. */
 int pk_cli_host_port(const char *s);
+
+/* Splits such a "host:port" into host (cap bytes) and *port; 0, or -1
+ * when s is not one. */
+int pk_cli_split_host_port(const char *s, char *host, size_t cap, int *port);
+int pk_cli_range(int argc, char **argv);
 int pk_cli_sim_compare(int argc, char **argv);
 int pk_cli_server(int argc, char **argv);
 int pk_cli_cluster(int argc, char **argv);

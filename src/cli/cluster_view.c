@@ -30,17 +30,6 @@ typedef struct view_node {
     unsigned ranges[VIEW_RANGES_MAX][2];
 } view_node;
 
-static int split_hostport(const char *s, char *host, size_t cap, int *port)
-{
-    const char *colon = strrchr(s, ':');
-
-    if (colon == NULL || colon == s)
-        return -1;
-    snprintf(host, cap, "%.*s", (int)(colon - s), s);
-    *port = atoi(colon + 1);
-    return *port > 0 && *port < 65536 ? 0 : -1;
-}
-
 static int call_text(const char *host, int port, int argc,
                      const char *const *argv, pk_rr **r, double *ms)
 {
@@ -76,7 +65,7 @@ static int parse_line(char *line, view_node *n)
     char *at = strchr(tok[1], '@');
     if (at)
         *at = '\0';
-    if (split_hostport(tok[1], n->host, sizeof(n->host), &n->port) != 0)
+    if (pk_cli_split_host_port(tok[1], n->host, sizeof(n->host), &n->port) != 0)
         return -1;
     snprintf(n->role, sizeof(n->role), "%s",
              strstr(tok[2], "slave") ? "follower" : "leader");
@@ -105,7 +94,7 @@ static int cluster_ok(const char *target)
     int port, ok = 0;
     pk_rr *r = NULL;
 
-    if (split_hostport(target, host, sizeof(host), &port) == 0 &&
+    if (pk_cli_split_host_port(target, host, sizeof(host), &port) == 0 &&
         call_text(host, port, 2, argv, &r, NULL) == PK_OK && r->str)
         ok = strstr(r->str, "cluster_state:ok") != NULL;
     pk_rr_free(r);
@@ -120,7 +109,7 @@ static int load(const char *target, view_node *nodes, int *nn)
     int port;
     pk_rr *r = NULL;
 
-    if (split_hostport(target, host, sizeof(host), &port) != 0) {
+    if (pk_cli_split_host_port(target, host, sizeof(host), &port) != 0) {
         fprintf(stderr,
                 "partkv cluster: --cluster needs HOST:PORT, got "
                 "'%s'\n",

@@ -34,6 +34,10 @@ static void usage(FILE *f)
             "                           0 or unlimited; 1 MB = 1000000 B\n"
             "                           secret: --secret S, $PARTKV_SECRET\n"
             "                           or DIR/secret (--dir, ./data)\n"
+            "  range list --cluster HOST:PORT [--json]\n"
+            "                           the ranges of a range-scheme\n"
+            "                           cluster: bounds, leader, keys,\n"
+            "                           bytes, reads/s and writes/s\n"
             "  sim reference            run the reference experiments\n"
             "  sim compare [options]    compare placements on your keys\n"
             "  help                     this text\n");
@@ -57,6 +61,8 @@ int main(int argc, char **argv)
         return pk_cli_node(argc - 1, argv + 1);
     if (strcmp(argv[1], "rebalance") == 0)
         return pk_cli_rebalance(argc - 1, argv + 1);
+    if (strcmp(argv[1], "range") == 0)
+        return pk_cli_range(argc - 1, argv + 1);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage(stdout);

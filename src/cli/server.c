@@ -58,6 +58,17 @@ int pk_cli_host_port(const char *s)
     return *end == '\0' && port > 0 && port <= 65535;
 }
 
+int pk_cli_split_host_port(const char *s, char *host, size_t cap, int *port)
+{
+    const char *colon = strrchr(s, ':');
+
+    if (!pk_cli_host_port(s))
+        return -1;
+    snprintf(host, cap, "%.*s", (int)(colon - s), s);
+    *port = atoi(colon + 1);
+    return 0;
+}
+
 static int parse(int argc, char **argv, pk_server_config *c)
 {
     static const struct option opts[] = {

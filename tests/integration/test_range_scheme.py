@@ -3,6 +3,7 @@ nodes forward, PK.RANGE reads across ranges in key order from any node with
 a continuation cursor, and the proxy routes by range.  Checked against a
 model: a sorted list of the keys written."""
 import bisect
+import json
 import os
 import random
 import subprocess
@@ -217,3 +218,40 @@ def test_presplit_even_and_sample(tmp_path):
             assert c.stop() == 0
         finally:
             c.cleanup()
+
+
+def range_list(node, *extra):
+    return subprocess.run([pkserver.partkv_path(), "range", "list",
+                           "--cluster", "%s:%d" % (node.host, node.port)]
+                          + list(extra), capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_range_list(rc3, model):
+    p = range_list(rc3.nodes[1], "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [r["lo"] for r in rows] == [None] + SPLITS
+    assert [r["hi"] for r in rows] == SPLITS + [None]
+    addrs = {"%s:%d" % (n.host, n.port) for n in rc3.nodes}
+    assert all(r["leader"] in addrs for r in rows)
+    assert sum(r["keys"] for r in rows) == len(model)
+    for r in rows:  # each range's count is the model's keys in it
+        lo = b"-" if r["lo"] is None else b"[" + r["lo"].encode()
+        hi = b"+" if r["hi"] is None else b"(" + r["hi"].encode()
+        assert r["keys"] == len(model_range(model, lo, hi)), r
+    p = range_list(rc3.nodes[0])
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:4] == ["range", "from", "to", "leader"]
+    assert [l.split()[1] for l in lines[1:]] == ["-inf"] + SPLITS
+    assert lines[-1].split()[2] == "+inf"
+
+
+def test_range_list_errors(rc3, tmp_path):
+    p = subprocess.run([pkserver.partkv_path(), "range", "list"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "--cluster" in p.stderr
+    p = subprocess.run([pkserver.partkv_path(), "range", "split", "x"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "usage" in p.stderr

@@ -1,0 +1,244 @@
+/*
+ * partkv range list --cluster HOST:PORT [--json]: the ranges of a
+ * range-scheme cluster in key order -- bounds, leader, keys, bytes and the
+ * leader's reads/s and writes/s -- from the public commands: PK.MAP on
+ * the node named, then PK.PARTITIONS on every live node, each range's
+ * figures taken from its leader.
+ *
+ * Bounds print as text with bytes outside printable ASCII (and '\')
+ * as \xNN; the first range starts at -inf and the last ends at +inf.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/pk_err.h"
+#include "core/pk_pmap.h"
+#include "core/pk_range.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_sclient.h"
+
+#define CALL_MS 2000
+
+typedef struct range_row {
+    int known; /* its leader answered for it */
+    long long keys, bytes;
+    double reads, writes;
+} range_row;
+
+/* One call to host:port; 0 with *r (caller frees), or an error. */
+static int call(const char *addr, int argc, const char *const *argv, pk_rr **r)
+{
+    char host[64];
+    int port, rc;
+    pk_sclient *c = NULL;
+
+    if (pk_cli_split_host_port(addr, host, sizeof(host), &port) != 0)
+        return PK_EINVAL;
+    rc = pk_sclient_connect(host, port, CALL_MS, &c);
+    if (rc == PK_OK)
+        rc = pk_sclient_call(c, argc, argv, NULL, r);
+    pk_sclient_free(c);
+    return rc;
+}
+
+/* A bound as text (see the top); "-inf"/"+inf" for the open ends. */
+static char *bound_text(const uint8_t *b, size_t len, int open, int low)
+{
+    char *out = malloc(len * 4 + 5), *p = out;
+
+    if (out == NULL)
+        return NULL;
+    if (open) {
+        strcpy(out, low ? "-inf" : "+inf");
+        return out;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\')
+            *p++ = (char)b[i];
+        else
+            p += sprintf(p, "\\x%02x", b[i]);
+    }
+    *p = '\0';
+    return out;
+}
+
+/* A field of one PK.PARTITIONS entry (RESP2: a flat key, value array). */
+static const pk_rr *field(const pk_rr *e, const char *name)
+{
+    size_t n = e->type == PK_RR_MAP ? 2 * e->n : e->n;
+
+    for (size_t i = 0; i + 1 < n; i += 2)
+        if (e->elems[i].str && strcmp(e->elems[i].str, name) == 0)
+            return &e->elems[i + 1];
+    return NULL;
+}
+
+static double number(const pk_rr *v)
+{
+    if (v == NULL)
+        return 0;
+    if (v->type == PK_RR_INT)
+        return (double)v->integer;
+    if (v->type == PK_RR_DOUBLE)
+        return v->dbl;
+    return v->str ? atof(v->str) : 0;
+}
+
+/* Fills rows[p] for every partition p node leads, from its PK.PARTITIONS. */
+static void node_rows(const pk_pmap *m, uint32_t node, range_row *rows)
+{
+    const char *argv[] = {"PK.PARTITIONS"};
+    pk_rr *r = NULL;
+
+    if (call(m->nodes[node].addr, 1, argv, &r) == PK_OK &&
+        r->type == PK_RR_ARRAY) {
+        for (size_t i = 0; i < r->n; i++) {
+            const pk_rr *e = &r->elems[i];
+            uint32_t p = (uint32_t)number(field(e, "partition"));
+            if (p >= m->npartitions || pk_pmap_leader(m, p) != node)
+                continue;
+            rows[p].known = 1;
+            rows[p].keys = (long long)number(field(e, "keys"));
+            rows[p].bytes = (long long)number(field(e, "bytes"));
+            rows[p].reads = number(field(e, "reads_per_sec"));
+            rows[p].writes = number(field(e, "writes_per_sec"));
+        }
+    }
+    pk_rr_free(r);
+}
+
+/* The map of the node at target; 0, or 1 after a message. */
+static int fetch_map(const char *target, pk_pmap **m)
+{
+    const char *argv[] = {"PK.MAP"};
+    pk_rr *r = NULL;
+    int rc = call(target, 1, argv, &r);
+
+    if (rc == PK_OK && r->type == PK_RR_BULK)
+        rc = pk_pmap_decode((const uint8_t *)r->str, r->len, m);
+    else if (rc == PK_OK)
+        rc = PK_ENOTFOUND;
+    pk_rr_free(r);
+    if (rc != PK_OK) {
+        fprintf(stderr, "partkv range: no map from %s: %s\n", target,
+                pk_strerror(rc));
+        return 1;
+    }
+    if ((*m)->scheme != PK_SCHEME_RANGE) {
+        fprintf(stderr, "partkv range: %s is not a range-scheme cluster\n",
+                target);
+        pk_pmap_free(*m);
+        return 1;
+    }
+    return 0;
+}
+
+/* One range; in JSON the open ends are null (a key may be "-inf"). */
+static void print_row(json_t *arr, uint32_t id, const char *lo, const char *hi,
+                      const char *leader, const range_row *r)
+{
+    if (arr) {
+        json_t *o =
+            json_pack("{s:i,s:o,s:o,s:s}", "range", (json_int_t)id, "lo",
+                      lo ? json_string(lo) : json_null(), "hi",
+                      hi ? json_string(hi) : json_null(), "leader", leader);
+        if (r->known) {
+            json_object_set_new(o, "keys", json_integer(r->keys));
+            json_object_set_new(o, "bytes", json_integer(r->bytes));
+            json_object_set_new(o, "reads_per_sec", json_real(r->reads));
+            json_object_set_new(o, "writes_per_sec", json_real(r->writes));
+        }
+        json_array_append_new(arr, o);
+        return;
+    }
+    if (r->known)
+        printf("%-6u %-24s %-24s %-21s %10lld %12lld %9.0f %9.0f\n", id, lo, hi,
+               leader, r->keys, r->bytes, r->reads, r->writes);
+    else
+        printf("%-6u %-24s %-24s %-21s %10s %12s %9s %9s\n", id, lo, hi, leader,
+               "?", "?", "?", "?");
+}
+
+static int list(const char *target, int json)
+{
+    pk_pmap *m = NULL;
+    pk_range *idx = NULL;
+    range_row *rows;
+    json_t *arr = json ? json_array() : NULL;
+    int status = 0;
+
+    if (fetch_map(target, &m) != 0)
+        return 1;
+    rows = calloc(m->npartitions, sizeof(*rows));
+    if (rows == NULL || pk_range_from_pmap(m, &idx) != PK_OK) {
+        fprintf(stderr, "partkv range: the map's bounds are unusable\n");
+        status = 1;
+        goto done;
+    }
+    for (uint32_t n = 0; n < m->nnodes; n++)
+        if (m->nodes[n].state == PK_NODE_UP ||
+            m->nodes[n].state == PK_NODE_DRAINING)
+            node_rows(m, n, rows);
+    if (!json)
+        printf("%-6s %-24s %-24s %-21s %10s %12s %9s %9s\n", "range", "from",
+               "to", "leader", "keys", "bytes", "reads/s", "writes/s");
+    for (uint32_t i = 0; i < pk_range_count(idx); i++) {
+        uint32_t id, leader;
+        const uint8_t *lo, *hi;
+        size_t lo_len, hi_len;
+        pk_range_get(idx, i, &id, &lo, &lo_len, &hi, &hi_len);
+        leader = pk_pmap_leader(m, id);
+        char *l = bound_text(lo, lo_len, lo_len == 0, 1);
+        char *h = bound_text(hi, hi_len, hi == NULL, 0);
+        if (l && h)
+            print_row(arr, id, arr && lo_len == 0 ? NULL : l,
+                      arr && hi == NULL ? NULL : h,
+                      leader == PK_NODE_NONE ? "-" : m->nodes[leader].addr,
+                      &rows[id]);
+        free(l);
+        free(h);
+    }
+    if (arr) {
+        char *s = json_dumps(arr, JSON_INDENT(2));
+        if (s)
+            puts(s);
+        free(s);
+    }
+done:
+    json_decref(arr);
+    pk_range_free(idx);
+    free(rows);
+    pk_pmap_free(m);
+    return status;
+}
+
+int pk_cli_range(int argc, char **argv)
+{
+    const char *target = NULL;
+    int json = 0;
+
+    if (argc < 2 || strcmp(argv[1], "list") != 0) {
+        fprintf(stderr, "partkv range: usage: partkv range list --cluster "
+                        "HOST:PORT [--json]\n");
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc &&
+                   pk_cli_host_port(argv[i + 1])) {
+            target = argv[++i];
+        } else {
+            fprintf(stderr, "partkv range list: bad option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (target == NULL) {
+        fprintf(stderr, "partkv range list: --cluster HOST:PORT is required\n");
+        return 2;
+    }
+    return list(target, json);
+}
