@@ -255,3 +255,69 @@ def test_range_list_errors(rc3, tmp_path):
     p = subprocess.run([pkserver.partkv_path(), "range", "split", "x"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "usage" in p.stderr
+
+
+@pytest.fixture(scope="module")
+def rc4():
+    """Four nodes, R = 2, six ranges: room for a drain and a failover."""
+    yield from pkcluster.serving(pkcluster.Cluster(
+        nodes=4, base_port=0, replicas=2,
+        secret="rs-%032x" % random.getrandbits(128),
+        extra=["--scheme", "range", "--presplit-keys", ",".join(SPLITS)]))
+
+
+def full_read(node):
+    """All keys by PK.RANGE from node, or None while it cannot answer."""
+    try:
+        got, _ = read_all(client(node, decode=False), b"-", b"+", limit=200)
+        return got
+    except (redis.ResponseError, redis.ConnectionError, redis.TimeoutError):
+        return None
+
+
+def leaders(node):
+    p = range_list(node, "--json")
+    assert p.returncode == 0, p.stderr
+    return [r["leader"] for r in json.loads(p.stdout)]
+
+
+def test_drain_moves_ranges(rc4):
+    keys = sorted(b"k%05d" % i for i in range(3000)) + \
+        sorted(s.encode() + b"%03d" % i for s in SPLITS for i in range(50))
+    keys.sort()
+    r = client(rc4.nodes[0], decode=False)
+    for b in range(0, len(keys), 500):
+        pipe = r.pipeline(transaction=False)
+        for k in keys[b:b + 500]:
+            pipe.set(k, k)
+        pipe.execute()
+    n3 = rc4.nodes[3]
+    cli = lambda *a: pkcluster.partkv_cli(*a, "--cluster", rc4.nodes[0].addr,
+                                          "--secret", rc4.secret, timeout=60)
+    p = cli("node", "drain", n3.addr)
+    assert p.returncode == 0, p.stderr
+    p = cli("rebalance", "plan", "--json")
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(p.stdout)
+    assert plan["moves"], "node 3 held nothing to move"
+    p = cli("rebalance", "apply", plan["id"], "--yes", "--rate", "unlimited")
+    assert p.returncode == 0, p.stdout + p.stderr
+    ok, _ = pkcluster.wait_until(
+        lambda: n3.addr not in leaders(rc4.nodes[0]), 15, interval=0.2)
+    assert ok, leaders(rc4.nodes[0])
+    assert full_read(rc4.nodes[1]) == keys
+    assert full_read(rc4.nodes[0]) == keys
+
+
+def test_failover_keeps_every_range(rc4):
+    """kill -9 of a leader: its ranges get new leaders (or it comes back),
+    and a full read is whole again."""
+    want = full_read(rc4.nodes[0])
+    assert want
+    victim = next(n for n in rc4.nodes[:3]
+                  if n.addr in leaders(rc4.nodes[0]))
+    rc4.kill_node(victim.index)
+    other = next(n for n in rc4.nodes[:3] if n is not victim)
+    ok, waited = pkcluster.wait_until(lambda: full_read(other) == want, 30,
+                                      interval=0.2)
+    assert ok, "no whole read %.1fs after kill -9" % waited
