@@ -9,6 +9,7 @@
  *                     [--announce-replicas yes|no]
  *                     [--secret S] [--fsync always|everysec|no]
  *                     [--acks leader|quorum|all] [--replace-after SECONDS]
+ *                     [--split-qps N]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -50,7 +51,7 @@
 #define NODES_MAX 64
 #define REGISTER_TIMEOUT_MS 15000
 #define NODE_START_MS 10000 /* for a node's "ready" line */
-#define NODE_ARGS_MAX 24
+#define NODE_ARGS_MAX 28
 #define RESTART_MIN_MS 200
 #define RESTART_MAX_MS 5000
 #define RESTART_QUICK_MS 5000 /* dying sooner doubles the next delay */
@@ -71,6 +72,7 @@ typedef struct up_args {
     const char *fsync;         /* --fsync for every node, or NULL */
     const char *acks;          /* --acks for every node, or NULL */
     const char *replace_after; /* --replace-after for every node, or NULL */
+    const char *split_qps;     /* --split-qps for every node, or NULL */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
 } up_args;
 
@@ -166,6 +168,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"fsync", required_argument, NULL, 'f'},
         {"acks", required_argument, NULL, 'k'},
         {"replace-after", required_argument, NULL, 'A'},
+        {"split-qps", required_argument, NULL, 'Q'},
         {"presplit", required_argument, NULL, 'T'},
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
@@ -214,6 +217,11 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'K':
             a->split_keys = optarg;
+            break;
+        case 'Q':
+            if (!num_ok)
+                goto bad;
+            a->split_qps = optarg;
             break;
         case 'X':
             a->split_sample = optarg;
@@ -394,6 +402,10 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
     if (a->replace_after) {
         argv[k++] = "--replace-after";
         argv[k++] = (char *)a->replace_after;
+    }
+    if (a->split_qps) {
+        argv[k++] = "--split-qps";
+        argv[k++] = (char *)a->split_qps;
     }
     if (a->coordinator) { /* every node reaches etcd itself */
         argv[k++] = "--coordinator";

@@ -5,6 +5,10 @@
  * the node named, then PK.PARTITIONS on every live node, each range's
  * figures taken from its leader.
  *
+ * The last column is the load split finder's verdict for a range over
+ * the nodes' --split-qps ("off" below it): "found at KEY", "wait", "hot
+ * key at KEY", "increasing", "decreasing", "spanning" or "imbalanced".
+ *
  * Bounds print as text with bytes outside printable ASCII (and '\')
  * as \xNN; the first range starts at -inf and the last ends at +inf.
  */
@@ -26,6 +30,8 @@ typedef struct range_row {
     int known; /* its leader answered for it */
     long long keys, bytes;
     double reads, writes;
+    char load[24]; /* the split finder's verdict, "off" when it is idle */
+    char *key;     /* owned: its split (or hot) key as text, or NULL */
 } range_row;
 
 /* One call to host:port; 0 with *r (caller frees), or an error. */
@@ -105,6 +111,14 @@ static void node_rows(const pk_pmap *m, uint32_t node, range_row *rows)
             rows[p].bytes = (long long)number(field(e, "bytes"));
             rows[p].reads = number(field(e, "reads_per_sec"));
             rows[p].writes = number(field(e, "writes_per_sec"));
+            const pk_rr *v = field(e, "load_split"), *k = field(e, "split_key");
+            snprintf(rows[p].load, sizeof(rows[p].load), "%s",
+                     v && v->str ? v->str : "off");
+            free(rows[p].key);
+            rows[p].key =
+                k && k->type == PK_RR_BULK
+                    ? bound_text((const uint8_t *)k->str, k->len, 0, 0)
+                    : NULL;
         }
     }
     pk_rr_free(r);
@@ -150,16 +164,20 @@ static void print_row(json_t *arr, uint32_t id, const char *lo, const char *hi,
             json_object_set_new(o, "bytes", json_integer(r->bytes));
             json_object_set_new(o, "reads_per_sec", json_real(r->reads));
             json_object_set_new(o, "writes_per_sec", json_real(r->writes));
+            json_object_set_new(o, "load_split", json_string(r->load));
+            json_object_set_new(o, "split_key",
+                                r->key ? json_string(r->key) : json_null());
         }
         json_array_append_new(arr, o);
         return;
     }
     if (r->known)
-        printf("%-6u %-24s %-24s %-21s %10lld %12lld %9.0f %9.0f\n", id, lo, hi,
-               leader, r->keys, r->bytes, r->reads, r->writes);
+        printf("%-6u %-24s %-24s %-21s %10lld %12lld %9.0f %9.0f  %s%s%s\n", id,
+               lo, hi, leader, r->keys, r->bytes, r->reads, r->writes, r->load,
+               r->key ? " at " : "", r->key ? r->key : "");
     else
-        printf("%-6u %-24s %-24s %-21s %10s %12s %9s %9s\n", id, lo, hi, leader,
-               "?", "?", "?", "?");
+        printf("%-6u %-24s %-24s %-21s %10s %12s %9s %9s  ?\n", id, lo, hi,
+               leader, "?", "?", "?", "?");
 }
 
 static int list(const char *target, int json)
@@ -183,8 +201,9 @@ static int list(const char *target, int json)
             m->nodes[n].state == PK_NODE_DRAINING)
             node_rows(m, n, rows);
     if (!json)
-        printf("%-6s %-24s %-24s %-21s %10s %12s %9s %9s\n", "range", "from",
-               "to", "leader", "keys", "bytes", "reads/s", "writes/s");
+        printf("%-6s %-24s %-24s %-21s %10s %12s %9s %9s  %s\n", "range",
+               "from", "to", "leader", "keys", "bytes", "reads/s", "writes/s",
+               "load split");
     for (uint32_t i = 0; i < pk_range_count(idx); i++) {
         uint32_t id, leader;
         const uint8_t *lo, *hi;
@@ -208,6 +227,8 @@ static int list(const char *target, int json)
         free(s);
     }
 done:
+    for (uint32_t p = 0; rows && p < m->npartitions; p++)
+        free(rows[p].key);
     json_decref(arr);
     pk_range_free(idx);
     free(rows);

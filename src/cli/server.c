@@ -10,6 +10,7 @@
  *                 [--cluster-secret S] [--announce HOST:PORT]
  *                 [--route redirect|forward] [--announce-replicas yes|no]
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
+ *                 [--split-qps N]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -89,6 +90,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"announce-replicas", required_argument, NULL, 'N'},
         {"acks", required_argument, NULL, 'k'},
         {"replace-after", required_argument, NULL, 'r'},
+        {"split-qps", required_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -186,6 +188,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
         case 'r':
             rc = num("--replace-after", optarg, 0, 86400 * 365, &v);
             c->replace_after_ms = v * 1000;
+            break;
+        case 'q':
+            rc = num("--split-qps", optarg, 0, 1000000000, &v);
+            c->split_qps = v;
             break;
         case 'A':
             c->announce = optarg;

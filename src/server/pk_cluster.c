@@ -14,6 +14,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "core/pk_range.h"
+#include "core/pk_splitfind.h"
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
@@ -197,9 +198,25 @@ static int route_keys(pk_cmd_ctx *x, const pk_cmd *cmd, int *run)
     return 1;
 }
 
+/* Feeds the request to its range's split finder: a PK.RANGE as the span
+ * between its bounds, any other command as its first key. */
+static void sample_load(pk_cmd_ctx *x, const pk_cmd *cmd, pk_splitfind *f)
+{
+    pk_keyrun r[PK_KEYRUNS_MAX];
+
+    if (cmd->keys == pk_cmd_keys_pk_range) {
+        pk_slice lo, hi;
+        pk_cmd_pk_range_span(x->argc, x->argv, &lo, &hi);
+        pk_splitfind_record(f, lo.ptr, lo.len, hi.ptr, hi.len);
+    } else if (pk_cmd_keyruns(cmd, x->argc, x->argv, r) > 0) {
+        pk_slice k = pk_cmd_key(cmd, &x->argv[r[0].first]);
+        pk_splitfind_record(f, k.ptr, k.len, NULL, 0);
+    }
+}
+
 int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
 {
-    int slot, run;
+    int slot, run, here;
 
     if (!route_keys(x, cmd, &run))
         return run;
@@ -207,8 +224,12 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
         return 0;
     if (slot < 0)
         return 1;
-    return route_slot(x, slot, (cmd->flags & PK_CMD_WRITE) != 0,
+    here = route_slot(x, slot, (cmd->flags & PK_CMD_WRITE) != 0,
                       x->srv->cfg.forward && !(cmd->flags & PK_CMD_LOCAL));
+    if (here && x->have_part && x->part < PK_SLOTS &&
+        x->srv->rates[x->part].finder)
+        sample_load(x, cmd, x->srv->rates[x->part].finder);
+    return here;
 }
 
 int pk_cluster_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd, int *slot)

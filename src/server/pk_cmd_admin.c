@@ -1,6 +1,7 @@
 /*
  * Server commands: DBSIZE FLUSHALL FUNCTION MEMORY SHUTDOWN SCAN and
- * PK.PARTITIONS (per-partition keys, bytes, reads/s, writes/s).
+ * PK.PARTITIONS (per-partition keys, bytes, reads/s, writes/s, and the
+ * load split finder's verdict and key on the range scheme).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "core/pk_splitfind.h"
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
 #include "store/pk_glob.h"
@@ -222,7 +224,10 @@ void pk_cmd_pk_partitions(pk_cmd_ctx *x)
     for (uint64_t p = 0; (rc = pk_store_part_next(t, p, &part, &st)) == PK_OK;
          p = (uint64_t)part + 1) {
         const pk_part_rate *r = part < PK_SLOTS ? &x->srv->rates[part] : NULL;
-        pk_reply_map(x->out, x->proto, 5);
+        pk_splitfind_result lf = {PK_SPLITFIND_WAIT, NULL, 0, 1, 0};
+        if (r && r->finder)
+            pk_splitfind_key(r->finder, NOW(x), &lf);
+        pk_reply_map(x->out, x->proto, 7);
         pk_reply_bulk_str(x->out, "partition");
         pk_reply_int(x->out, part);
         pk_reply_bulk_str(x->out, "keys");
@@ -233,6 +238,16 @@ void pk_cmd_pk_partitions(pk_cmd_ctx *x)
         pk_reply_double(x->out, x->proto, r ? r->read_rate : 0);
         pk_reply_bulk_str(x->out, "writes_per_sec");
         pk_reply_double(x->out, x->proto, r ? r->write_rate : 0);
+        /* The load split finder's verdict while it samples ("off" when it
+         * does not), and its split key, or for a hot key that key. */
+        pk_reply_bulk_str(x->out, "load_split");
+        pk_reply_bulk_str(
+            x->out, r && r->finder ? pk_splitfind_reason(lf.verdict) : "off");
+        pk_reply_bulk_str(x->out, "split_key");
+        if (lf.key)
+            pk_reply_bulk(x->out, lf.key, lf.len);
+        else
+            pk_reply_null(x->out, x->proto);
         n++;
     }
     pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY, n);

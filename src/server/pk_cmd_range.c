@@ -163,6 +163,24 @@ static int has_rev(int argc, const pk_arg *argv)
     return 0;
 }
 
+/* A bound's key: its bytes after "[" or "(", "" for "-" and "+". */
+static pk_slice bound_key(const pk_arg *a)
+{
+    if (keyed_bound(a)) {
+        return (pk_slice){a->ptr + 1, a->len - 1};
+    }
+    return (pk_slice){"", 0};
+}
+
+void pk_cmd_pk_range_span(int argc, const pk_arg *argv, pk_slice *lo,
+                          pk_slice *hi)
+{
+    int rev = has_rev(argc, argv);
+
+    *lo = bound_key(&argv[rev ? 2 : 1]);
+    *hi = bound_key(&argv[rev ? 1 : 2]);
+}
+
 int pk_cmd_pk_range_start(const pk_cluster *cl, int argc, const pk_arg *argv)
 {
     pk_zlex z;

@@ -16,6 +16,7 @@
 #include "coord/pk_coord_etcd.h"
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "core/pk_splitfind.h"
 #include "server/pk_agent.h"
 #include "server/pk_block.h"
 #include "server/pk_ctrl.h"
@@ -57,6 +58,7 @@ void pk_server_config_default(pk_server_config *c)
     c->maxclients = 10000;
     c->acks = PK_ACKS_QUORUM;
     c->replace_after_ms = 60000;
+    c->split_qps = 2500; /* CockroachDB's kv.range_split.load_qps_threshold */
 }
 
 uint64_t pk_srv_wall_ms(void)
@@ -222,6 +224,34 @@ static void on_settle(uv_timer_t *t)
 }
 
 /* Samples per-partition counters once a second for reads/s, writes/s. */
+/*
+ * Starts a split finder for each range this node leads at --split-qps or
+ * more, and ends it once the range is below half of that (or no longer
+ * ours), so that a load hovering at the threshold keeps its sample.
+ */
+static void tend_finders(pk_server *s)
+{
+    const pk_cluster *cl = &s->cluster;
+    double on = (double)s->cfg.split_qps;
+    int ranged = cl->ranges != NULL && on > 0;
+
+    for (uint32_t p = 0; p < PK_SLOTS; p++) {
+        pk_part_rate *r = &s->rates[p];
+        double qps = r->read_rate + r->write_rate;
+        int lead = ranged && p < cl->map->npartitions &&
+                   pk_pmap_leader(cl->map, p) == cl->self;
+        if (lead && qps >= on && r->finder == NULL) {
+            r->finder = malloc(sizeof(*r->finder));
+            if (r->finder)
+                pk_splitfind_init(r->finder, s->now_ms, 0, 0,
+                                  s->now_ms ^ ((uint64_t)p << 32));
+        } else if (r->finder && (!lead || qps < on / 2)) {
+            free(r->finder);
+            r->finder = NULL;
+        }
+    }
+}
+
 static void on_rate(uv_timer_t *t)
 {
     pk_server *s = t->data;
@@ -246,6 +276,7 @@ static void on_rate(uv_timer_t *t)
         r->writes = st.writes;
     }
     pk_txn_abort(txn);
+    tend_finders(s);
 }
 
 static void sync_work(uv_work_t *w)
@@ -589,6 +620,8 @@ out:
     pk_pmap_free(s->map_pending);
     pk_coord_free(s->coord);
     pk_watch_free(s);
+    for (uint32_t p = 0; s->rates && p < PK_SLOTS; p++)
+        free(s->rates[p].finder);
     free(s->rates);
     free(s);
     return status;

@@ -62,6 +62,10 @@ typedef struct pk_server_config {
     /* A node down this long has its replicas re-created elsewhere (the
      * controller; 0: never). */
     uint64_t replace_after_ms;
+    /* Range scheme: a range this node leads that serves at least this many
+     * requests per second has its load sampled by a split finder
+     * (pk_splitfind), whose verdict PK.PARTITIONS shows (0: never). */
+    uint64_t split_qps;
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */

@@ -100,6 +100,9 @@ struct pk_conn {
 typedef struct pk_part_rate {
     uint64_t reads, writes;       /* counters at the last sample */
     double read_rate, write_rate; /* per second, last interval */
+    /* Owned; sampling the requests of a range this node leads while it
+     * is over --split-qps (pk_server.c starts and ends it), else NULL. */
+    struct pk_splitfind *finder;
 } pk_part_rate;
 
 struct pk_server {

@@ -321,3 +321,53 @@ def test_failover_keeps_every_range(rc4):
     ok, waited = pkcluster.wait_until(lambda: full_read(other) == want, 30,
                                       interval=0.2)
     assert ok, "no whole read %.1fs after kill -9" % waited
+
+
+def test_load_split_finder_verdicts():
+    """Over --split-qps a range's requests are sampled: uniform keys find
+    a split key inside the range, a monotonic key says "increasing", one
+    hot key says "hot key" and names it."""
+    import threading
+    c = pkcluster.Cluster(nodes=3, base_port=0, replicas=3,
+                          extra=["--scheme", "range", "--presplit-keys",
+                                 "d,m", "--split-qps", "150"])
+    gen = pkcluster.serving(c)
+    next(gen)
+    stop = threading.Event()
+
+    def load():
+        r = client(c.nodes[0])
+        rnd, i = random.Random(3), 0
+        while not stop.is_set():
+            pipe = r.pipeline(transaction=False)
+            for _ in range(40):
+                i += 1
+                pipe.set("z-ts:%012d" % i, 1)
+                pipe.get("e%06d" % rnd.randrange(10 ** 6))
+                pipe.get("a-hot")
+            pipe.execute()
+    try:
+        r = client(c.nodes[0])
+        r.set("a-hot", 1)
+        for i in range(0, 10 ** 6, 5000):
+            r.set("e%06d" % i, 1)
+        th = threading.Thread(target=load, daemon=True)
+        th.start()
+
+        def verdicts():
+            p = range_list(c.nodes[1], "--json")
+            assert p.returncode == 0, p.stderr
+            rows = json.loads(p.stdout)
+            got = [r.get("load_split") for r in rows]
+            return rows if got == ["hot key", "found", "increasing"] else None
+        rows, waited = pkcluster.wait_until(verdicts, 30, interval=0.5)
+        assert rows, range_list(c.nodes[1]).stdout
+        assert rows[0]["split_key"] == "a-hot"
+        assert "d" < rows[1]["split_key"] < "m"
+        assert rows[2]["split_key"] is None
+        stop.set()
+        th.join(10)
+    finally:
+        stop.set()
+        for _ in gen:
+            pass
