@@ -1,9 +1,11 @@
 /* pk_pmap_move: begin, commit and cancel a partition move (see header). */
 #include "core/pk_pmap_move.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_range.h"
 
 static int find(const uint32_t *ids, uint32_t n, uint32_t id)
 {
@@ -91,5 +93,52 @@ int pk_pmap_move_cancel(pk_pmap *m, uint32_t p)
         drop_at(pt->learners, &pt->nlearners, li);
     pt->move_target = PK_NODE_NONE;
     pt->move_state = PK_MOVE_NONE;
+    return PK_OK;
+}
+
+int pk_pmap_split(pk_pmap *m, uint32_t p, const void *at, size_t len,
+                  uint32_t *q)
+{
+    pk_partition *parts, *pt, *nq;
+    uint8_t *lo_copy;
+    uint32_t n = m->npartitions;
+
+    if (m->scheme != PK_SCHEME_RANGE || p >= n || len == 0 || at == NULL)
+        return PK_EINVAL;
+    pt = &m->parts[p];
+    if (pk_key_cmp(at, len, pt->lo, pt->lo_len) <= 0 ||
+        (pt->hi && pk_key_cmp(at, len, pt->hi, pt->hi_len) >= 0))
+        return PK_EINVAL;
+    if (pt->move_state != PK_MOVE_NONE || pt->nlearners > 0)
+        return PK_ESTALE;
+    if (n >= PK_PARTITIONS_MAX)
+        return PK_EFULL;
+    lo_copy = malloc(len);
+    if (lo_copy == NULL)
+        return PK_ENOMEM;
+    parts = realloc(m->parts, (size_t)(n + 1) * sizeof(*parts));
+    if (parts == NULL) {
+        free(lo_copy);
+        return PK_ENOMEM;
+    }
+    m->parts = parts;
+    pt = &parts[p];
+    nq = &parts[n];
+    *nq = *pt; /* replicas, leader_epoch; takes over pt's hi */
+    memcpy(lo_copy, at, len);
+    nq->lo = lo_copy;
+    nq->lo_len = (uint32_t)len;
+    /* p's new hi is a copy of at: the map owns every bound once. */
+    pt->hi = malloc(len);
+    if (pt->hi == NULL) {
+        pt->hi = nq->hi; /* undo: p keeps its hi */
+        pt->hi_len = nq->hi_len;
+        free(lo_copy);
+        return PK_ENOMEM;
+    }
+    memcpy(pt->hi, at, len);
+    pt->hi_len = (uint32_t)len;
+    m->npartitions = n + 1;
+    *q = n;
     return PK_OK;
 }

@@ -33,4 +33,17 @@ int pk_pmap_move_cancel(pk_pmap *m, uint32_t p);
 /* 1 when partition p is moving (to *to, if to is not NULL), else 0. */
 int pk_pmap_moving(const pk_pmap *m, uint32_t p, uint32_t *to);
 
+/*
+ * The map edit of a range split (range scheme): partition p = [lo, hi)
+ * keeps [lo, at) and a new partition, id m->npartitions (set in *q), gets
+ * [at, hi) on the same replicas with the same leader and leader_epoch.
+ * at (len bytes) must lie strictly inside p.  Returns 0, PK_EINVAL (not a
+ * range map, p out of range, at not inside), PK_ESTALE (p is moving or
+ * has learners: its copies are not all alike), PK_EFULL (already
+ * PK_PARTITIONS_MAX partitions) or PK_ENOMEM; m is unchanged on error.
+ * The caller bumps m->epoch, as for the move edits.
+ */
+int pk_pmap_split(pk_pmap *m, uint32_t p, const void *at, size_t len,
+                  uint32_t *q);
+
 #endif

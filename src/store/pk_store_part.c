@@ -110,6 +110,115 @@ int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done)
     return rc;
 }
 
+#define RELABEL_BATCH (4u << 20) /* bytes of records held between ops */
+
+/* Records taken out of one partition for another: keys and values back
+ * to back, each as u32 klen | u32 vlen | key | value. */
+typedef struct relabel_buf {
+    uint8_t *p;
+    size_t len, cap;
+} relabel_buf;
+
+static int rb_add(relabel_buf *b, const MDB_val *k, const MDB_val *v)
+{
+    size_t need = 8 + k->mv_size + v->mv_size;
+
+    if (b->len + need > b->cap) {
+        size_t cap = b->cap ? b->cap : 1u << 16;
+        while (cap < b->len + need)
+            cap *= 2;
+        uint8_t *g = realloc(b->p, cap);
+        if (g == NULL)
+            return PK_ENOMEM;
+        b->p = g;
+        b->cap = cap;
+    }
+    pk_be32_put(b->p + b->len, (uint32_t)k->mv_size);
+    pk_be32_put(b->p + b->len + 4, (uint32_t)v->mv_size);
+    memcpy(b->p + b->len + 8, k->mv_data, k->mv_size);
+    memcpy(b->p + b->len + 8 + k->mv_size, v->mv_data, v->mv_size);
+    b->len += need;
+    return 0;
+}
+
+/* One batch out of from: deletes the records at or after seek (plen
+ * bytes) in from, up to about limit bytes, keeping copies in b; *more
+ * when records of from are left after them. */
+static int relabel_take(pk_txn *t, uint32_t from, const uint8_t *seek,
+                        size_t plen, size_t limit, relabel_buf *b, int *more)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    int rc = pk__op_begin(t, from, PK__OP_NOLOG | PK__OP_QUIET);
+
+    *more = 0;
+    if (rc != 0)
+        return rc;
+    rc = pk__cursor(t, t->s->data, &c);
+    while (rc == 0) {
+        k.mv_size = plen;
+        k.mv_data = (void *)seek;
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND ||
+            (rc == 0 && (k.mv_size < 4 || pk_be32_get(k.mv_data) != from))) {
+            rc = 0;
+            break;
+        }
+        if (rc != 0) {
+            rc = pk__fail(t, pk__err(rc));
+        } else if (b->len >= limit) {
+            *more = 1;
+            break;
+        } else {
+            rc = rb_add(b, &k, &v);
+            rc = rc ? pk__fail(t, rc) : pk__rec_del_here(t, c);
+        }
+    }
+    return pk__op_end(t, rc);
+}
+
+/* Writes the records of b into partition to. */
+static int relabel_put(pk_txn *t, uint32_t to, relabel_buf *b)
+{
+    int rc = pk__op_begin(t, to, PK__OP_NOLOG | PK__OP_QUIET);
+
+    for (size_t off = 0; rc == 0 && off < b->len;) {
+        uint32_t klen = pk_be32_get(b->p + off);
+        uint32_t vlen = pk_be32_get(b->p + off + 4);
+        uint8_t *k = b->p + off + 8;
+        pk_be32_put(k, to);
+        rc = pk__rec_put(t, k, klen, k + klen, vlen);
+        off += 8 + (size_t)klen + vlen;
+    }
+    b->len = 0;
+    return pk__op_end(t, rc);
+}
+
+int pk_store_part_relabel(pk_txn *t, uint32_t from, uint32_t to, const void *at,
+                          size_t at_len, size_t max_bytes, int *done)
+{
+    uint8_t seek[PK_KEYENC_MAX];
+    size_t plen, moved = 0;
+    size_t limit =
+        max_bytes && max_bytes < RELABEL_BATCH ? max_bytes : RELABEL_BATCH;
+    relabel_buf b = {NULL, 0, 0};
+    int rc, more = 1;
+
+    if (from == to || pk_keyenc_long(at, at_len))
+        return PK_EINVAL;
+    rc = pk_keyenc_prefix(from, at, at_len, seek, sizeof(seek), &plen);
+    while (rc == 0 && more && (max_bytes == 0 || moved < max_bytes)) {
+        rc = relabel_take(t, from, seek, plen, limit, &b, &more);
+        moved += b.len;
+        if (rc == 0)
+            rc = relabel_put(t, to, &b);
+    }
+    free(b.p);
+    if (rc == 0)
+        *done = !more;
+    return rc;
+}
+
 int pk_store_flushall(pk_txn *t)
 {
     return pk_store_flushall_if(t, NULL, NULL);

@@ -54,6 +54,21 @@ int pk_store_part_next(pk_txn *t, uint64_t from, uint32_t *part,
  */
 int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done);
 
+/*
+ * A range split's store-local half: moves every key of partition from
+ * that is >= at (byte order of user keys) to partition to, with all its
+ * records, counters and expiry entries, so that to then holds exactly
+ * those keys.  Not logged: every replica of a split range relabels its
+ * own copy (the copies are equal, so the results are).  Works in batches
+ * of a few MiB; with max_bytes > 0 it stops after about that many bytes
+ * and sets *done = 0 (call again), else runs to the end.  at must not
+ * take the long key form (pk_keyenc_long), where stored order and byte
+ * order differ.  Returns 0, PK_EINVAL (from == to, or a long at), or a
+ * sticky error.
+ */
+int pk_store_part_relabel(pk_txn *t, uint32_t from, uint32_t to, const void *at,
+                          size_t at_len, size_t max_bytes, int *done);
+
 /* Which partitions a call may touch: non-zero for those it may. */
 typedef int (*pk_part_filter)(void *ctx, uint32_t part);
 

@@ -14,6 +14,7 @@
 #include "core/pk_err.h"
 #include "core/pk_pmap.h"
 #include "core/pk_pmap_move.h"
+#include "core/pk_range.h"
 
 /* 4 nodes, 8 partitions; p led by p % 3, followed by (p + 1) % 3 when
  * replicas == 2.  Node 3 holds nothing. */
@@ -148,6 +149,95 @@ static void test_refusals(void **state)
     pk_pmap_free(m);
 }
 
+/* A range map over "g" and "p": three ranges on two replicas each. */
+static pk_pmap *make_ranges(void)
+{
+    pk_pmap *m = NULL;
+    pk_range *r = NULL;
+    const void *keys[] = {"g", "p"};
+    const size_t lens[] = {1, 1};
+    uint32_t id;
+
+    assert_int_equal(pk_pmap_new(PK_SCHEME_RANGE, PK_HASH_XXH3, 3, 2, &m), 0);
+    assert_int_equal(pk_pmap_node_add(m, "n0", NULL, NULL, 1.0, &id), 0);
+    assert_int_equal(pk_pmap_node_add(m, "n1", NULL, NULL, 1.0, &id), 0);
+    for (uint32_t p = 0; p < 3; p++) {
+        m->parts[p].nreplicas = 2;
+        m->parts[p].replicas[0] = p % 2;
+        m->parts[p].replicas[1] = (p + 1) % 2;
+        m->parts[p].leader_epoch = 10 + p;
+    }
+    assert_int_equal(pk_range_new_split(keys, lens, 2, &r), 0);
+    assert_int_equal(pk_range_to_pmap(r, m), 0);
+    pk_range_free(r);
+    return m;
+}
+
+static void test_split(void **state)
+{
+    pk_pmap *m = make_ranges(), *d = NULL;
+    pk_range *r = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    uint32_t q = 0, id = 0;
+
+    (void)state;
+    assert_int_equal(pk_pmap_split(m, 1, "k", 1, &q), 0);
+    assert_int_equal(q, 3);
+    assert_int_equal(m->npartitions, 4);
+    assert_int_equal(pk_pmap_validate(m), 0);
+    /* Same replicas and leader epoch; bounds g..k and k..p. */
+    assert_memory_equal(m->parts[3].replicas, m->parts[1].replicas,
+                        sizeof(m->parts[1].replicas));
+    assert_int_equal(m->parts[3].leader_epoch, 11);
+    assert_int_equal(pk_range_from_pmap(m, &r), 0);
+    assert_int_equal(pk_range_lookup(r, "j", 1, &id), 0);
+    assert_int_equal(id, 1);
+    assert_int_equal(pk_range_lookup(r, "k", 1, &id), 0);
+    assert_int_equal(id, 3);
+    assert_int_equal(pk_range_lookup(r, "o", 1, &id), 0);
+    assert_int_equal(id, 3);
+    assert_int_equal(pk_range_lookup(r, "p", 1, &id), 0);
+    assert_int_equal(id, 2);
+    pk_range_free(r);
+    assert_int_equal(pk_pmap_encode(m, &buf, &len), 0);
+    assert_int_equal(pk_pmap_decode(buf, len, &d), 0);
+    assert_true(pk_pmap_equal(m, d));
+    free(buf);
+    pk_pmap_free(d);
+    /* The last range splits too (its hi is +inf). */
+    assert_int_equal(pk_pmap_split(m, 2, "z", 1, &q), 0);
+    assert_int_equal(q, 4);
+    assert_null(m->parts[4].hi);
+    assert_int_equal(pk_pmap_validate(m), 0);
+    pk_pmap_free(m);
+}
+
+static void test_split_refusals(void **state)
+{
+    pk_pmap *m = make_ranges(), *c = NULL, *h = make(1);
+    uint32_t q = 99;
+
+    (void)state;
+    assert_int_equal(pk_pmap_clone(m, &c), 0);
+    assert_int_equal(pk_pmap_split(m, 1, "g", 1, &q), PK_EINVAL); /* = lo */
+    assert_int_equal(pk_pmap_split(m, 1, "p", 1, &q), PK_EINVAL); /* = hi */
+    assert_int_equal(pk_pmap_split(m, 1, "a", 1, &q), PK_EINVAL);
+    assert_int_equal(pk_pmap_split(m, 0, "", 0, &q), PK_EINVAL);
+    assert_int_equal(pk_pmap_split(m, 7, "x", 1, &q), PK_EINVAL);
+    assert_int_equal(pk_pmap_split(h, 1, "x", 1, &q), PK_EINVAL); /* hash */
+    m->parts[1].move_state = PK_MOVE_COPYING;
+    m->parts[1].move_target = 0;
+    assert_int_equal(pk_pmap_split(m, 1, "k", 1, &q), PK_ESTALE);
+    m->parts[1].move_state = PK_MOVE_NONE;
+    m->parts[1].move_target = PK_NODE_NONE;
+    assert_true(pk_pmap_equal(m, c));
+    assert_int_equal(q, 99);
+    pk_pmap_free(c);
+    pk_pmap_free(h);
+    pk_pmap_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +245,8 @@ int main(void)
         cmocka_unit_test(test_transfer_to_follower),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
