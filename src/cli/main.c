@@ -38,6 +38,7 @@ static void usage(FILE *f)
             "                           the ranges of a range-scheme\n"
             "                           cluster: bounds, leader, keys,\n"
             "                           bytes, reads/s and writes/s\n"
+            "  range split KEY --cluster HOST:PORT  split a range there\n"
             "  sim reference            run the reference experiments\n"
             "  sim compare [options]    compare placements on your keys\n"
             "  help                     this text\n");

@@ -1,4 +1,8 @@
 /*
+ * partkv range split KEY --cluster HOST:PORT [--secret S] [--dir D]:
+ * asks the leader of the range holding KEY to split it there (PK.SPLIT,
+ * pk_split.h) and waits until the map shows the new range.
+ *
  * partkv range list --cluster HOST:PORT [--json]: the ranges of a
  * range-scheme cluster in key order -- bounds, leader, keys, bytes and the
  * leader's reads/s and writes/s -- from the public commands: PK.MAP on
@@ -16,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
+#include "cli/rebalance.h"
 #include "core/pk_err.h"
 #include "core/pk_pmap.h"
 #include "core/pk_range.h"
@@ -25,6 +31,7 @@
 #include "server/pk_sclient.h"
 
 #define CALL_MS 2000
+#define SPLIT_WAIT_MS 15000 /* the leader drains for up to 5 s */
 
 typedef struct range_row {
     int known; /* its leader answered for it */
@@ -236,30 +243,143 @@ done:
     return status;
 }
 
-int pk_cli_range(int argc, char **argv)
+/* The id of the range that starts at key in target's map, or -1. */
+static long range_at(const char *target, const char *key)
 {
-    const char *target = NULL;
-    int json = 0;
+    pk_pmap *m = NULL;
+    long id = -1;
 
-    if (argc < 2 || strcmp(argv[1], "list") != 0) {
-        fprintf(stderr, "partkv range: usage: partkv range list --cluster "
-                        "HOST:PORT [--json]\n");
-        return 2;
+    if (fetch_map(target, &m) != 0)
+        return -1;
+    for (uint32_t p = 0; p < m->npartitions && id < 0; p++)
+        if (pk_key_cmp(m->parts[p].lo, m->parts[p].lo_len, key, strlen(key)) ==
+            0)
+            id = p;
+    pk_pmap_free(m);
+    return id;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+/* PK.SPLIT key on the range's leader, with the secret; 0 or 1. */
+static int ask_split(const rb_target *t, const char *key)
+{
+    pk_pmap *m = NULL;
+    pk_range *idx = NULL;
+    uint32_t id, leader;
+    int status = 1;
+
+    if (fetch_map(t->cluster, &m) != 0)
+        return 1;
+    if (pk_range_from_pmap(m, &idx) != PK_OK ||
+        pk_range_lookup(idx, key, strlen(key), &id) != PK_OK ||
+        (leader = pk_pmap_leader(m, id)) == PK_NODE_NONE) {
+        fprintf(stderr, "partkv range split: no leader for the range of "
+                        "the key\n");
+    } else {
+        rb_target lt = *t;
+        pk_sclient *c = NULL;
+        pk_rr *r = NULL;
+        const char *argv[] = {"PK.SPLIT", key};
+        lt.cluster = m->nodes[leader].addr;
+        if (pk__rb_connect(&lt, "partkv range split", &c) == 0) {
+            if (pk_sclient_call(c, 2, argv, NULL, &r) != PK_OK)
+                fprintf(stderr, "partkv range split: %s did not answer\n",
+                        lt.cluster);
+            else if (r->type == PK_RR_ERROR)
+                fprintf(stderr, "partkv range split: %s\n", r->str);
+            else
+                status = 0;
+        }
+        pk_rr_free(r);
+        pk_sclient_free(c);
     }
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc &&
-                   pk_cli_host_port(argv[i + 1])) {
-            target = argv[++i];
-        } else {
-            fprintf(stderr, "partkv range list: bad option '%s'\n", argv[i]);
+    pk_range_free(idx);
+    pk_pmap_free(m);
+    return status;
+}
+
+static int split(const rb_target *t, const char *key)
+{
+    long id;
+
+    if ((id = range_at(t->cluster, key)) >= 0) {
+        printf("range %ld already starts at the key\n", id);
+        return 0;
+    }
+    if (ask_split(t, key) != 0)
+        return 1;
+    for (long waited = 0; waited < SPLIT_WAIT_MS; waited += 50) {
+        if ((id = range_at(t->cluster, key)) >= 0) {
+            printf("split: range %ld starts at the key\n", id);
+            return 0;
+        }
+        sleep_ms(50);
+    }
+    fprintf(stderr, "partkv range split: the split did not show in the map "
+                    "(the leader's log says why)\n");
+    return 1;
+}
+
+/*
+ * The options of `range list` (json non-NULL: --json) and `range split`
+ * (--secret, --dir) from argv[first] on, into t; 0, or 2 after a
+ * one-line message.
+ */
+static int parse_opts(const char *who, int argc, char **argv, int first,
+                      rb_target *t, int *json)
+{
+    for (int i = first; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (json && strcmp(argv[i], "--json") == 0) {
+            *json = 1;
+            continue;
+        }
+        if (v && strcmp(argv[i], "--cluster") == 0 && pk_cli_host_port(v))
+            t->cluster = v;
+        else if (!json && v && strcmp(argv[i], "--secret") == 0)
+            t->secret = v;
+        else if (!json && v && strcmp(argv[i], "--dir") == 0)
+            t->dir = v;
+        else {
+            fprintf(stderr, "partkv range %s: bad option '%s'\n", who, argv[i]);
             return 2;
         }
+        i++;
     }
-    if (target == NULL) {
-        fprintf(stderr, "partkv range list: --cluster HOST:PORT is required\n");
+    if (t->cluster == NULL) {
+        fprintf(stderr, "partkv range %s: --cluster HOST:PORT is required\n",
+                who);
         return 2;
     }
-    return list(target, json);
+    return 0;
+}
+
+int pk_cli_range(int argc, char **argv)
+{
+    rb_target t = {NULL, NULL, "./data"};
+    int json = 0;
+
+    if (argc >= 2 && strcmp(argv[1], "split") == 0) {
+        if (argc < 3 || argv[2][0] == '-') {
+            fprintf(stderr, "partkv range split: usage: partkv range split "
+                            "KEY --cluster HOST:PORT [--secret S] [--dir D]\n");
+            return 2;
+        }
+        return parse_opts("split", argc, argv, 3, &t, NULL)
+                   ? 2
+                   : split(&t, argv[2]);
+    }
+    if (argc < 2 || strcmp(argv[1], "list") != 0) {
+        fprintf(stderr, "partkv range: usage: partkv range list|split "
+                        "--cluster HOST:PORT ...\n");
+        return 2;
+    }
+    return parse_opts("list", argc, argv, 2, &t, &json) ? 2
+                                                        : list(t.cluster, json);
 }

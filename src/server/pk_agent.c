@@ -11,6 +11,7 @@
 #include "core/pk_err.h"
 #include "core/pk_pmap.h"
 #include "core/pk_pmap_move.h"
+#include "core/pk_range.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_sclient.h"
 #include "server/pk_srv.h"
@@ -297,6 +298,50 @@ static int ensure_member(pk_agent *a)
     }
 }
 
+/* The loop must hold the map m as read before it lifts a fence: posts it
+ * unless it is the one the agent last gave (frees it then). */
+static void post_if_new(pk_agent *a, pk_pmap *m, uint64_t rev)
+{
+    if (rev != a->map_rev) {
+        a->map_rev = rev;
+        post_map(a, m);
+    } else {
+        pk_pmap_free(m);
+    }
+}
+
+/* A split job's attempt on map m (taken): see pk_agent_job. */
+static int run_split(pk_agent *a, pk_agent_job *j, pk_pmap *m, uint64_t rev,
+                     uint32_t self)
+{
+    uint32_t p = j->parts[0], q;
+    const pk_partition *pt = p < m->npartitions ? &m->parts[p] : NULL;
+    int rc;
+
+    /* An earlier attempt whose reply was lost may have written it. */
+    if (pt && pt->hi &&
+        pk_key_cmp(pt->hi, pt->hi_len, j->split_at, j->split_len) == 0) {
+        j->switched[0] = 1;
+        post_if_new(a, m, rev);
+        return PK_OK;
+    }
+    j->switched[0] = 0;
+    if (pt == NULL || pk_pmap_leader(m, p) != self ||
+        pt->leader_epoch != j->split_epoch ||
+        pk_pmap_split(m, p, j->split_at, j->split_len, &q) != PK_OK) {
+        post_if_new(a, m, rev);
+        return PK_OK; /* the map changed: no split */
+    }
+    m->epoch++;
+    rc = cas_map(a, m, rev);
+    if (rc != PK_OK) {
+        pk_pmap_free(m);
+        return rc;
+    }
+    j->switched[0] = 1;
+    return PK_OK;
+}
+
 /* One attempt at a commit job: 0 done, else retry later. */
 static int run_job(pk_agent *a, pk_agent_job *j)
 {
@@ -316,6 +361,8 @@ static int run_job(pk_agent *a, pk_agent_job *j)
         memset(j->switched, 0, j->n);
         return PK_OK; /* not in the map: nothing of ours to commit */
     }
+    if (j->split_at)
+        return run_split(a, j, m, rev, self);
     for (uint32_t i = 0; i < j->n; i++) {
         uint32_t p = j->parts[i], leader = pk_pmap_leader(m, p);
         j->switched[i] = leader == j->target; /* an earlier attempt did */
@@ -326,12 +373,7 @@ static int run_job(pk_agent *a, pk_agent_job *j)
         /* Nothing left to write -- but an earlier attempt whose reply was
          * lost may have written it: the loop must hold that map before it
          * lifts the fence, or it would take writes as the old leader. */
-        if (rev != a->map_rev) {
-            a->map_rev = rev;
-            post_map(a, m);
-        } else {
-            pk_pmap_free(m);
-        }
+        post_if_new(a, m, rev);
         return PK_OK;
     }
     m->epoch++;

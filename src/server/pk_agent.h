@@ -23,6 +23,7 @@
 #ifndef PK_SERVER_PK_AGENT_H
 #define PK_SERVER_PK_AGENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define PK_AGENT_POLL_MS 30
@@ -42,7 +43,8 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
                    pk_agent **out);
 
 /*
- * A commit of moves whose copies are complete: for each partition parts[i]
+ * A commit of moves whose copies are complete (or a split, below): for each
+ * partition parts[i]
  * still led by this node and moving to node `target`, the target takes
  * over (pk_pmap_move_commit), all in one map CAS.  switched[i] says which
  * did (also when an earlier attempt already committed it); a partition
@@ -53,6 +55,12 @@ typedef struct pk_agent_job {
     uint32_t target, n;
     const uint32_t *parts;
     uint8_t *switched; /* n entries, filled by the agent */
+    /* A range split instead of a move commit (pk_split.c): parts[0] is
+     * split at split_at if this node still leads it at split_epoch;
+     * switched[0] says whether the map holds the split. */
+    const uint8_t *split_at;
+    size_t split_len;
+    uint64_t split_epoch;
     void (*done)(struct pk_agent_job *j);
     void *ctx;
     struct pk_agent_job *next;

@@ -19,6 +19,7 @@
 #include "server/pk_link.h"
 #include "server/pk_move.h"
 #include "server/pk_repl.h"
+#include "server/pk_split.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
 #include "store/pk_store_part.h"
@@ -145,7 +146,8 @@ static int route_slot(pk_cmd_ctx *x, int slot, int write, int forward)
     if (leader == cl->self) {
         /* A write to a partition in the switch of a move waits for it,
          * then runs here or is redirected to the new owner. */
-        if (write && pk_move_fenced(x->srv, (uint32_t)slot)) {
+        if (write && (pk_move_fenced(x->srv, (uint32_t)slot) ||
+                      pk_split_fenced(x->srv, (uint32_t)slot))) {
             pk_conn_hold(x);
             return 0;
         }

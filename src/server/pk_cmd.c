@@ -9,6 +9,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_split.h"
 
 #include <assert.h>
 #include <math.h>
@@ -165,6 +166,7 @@ static const pk_cmd table[] = {
     {"pk.range", -3, R | PK_CMD_BOUNDS, 1, 2, 1, "read keyspace slow",
      pk_cmd_pk_range, pk_cmd_keys_pk_range},
     {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
+    {"pk.split", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
     {"psetex", 4, W, 1, 1, 1, "write string slow", pk_cmd_psetex, NULL},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},
     {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit, NULL},

@@ -302,6 +302,14 @@ static int acked(pk_repl *rp, const pk_partition *pt, uint32_t p, uint64_t seq)
     return n;
 }
 
+int pk_repl_all_have(const pk_server *s, uint32_t part, uint64_t seq)
+{
+    const pk_partition *pt = part_of(s, part);
+
+    return s->repl && pt && part < s->repl->np &&
+           acked(s->repl, pt, part, seq) == pt->nreplicas - 1;
+}
+
 /* 1: done, 0: wait, -1: cannot be (not the leader any more). */
 static int need_state(pk_repl *rp, const rp_need *n, uint64_t now)
 {
@@ -1492,7 +1500,11 @@ void pk_repl_map_changed(pk_server *s)
 
     if (rp == NULL || m == NULL)
         return;
-    if (rp->np == 0 && alloc_arrays(rp, m->npartitions) != PK_OK)
+    /* Ranges split into new partitions: the range scheme's tables have
+     * room for every partition id it may use (pk_split.h). */
+    if (rp->np == 0 && alloc_arrays(rp, m->scheme == PK_SCHEME_RANGE
+                                            ? PK_SLOTS
+                                            : m->npartitions) != PK_OK)
         return;
     if (pk_txn_begin(s->store, 1, &t) != PK_OK)
         t = NULL;

@@ -92,6 +92,10 @@ int pk_repl_handing_off(const pk_server *s, uint32_t part);
 /* READONLY: this node follows partition part (serves stale reads). */
 int pk_repl_follows(const pk_server *s, uint32_t part);
 
+/* 1 when every follower of part (which this node leads) streams it and
+ * has its records up to seq. */
+int pk_repl_all_have(const pk_server *s, uint32_t part, uint64_t seq);
+
 /* PK.REPL (internal) and WAIT. */
 void pk_cmd_pk_repl(pk_cmd_ctx *x);
 void pk_cmd_wait(pk_cmd_ctx *x);

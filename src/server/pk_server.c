@@ -24,6 +24,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_split.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
@@ -346,7 +347,13 @@ int pk_srv_set_map(pk_server *s, pk_pmap *m, int polled)
             pk_move_map_changed(s, 1);
         return 0;
     }
+    /* The old map stays for the split check, which must run before
+     * anything serves by the new one. */
+    pk_pmap *old = s->cluster.map;
+    s->cluster.map = NULL;
     pk_cluster_set_map(&s->cluster, m);
+    pk_split_reconcile(s, old);
+    pk_pmap_free(old);
     pk_repl_map_changed(s);
     pk_move_map_changed(s, polled);
     pk_watch_map_changed(s);
@@ -620,6 +627,7 @@ out:
     pk_pmap_free(s->map_pending);
     pk_coord_free(s->coord);
     pk_watch_free(s);
+    pk_split_free(s);
     for (uint32_t p = 0; s->rates && p < PK_SLOTS; p++)
         free(s->rates[p].finder);
     free(s->rates);

@@ -153,6 +153,7 @@ struct pk_server {
     /* Blocked connections (pk_block.c), owned, NULL until first used;
      * and the pk_cmd_dispatch calls under way (retries run at 0). */
     struct pk_block *block;
+    struct pk_splitter *splitter; /* pk_split.c, owned, NULL until used */
     int dispatch_depth;
 };
 

@@ -254,6 +254,9 @@ def test_range_list_errors(rc3, tmp_path):
     assert p.returncode == 2 and "--cluster" in p.stderr
     p = subprocess.run([pkserver.partkv_path(), "range", "split", "x"],
                        capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "--cluster" in p.stderr
+    p = subprocess.run([pkserver.partkv_path(), "range", "merge", "x"],
+                       capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "usage" in p.stderr
 
 
@@ -371,3 +374,88 @@ def test_load_split_finder_verdicts():
         stop.set()
         for _ in gen:
             pass
+
+
+@pytest.fixture(scope="module")
+def rsplit():
+    """Three nodes, R = 3, two ranges (split at "m"), a known secret."""
+    yield from pkcluster.serving(pkcluster.Cluster(
+        nodes=3, base_port=0, replicas=3,
+        secret="sp-%032x" % random.getrandbits(128),
+        extra=["--scheme", "range", "--presplit-keys", "m"]))
+
+
+def split_cli(c, key):
+    return pkcluster.partkv_cli("range", "split", key, "--cluster",
+                                c.nodes[0].addr, "--secret", c.secret,
+                                timeout=60)
+
+
+def test_split_under_writes(rsplit):
+    """Manual splits while a writer runs: no acknowledged write is lost,
+    every key is read once, in order, each range's count matches, and a
+    follower that takes over a new range has relabelled its copy too."""
+    import threading
+    c = rsplit
+    r = client(c.nodes[0], decode=False)
+    base = sorted(b"%s%04d" % (ch, i) for ch in (b"c", b"h", b"k", b"p", b"t")
+                  for i in range(400))
+    pipe = r.pipeline(transaction=False)
+    for k in base:
+        pipe.set(k, k)
+    pipe.hset(b"h-hash", b"f", b"v")  # hashes and TTLs move too
+    base = sorted(base + [b"h-hash"])
+    pipe.expire(b"t0001", 3600)
+    pipe.execute()
+    acked, stop = [], threading.Event()
+
+    def writer():
+        w = client(c.nodes[1], decode=False)
+        i = 0
+        while not stop.is_set():
+            k = b"%s-w%05d" % (b"chkpt"[i % 5:i % 5 + 1], i)
+            try:
+                if w.set(k, k):
+                    acked.append(k)
+            except redis.RedisError:
+                pass  # not acknowledged: may or may not be there
+            i += 1
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    try:
+        for key in ("h", "p", "k0200"):
+            p = split_cli(c, key)
+            assert p.returncode == 0, p.stdout + p.stderr
+    finally:
+        stop.set()
+        th.join(10)
+    assert len(acked) > 100
+    rows = json.loads(range_list(c.nodes[2], "--json").stdout)
+    assert [x["lo"] for x in rows] == [None, "h", "k0200", "m", "p"]
+    got = full_read(c.nodes[2])
+    assert got is not None
+    assert len(got) == len(set(got)) and got == sorted(got)
+    missing = set(base) | set(acked)
+    missing -= set(got)
+    assert not missing, sorted(missing)[:5]
+    for x in rows:  # counts per range on their leaders match the keys
+        lo = b"-" if x["lo"] is None else b"[" + x["lo"].encode()
+        hi = b"+" if x["hi"] is None else b"(" + x["hi"].encode()
+        assert x["keys"] == len(model_range(got, lo, hi)), x
+    assert r.hget(b"h-hash", b"f") == b"v" and r.ttl(b"t0001") > 3000
+    # A follower of the new range [k0200, m) takes it over with the keys.
+    leader = next(x["leader"] for x in rows if x["lo"] == "k0200")
+    victim = next(n for n in c.nodes if n.addr == leader)
+    other = next(n for n in c.nodes if n is not victim)
+    c.kill_node(victim.index)
+    ok, waited = pkcluster.wait_until(lambda: full_read(other) == got, 30,
+                                      interval=0.2)
+    assert ok, "no whole read %.1fs after kill -9 of %s" % (waited, leader)
+
+
+def test_split_refusals(rsplit):
+    c = rsplit
+    p = split_cli(c, "m")  # already a boundary
+    assert p.returncode == 0 and "already starts" in p.stdout
+    with pytest.raises(redis.AuthenticationError, match="PK.AUTH"):
+        client(c.nodes[0]).execute_command("PK.SPLIT", "x")
