@@ -9,7 +9,7 @@
  *                     [--announce-replicas yes|no]
  *                     [--secret S] [--fsync always|everysec|no]
  *                     [--acks leader|quorum|all] [--replace-after SECONDS]
- *                     [--split-qps N]
+ *                     [--split-qps N] [--split-size BYTES]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -51,7 +51,7 @@
 #define NODES_MAX 64
 #define REGISTER_TIMEOUT_MS 15000
 #define NODE_START_MS 10000 /* for a node's "ready" line */
-#define NODE_ARGS_MAX 28
+#define NODE_ARGS_MAX 30
 #define RESTART_MIN_MS 200
 #define RESTART_MAX_MS 5000
 #define RESTART_QUICK_MS 5000 /* dying sooner doubles the next delay */
@@ -73,6 +73,7 @@ typedef struct up_args {
     const char *acks;          /* --acks for every node, or NULL */
     const char *replace_after; /* --replace-after for every node, or NULL */
     const char *split_qps;     /* --split-qps for every node, or NULL */
+    const char *split_size;    /* --split-size for every node, or NULL */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
 } up_args;
 
@@ -169,6 +170,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"acks", required_argument, NULL, 'k'},
         {"replace-after", required_argument, NULL, 'A'},
         {"split-qps", required_argument, NULL, 'Q'},
+        {"split-size", required_argument, NULL, 'Z'},
         {"presplit", required_argument, NULL, 'T'},
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
@@ -219,9 +221,10 @@ static int parse_up(int argc, char **argv, up_args *a)
             a->split_keys = optarg;
             break;
         case 'Q':
+        case 'Z':
             if (!num_ok)
                 goto bad;
-            a->split_qps = optarg;
+            *(ch == 'Q' ? &a->split_qps : &a->split_size) = optarg;
             break;
         case 'X':
             a->split_sample = optarg;
@@ -406,6 +409,10 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
     if (a->split_qps) {
         argv[k++] = "--split-qps";
         argv[k++] = (char *)a->split_qps;
+    }
+    if (a->split_size) {
+        argv[k++] = "--split-size";
+        argv[k++] = (char *)a->split_size;
     }
     if (a->coordinator) { /* every node reaches etcd itself */
         argv[k++] = "--coordinator";

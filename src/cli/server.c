@@ -10,7 +10,7 @@
  *                 [--cluster-secret S] [--announce HOST:PORT]
  *                 [--route redirect|forward] [--announce-replicas yes|no]
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
- *                 [--split-qps N]
+ *                 [--split-qps N] [--split-size BYTES]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -91,6 +91,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"acks", required_argument, NULL, 'k'},
         {"replace-after", required_argument, NULL, 'r'},
         {"split-qps", required_argument, NULL, 'q'},
+        {"split-size", required_argument, NULL, 'z'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -192,6 +193,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
         case 'q':
             rc = num("--split-qps", optarg, 0, 1000000000, &v);
             c->split_qps = v;
+            break;
+        case 'z':
+            rc = num("--split-size", optarg, 0, 1ull << 50, &v);
+            c->split_size = v;
             break;
         case 'A':
             c->announce = optarg;

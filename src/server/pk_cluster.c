@@ -231,6 +231,8 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     if (here && x->have_part && x->part < PK_SLOTS &&
         x->srv->rates[x->part].finder)
         sample_load(x, cmd, x->srv->rates[x->part].finder);
+    if (here && x->have_part && (cmd->flags & PK_CMD_WRITE))
+        here = pk_split_admit(x, x->part);
     return here;
 }
 

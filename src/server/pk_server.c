@@ -60,6 +60,7 @@ void pk_server_config_default(pk_server_config *c)
     c->acks = PK_ACKS_QUORUM;
     c->replace_after_ms = 60000;
     c->split_qps = 2500; /* CockroachDB's kv.range_split.load_qps_threshold */
+    c->split_size = 64ull << 20;
 }
 
 uint64_t pk_srv_wall_ms(void)
@@ -228,7 +229,9 @@ static void on_settle(uv_timer_t *t)
 /*
  * Starts a split finder for each range this node leads at --split-qps or
  * more, and ends it once the range is below half of that (or no longer
- * ours), so that a load hovering at the threshold keeps its sample.
+ * ours), so that a load hovering at the threshold keeps its sample.  A
+ * finder that found where to split starts the split (pk_split.h) and
+ * ends: each half then gets a new sample if it is still over.
  */
 static void tend_finders(pk_server *s)
 {
@@ -249,6 +252,14 @@ static void tend_finders(pk_server *s)
         } else if (r->finder && (!lead || qps < on / 2)) {
             free(r->finder);
             r->finder = NULL;
+        } else if (r->finder) {
+            pk_splitfind_result f;
+            pk_splitfind_key(r->finder, s->now_ms, &f);
+            if (f.verdict == PK_SPLITFIND_FOUND &&
+                pk_split_start(s, f.key, f.len) == NULL) {
+                free(r->finder);
+                r->finder = NULL;
+            }
         }
     }
 }

@@ -66,6 +66,9 @@ typedef struct pk_server_config {
      * requests per second has its load sampled by a split finder
      * (pk_splitfind), whose verdict PK.PARTITIONS shows (0: never). */
     uint64_t split_qps;
+    /* Range scheme: a range this node leads that holds more bytes than
+     * this is split at its middle key (0: never). */
+    uint64_t split_size;
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */

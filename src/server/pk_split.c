@@ -125,7 +125,8 @@ static pk_splitter *splitter(pk_server *s)
 }
 
 /* Why key cannot split a range here, or NULL; *part is its range. */
-static const char *refusal(pk_server *s, const pk_arg *key, uint32_t *part)
+static const char *refusal(pk_server *s, const uint8_t *key, size_t len,
+                           uint32_t *part)
 {
     const pk_cluster *cl = &s->cluster;
     const pk_partition *pt;
@@ -134,14 +135,14 @@ static const char *refusal(pk_server *s, const pk_arg *key, uint32_t *part)
         return "ERR PK.SPLIT needs a cluster on the range scheme";
     if (s->agent == NULL)
         return "ERR this node has no coordinator link";
-    if (key->len == 0 || pk_keyenc_long(key->ptr, key->len))
+    if (len == 0 || pk_keyenc_long(key, len))
         return "ERR the split key must be 1 to about 230 bytes";
-    if (pk_range_lookup(cl->ranges, key->ptr, key->len, part) != PK_OK)
+    if (pk_range_lookup(cl->ranges, key, len, part) != PK_OK)
         return "ERR no range holds the key";
     pt = &cl->map->parts[*part];
     if (pk_pmap_leader(cl->map, *part) != cl->self)
         return "ERR this node does not lead the range: ask its leader";
-    if (pk_key_cmp(key->ptr, key->len, pt->lo, pt->lo_len) == 0)
+    if (pk_key_cmp(key, len, pt->lo, pt->lo_len) == 0)
         return "ERR the range already starts at that key";
     if (pt->move_state != PK_MOVE_NONE || pt->nlearners ||
         pk_move_fenced(s, *part) || pk_repl_handing_off(s, *part))
@@ -151,38 +152,67 @@ static const char *refusal(pk_server *s, const pk_arg *key, uint32_t *part)
     return NULL;
 }
 
-void pk_cmd_pk_split(pk_cmd_ctx *x)
+const char *pk_split_start(pk_server *s, const void *key, size_t len)
 {
-    pk_server *s = x->srv;
     pk_splitter *sp;
     const char *why;
     uint32_t part = 0;
+
+    if ((why = refusal(s, key, len, &part)) != NULL)
+        return why;
+    if ((sp = splitter(s)) == NULL)
+        return "ERR out of memory";
+    if (sp->active)
+        return "TRYAGAIN another split is under way here";
+    sp->active = 1;
+    sp->part = part;
+    sp->epoch = s->cluster.map->parts[part].leader_epoch;
+    sp->deadline_ms = pk_srv_wall_ms() + PK_SPLIT_WAIT_MS;
+    memcpy(sp->key, key, len);
+    sp->len = len;
+    uv_timer_start(&sp->timer, on_tick, 0, TICK_MS);
+    return NULL;
+}
+
+void pk_cmd_pk_split(pk_cmd_ctx *x)
+{
+    const char *why;
 
     if (!x->c->internal) {
         pk_reply_error(x->out, "NOAUTH PK.SPLIT needs PK.AUTH with the "
                                "cluster secret");
         return;
     }
-    if ((why = refusal(s, &x->argv[1], &part)) != NULL) {
+    why = pk_split_start(x->srv, x->argv[1].ptr, x->argv[1].len);
+    if (why)
         pk_reply_error(x->out, why);
-        return;
+    else
+        pk_reply_simple(x->out, "OK");
+}
+
+int pk_split_admit(pk_cmd_ctx *x, uint32_t part)
+{
+    pk_server *s = x->srv;
+    uint64_t size = s->cfg.split_size;
+    uint8_t key[PK_KEYENC_SHORT];
+    size_t len = 0;
+    pk_part_stats st;
+    pk_txn *t;
+
+    if (size == 0 || s->cluster.ranges == NULL)
+        return 1;
+    if ((t = pk_srv_txn(x)) == NULL)
+        return 0;
+    if (pk_store_part_stats(t, part, &st) != PK_OK || st.bytes <= size)
+        return 1;
+    if (!pk_split_fenced(s, part) &&
+        pk_store_part_middle(t, part, key, sizeof(key), &len) == PK_OK)
+        pk_split_start(s, key, len);
+    if (st.bytes > 2 * size && s->splitter && s->splitter->active) {
+        pk_conn_hold(x); /* runs again when the split under way ends */
+        return 0;
     }
-    if ((sp = splitter(s)) == NULL) {
-        pk_reply_error(x->out, "ERR out of memory");
-        return;
-    }
-    if (sp->active) {
-        pk_reply_error(x->out, "TRYAGAIN another split is under way here");
-        return;
-    }
-    sp->active = 1;
-    sp->part = part;
-    sp->epoch = s->cluster.map->parts[part].leader_epoch;
-    sp->deadline_ms = pk_srv_wall_ms() + PK_SPLIT_WAIT_MS;
-    memcpy(sp->key, x->argv[1].ptr, x->argv[1].len);
-    sp->len = x->argv[1].len;
-    uv_timer_start(&sp->timer, on_tick, 0, TICK_MS);
-    pk_reply_simple(x->out, "OK");
+    return 1;
 }
 
 /* 1 when this node is one of part's replicas. */

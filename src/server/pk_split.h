@@ -33,6 +33,7 @@
 #ifndef PK_SERVER_PK_SPLIT_H
 #define PK_SERVER_PK_SPLIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct pk_server pk_server;
@@ -44,8 +45,25 @@ struct pk_pmap;
 /* PK.SPLIT key: starts a split (reply +OK) or says why it cannot. */
 void pk_cmd_pk_split(pk_cmd_ctx *x);
 
+/*
+ * Starts a split at key (len bytes, copied) of the range holding it, which
+ * this node must lead: NULL, or why not (a Redis-style error text).  What
+ * PK.SPLIT and the automatic splits (by load, by size) call.
+ */
+const char *pk_split_start(pk_server *s, const void *key, size_t len);
+
 /* 1 while writes to part wait for a split. */
 int pk_split_fenced(const pk_server *s, uint32_t part);
+
+/*
+ * Splits by size, on the write path (a write x to part, which this node
+ * leads): a range over --split-size starts a split at its middle key
+ * (pk_store_part_middle), and a write to a range over twice that waits
+ * (pk_conn_hold) for the split, as CockroachDB holds writes to a range
+ * that outgrew its splits, so that no range grows past 2x the size.
+ * Returns 1 to run x now, 0 when x waits or an error was replied.
+ */
+int pk_split_admit(pk_cmd_ctx *x, uint32_t part);
 
 /*
  * Step 4 for the map just installed, old being the one before (NULL at

@@ -219,6 +219,49 @@ int pk_store_part_relabel(pk_txn *t, uint32_t from, uint32_t to, const void *at,
     return rc;
 }
 
+int pk_store_part_middle(pk_txn *t, uint32_t part, uint8_t *buf, size_t cap,
+                         size_t *len)
+{
+    uint8_t start[4];
+    uint64_t half, seen = 0;
+    const uint8_t *first = NULL;
+    size_t first_len = 0;
+    pk__stat st;
+    pk_keyparts kp;
+    MDB_cursor *c;
+    MDB_val k, v;
+    int rc = pk__read_begin(t, part);
+
+    if (rc != 0 || (rc = pk__stat_load(t, part, &st)) != 0 ||
+        (rc = pk__cursor(t, t->s->data, &c)) != 0)
+        return rc;
+    half = st.bytes / 2;
+    pk_be32_put(start, part);
+    k.mv_size = 4;
+    k.mv_data = start;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < 4 || pk_be32_get(k.mv_data) != part)
+            break;
+        seen += k.mv_size + v.mv_size;
+        if (pk_keyenc_parse(k.mv_data, k.mv_size, &kp) != 0)
+            return pk__fail(t, PK_ECORRUPT);
+        if (first == NULL) {
+            first = kp.esc;
+            first_len = kp.esc_len;
+        }
+        /* A short key's META record, past the middle and not the first
+         * key (a split there would leave one side empty). */
+        if (seen >= half && kp.tag == PK_TAG_META && !kp.longkey &&
+            (kp.esc_len != first_len || memcmp(kp.esc, first, first_len)) &&
+            kp.esc_len <= cap) {
+            *len = pk_keyenc_unescape(kp.esc, kp.esc_len, buf);
+            return 0;
+        }
+    }
+    return rc == 0 || rc == MDB_NOTFOUND ? PK_ENOTFOUND : pk__err(rc);
+}
+
 int pk_store_flushall(pk_txn *t)
 {
     return pk_store_flushall_if(t, NULL, NULL);

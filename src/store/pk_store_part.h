@@ -69,6 +69,18 @@ int pk_store_part_drop(pk_txn *t, uint32_t part, size_t max_records, int *done);
 int pk_store_part_relabel(pk_txn *t, uint32_t from, uint32_t to, const void *at,
                           size_t at_len, size_t max_bytes, int *done);
 
+/*
+ * Where to split partition part by size: the first short-form key (one of
+ * at most PK_KEYENC_SHORT - 6 bytes, so that it can bound a range) at
+ * which half of the partition's bytes lie before it, written to buf (cap
+ * >= PK_KEYENC_SHORT) with its length in *len.  It walks the records of
+ * the first half only, in key order, counting their sizes against the
+ * partition's byte count (no value is read).  Returns 0, PK_ENOTFOUND
+ * (no such key after the first, e.g. a single key) or an error.
+ */
+int pk_store_part_middle(pk_txn *t, uint32_t part, uint8_t *buf, size_t cap,
+                         size_t *len);
+
 /* Which partitions a call may touch: non-zero for those it may. */
 typedef int (*pk_part_filter)(void *ctx, uint32_t part);
 
