@@ -87,9 +87,14 @@ static void on_tick(uv_timer_t *t)
     pk_server *s = sp->srv;
     uint64_t seq;
 
-    if (!sp->active || sp->submitted)
+    if (!sp->active)
         return;
+    /* A held write waits at most this long, then -TRYAGAIN; the fence
+     * itself stays until the agent has decided (lifted earlier, writes
+     * could reach part's log after the followers' copies were taken). */
     pk_conn_hold_expire(s, PK_SPLIT_WAIT_MS);
+    if (sp->submitted)
+        return;
     if (pk_srv_wall_ms() > sp->deadline_ms) {
         finish(sp, "followers did not catch up in time");
         return;

@@ -6,6 +6,7 @@ import bisect
 import json
 import os
 import random
+import signal
 import subprocess
 import time
 
@@ -523,3 +524,106 @@ def test_size_splits():
     finally:
         for _ in gen:
             pass
+
+
+def node_pid(c, index):
+    """The pid that runs node index of cluster c now (cluster up restarts
+    a node that dies, under a new pid), or None."""
+    want = ("node-%d" % index).encode()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        if int(st[1]) == c.proc.pid and st[0] != "Z" and \
+                any(a.endswith(want) for a in cmd):
+            return int(d)
+    return None
+
+
+def test_kill_during_splits(rsplit):
+    """kill -9 of the splitting leader or of a follower at a random moment
+    of a split, five times, under a writer: afterwards every acknowledged
+    write is there, each key once and in order, and every node holds as
+    many keys in each range as the others (R = 3: all hold all).
+
+    Liveness is checked too -- each killed node serves again within 30 s
+    -- but a failure of that alone is an xfail naming it, after the safety
+    checks passed, as PARTKV_FAULT_STRICT=0 does in tests/fault: about one
+    run in thirty, a node restarted after a kill during a split leaves
+    forwarded commands unanswered (README: known issues)."""
+    import threading
+    c = rsplit
+    rnd = random.Random(21)
+    acked, stop = [], threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            k = b"q%s-%06d" % (bytes([97 + i % 26]), i)
+            try:
+                if client(c.nodes[i % 3], decode=False).set(k, k):
+                    acked.append(k)
+            except redis.RedisError:
+                pass
+            i += 1
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    kills, outcomes, stuck = 0, [], None
+    try:
+        for n in range(5):
+            key = "q%s" % chr(98 + 4 * n)  # qb qf qj qn qr
+            rows = json.loads(range_list(c.nodes[0], "--json").stdout)
+            lead = next(x["leader"] for x in reversed(rows)
+                        if x["lo"] is None or x["lo"] <= key)
+            idx = next(i for i, nd in enumerate(c.nodes) if nd.addr == lead)
+            victim = idx if n % 2 == 0 else (idx + 1) % 3
+            p = subprocess.Popen(
+                [pkserver.partkv_path(), "range", "split", key, "--cluster",
+                 c.nodes[(victim + 1) % 3].addr, "--secret", c.secret],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(rnd.uniform(0.0, 0.05))
+            pid = node_pid(c, victim)
+            assert pid, "node %d is not running" % victim
+            os.kill(pid, signal.SIGKILL)
+            kills += 1
+            out, err = p.communicate(timeout=60)  # done, refused, abandoned
+            outcomes.append((key, victim == idx, p.returncode,
+                             (out + err).decode().strip()[-80:]))
+            ok, _ = pkcluster.wait_until(
+                lambda: node_pid(c, victim) is not None and
+                full_read(c.nodes[victim]) is not None, 30, interval=0.2)
+            if not ok:
+                stuck = "node %d not serving 30 s after kill -9 %s: %r" % (
+                    victim, "(the leader)" if victim == idx else "", outcomes)
+                break
+    finally:
+        stop.set()
+        th.join(10)
+    assert len(acked) > 100 and kills >= 1
+    serving = [nd for nd in c.nodes if full_read(nd) is not None]
+    assert serving, "no node serves"
+
+    def whole():
+        got = full_read(serving[0])
+        return got if got is not None and not set(acked) - set(got) else None
+    got, waited = pkcluster.wait_until(whole, 30, interval=0.5)
+    assert got, "acknowledged writes missing after the kills"
+    assert got == sorted(set(got))
+    if stuck:
+        pytest.xfail("liveness: " + stuck)
+
+    # Every replica holds the same keys per range as its leader: the
+    # per-partition counts of each node (PK.PARTITIONS) agree.
+    def counts(nd):
+        rep = client(nd).execute_command("PK.PARTITIONS")
+        return {e[1]: e[3] for e in rep}
+    ok, _ = pkcluster.wait_until(
+        lambda: counts(c.nodes[0]) == counts(c.nodes[1]) == counts(c.nodes[2]),
+        30, interval=0.5)
+    assert ok, [counts(n) for n in c.nodes]
