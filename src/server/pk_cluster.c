@@ -226,8 +226,14 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
         return 0;
     if (slot < 0)
         return 1;
+    /* A command a peer forwarded here is never forwarded on: two nodes
+     * whose maps disagree for a moment would pass it back and forth, each
+     * link waiting behind the other's (a deadlock seen with splits and
+     * leader moves).  It gets MOVED, and the peer retries the owner once
+     * (pk_link.c). */
     here = route_slot(x, slot, (cmd->flags & PK_CMD_WRITE) != 0,
-                      x->srv->cfg.forward && !(cmd->flags & PK_CMD_LOCAL));
+                      x->srv->cfg.forward && !x->c->internal &&
+                          !(cmd->flags & PK_CMD_LOCAL));
     if (here && x->have_part && x->part < PK_SLOTS &&
         x->srv->rates[x->part].finder)
         sample_load(x, cmd, x->srv->rates[x->part].finder);

@@ -11,6 +11,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "core/pk_range.h"
 #include "core/pk_splitfind.h"
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
@@ -157,6 +158,71 @@ static int scan_emit(void *ctx, uint32_t part, pk_slice key)
     return 0;
 }
 
+/* The first range at or after part, in key order, that this node leads
+ * (PK_NODE_NONE when none); from its successor with after set. */
+static uint32_t led_from(const pk_cluster *cl, uint32_t part, int after)
+{
+    while (part != PK_NODE_NONE) {
+        const pk_partition *pt = &cl->map->parts[part];
+        if (!after && pk_pmap_leader(cl->map, part) == cl->self)
+            return part;
+        after = 0;
+        if (pt->hi == NULL ||
+            pk_range_lookup(cl->ranges, pt->hi, pt->hi_len, &part) != PK_OK)
+            part = PK_NODE_NONE;
+    }
+    return part;
+}
+
+static int only_part(void *ctx, uint32_t part)
+{
+    return part == *(const uint32_t *)ctx;
+}
+
+/*
+ * SCAN of the range scheme: the ranges this node leads in key order, so
+ * that its keys come in order.  The cursor keeps the store's layout
+ * (pk_store_scan: a partition, here the range being read, then a
+ * position in it); when a range is done the next one starts at the next
+ * call or in this one.  Range 0 always starts at "" (a split gives the
+ * upper part a new id), so cursor 0 is the start.  A range split between
+ * two calls goes on in its lower part and then reaches the upper one as
+ * the next range: each key once.
+ */
+static int scan_ranges(pk_cmd_ctx *x, pk_txn *t, uint64_t cursor,
+                       const pk_scan_opts *o, scan_out *so, uint64_t *next)
+{
+    const pk_cluster *cl = &x->srv->cluster;
+    uint32_t part = (uint32_t)(cursor >> 32);
+    pk_scan_opts one = *o;
+    uint64_t n = 0;
+    int rc;
+
+    *next = 0;
+    if (part >= cl->map->npartitions)
+        return PK_OK; /* a cursor from another map: nothing more */
+    if ((uint32_t)cursor == 0)
+        part = led_from(cl, part, 0);
+    one.may = only_part;
+    one.may_ctx = &part;
+    while (part != PK_NODE_NONE) {
+        rc = pk_store_scan(t, cursor, &one, NOW(x), scan_emit, so, &n);
+        if (rc != PK_OK)
+            return rc;
+        if (n != 0 && (uint32_t)(n >> 32) == part) {
+            *next = n; /* more of this range */
+            return PK_OK;
+        }
+        part = led_from(cl, part, 1);
+        cursor = part == PK_NODE_NONE ? 0 : (uint64_t)part << 32;
+        if (so->n >= (o->count ? o->count : 10)) {
+            *next = cursor;
+            return PK_OK;
+        }
+    }
+    return PK_OK;
+}
+
 void pk_cmd_scan(pk_cmd_ctx *x)
 {
     pk_scan_opts o = {NULL, 0, 10, PK_TYPE_NONE, pk_cmd_keyspace(x), x->srv};
@@ -194,8 +260,9 @@ void pk_cmd_scan(pk_cmd_ctx *x)
     pk_obuf keys;
     pk_obuf_init(&keys);
     scan_out so = {x, &keys, 0};
-    int rc = o.type == (pk_type)99
-                 ? PK_OK
+    int rc = o.type == (pk_type)99 ? PK_OK
+             : x->srv->cluster.enabled && x->srv->cluster.ranges
+                 ? scan_ranges(x, t, (uint64_t)cursor, &o, &so, &next)
                  : pk_store_scan(t, (uint64_t)cursor, &o, NOW(x), scan_emit,
                                  &so, &next);
     if (rc != PK_OK) {

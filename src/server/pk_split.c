@@ -50,6 +50,9 @@ static void finish(pk_splitter *sp, const char *failure)
     if (failure)
         fprintf(stderr, "partkv: split of range %u abandoned: %s\n", sp->part,
                 failure);
+    else
+        fprintf(stderr, "partkv: range %u split at a %zu-byte key\n", sp->part,
+                sp->len);
     sp->active = 0;
     sp->submitted = 0;
     uv_timer_stop(&sp->timer);
