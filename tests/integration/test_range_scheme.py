@@ -565,9 +565,9 @@ def test_kill_during_splits(rsplit):
 
     Liveness is checked too -- each killed node serves again within 30 s
     -- but a failure of that alone is an xfail naming it, after the safety
-    checks passed, as PARTKV_FAULT_STRICT=0 does in tests/fault: about one
-    run in thirty, a node restarted after a kill during a split leaves
-    forwarded commands unanswered (README: known issues)."""
+    checks passed, as PARTKV_FAULT_STRICT=0 does in tests/fault.  Before
+    forwarded commands stopped being forwarded again (pk_cluster.c), about
+    one run in thirty left a node's forwarding link waiting for ever."""
     import threading
     c = rsplit
     rnd = random.Random(21)
