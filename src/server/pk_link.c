@@ -274,6 +274,11 @@ static void on_link_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
             strcmp(to, l->srv->cluster.addr) != 0 &&
             enqueue(l->srv, f->c, to, &f->cmd, 1, f->sc, f->idx) == PK_OK) {
             /* f->cmd moved into the new entry; f->c waits on. */
+        } else if (f->cb == NULL && is_moved(r, to, sizeof(to))) {
+            /* The owner moved again (or the peer's map is behind ours):
+             * a client of forward mode cannot follow MOVED, and a cluster
+             * client retries TRYAGAIN too. */
+            deliver(f, NULL, "TRYAGAIN the key's owner is changing; retry");
         } else {
             deliver(f, r, NULL);
         }
