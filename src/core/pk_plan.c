@@ -97,9 +97,10 @@ out:
     return rc;
 }
 
-/* Plans m; unowned_only restricts the plan to unowned partitions. */
-static int plan_run(const pk_pmap *m, const uint64_t *size, int sizing,
-                    int unowned_only, pk_plan **out)
+/* Plans m, which has no retired range; unowned_only restricts the plan
+ * to unowned partitions. */
+static int plan_live(const pk_pmap *m, const uint64_t *size, int sizing,
+                     int unowned_only, pk_plan **out)
 {
     pk__plan_ctx c;
     int rc;
@@ -138,6 +139,39 @@ static int plan_run(const pk_pmap *m, const uint64_t *size, int sizing,
     rc = plan_build(&c, out);
 out:
     pk__plan_ctx_free(&c);
+    return rc;
+}
+
+/* plan_live on m without its retired ranges (merged away: they hold
+ * nothing and must get nothing), the moves renumbered back. */
+static int plan_run(const pk_pmap *m, const uint64_t *size, int sizing,
+                    int unowned_only, pk_plan **out)
+{
+    pk_pmap *c = NULL;
+    uint32_t *ids = NULL;
+    uint64_t *csize = NULL;
+    int rc;
+
+    if (pk_pmap_live_parts(m) == m->npartitions) {
+        return plan_live(m, size, sizing, unowned_only, out);
+    }
+    rc = pk_pmap_compact(m, &c, &ids);
+    if (rc == PK_OK && size != NULL) {
+        csize = malloc((c->npartitions + 1) * sizeof(*csize));
+        rc = csize ? PK_OK : PK_ENOMEM;
+        for (uint32_t i = 0; csize && i < c->npartitions; i++) {
+            csize[i] = size[ids[i]];
+        }
+    }
+    if (rc == PK_OK) {
+        rc = plan_live(c, csize, sizing, unowned_only, out);
+    }
+    for (uint32_t i = 0; rc == PK_OK && i < (*out)->nmoves; i++) {
+        (*out)->moves[i].part = ids[(*out)->moves[i].part];
+    }
+    free(csize);
+    free(ids);
+    pk_pmap_free(c);
     return rc;
 }
 
@@ -295,7 +329,7 @@ int pk_plan_initial(pk_pmap *m)
         return PK_ECORRUPT;
     }
     for (uint32_t q = 0; q < m->npartitions; q++) {
-        owned += m->parts[q].nreplicas > 0;
+        owned += m->parts[q].nreplicas > 0 || pk_pmap_retired(m, q);
     }
     if (owned == m->npartitions) {
         return PK_OK;

@@ -296,9 +296,60 @@ int pk_pmap_validate(const pk_pmap *m)
         if ((m->scheme == PK_SCHEME_RANGE) != (pt->lo != NULL))
             return PK_ECORRUPT;
         if (pt->hi && pt->lo &&
-            bytes_cmp(pt->lo, pt->lo_len, pt->hi, pt->hi_len) >= 0)
+            bytes_cmp(pt->lo, pt->lo_len, pt->hi, pt->hi_len) > 0)
+            return PK_ECORRUPT;
+        if (pk_pmap_retired(m, p) &&
+            (pt->nreplicas || pt->nlearners || pt->lo_len == 0 ||
+             pt->move_target != PK_NODE_NONE || pt->flags))
+            return PK_ECORRUPT;
+        if ((pt->flags & ~PK_PART_FLAGS) ||
+            (pt->flags && m->scheme != PK_SCHEME_RANGE))
             return PK_ECORRUPT;
     }
+    return PK_OK;
+}
+
+int pk_pmap_retired(const pk_pmap *m, uint32_t p)
+{
+    const pk_partition *pt;
+
+    if (m->scheme != PK_SCHEME_RANGE || p >= m->npartitions)
+        return 0;
+    pt = &m->parts[p];
+    return pt->hi && pt->lo &&
+           bytes_cmp(pt->lo, pt->lo_len, pt->hi, pt->hi_len) == 0;
+}
+
+uint32_t pk_pmap_live_parts(const pk_pmap *m)
+{
+    uint32_t n = 0;
+
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        n += !pk_pmap_retired(m, p);
+    return n;
+}
+
+int pk_pmap_compact(const pk_pmap *m, pk_pmap **out, uint32_t **ids)
+{
+    uint32_t n = 0, *map = malloc((m->npartitions + 1) * sizeof(*map));
+    pk_pmap *c = NULL;
+
+    if (map == NULL || pk_pmap_clone(m, &c) != PK_OK) {
+        free(map);
+        return PK_ENOMEM;
+    }
+    for (uint32_t p = 0; p < c->npartitions; p++) {
+        if (pk_pmap_retired(c, p)) {
+            free(c->parts[p].lo);
+            free(c->parts[p].hi);
+            continue;
+        }
+        map[n] = p;
+        c->parts[n++] = c->parts[p];
+    }
+    c->npartitions = n;
+    *out = c;
+    *ids = map;
     return PK_OK;
 }
 
@@ -306,7 +357,7 @@ static int part_equal(const pk_partition *a, const pk_partition *b)
 {
     if (a->nreplicas != b->nreplicas || a->nlearners != b->nlearners ||
         a->move_state != b->move_state || a->move_target != b->move_target ||
-        a->leader_epoch != b->leader_epoch)
+        a->leader_epoch != b->leader_epoch || a->flags != b->flags)
         return 0;
     if (memcmp(a->replicas, b->replicas, a->nreplicas * sizeof(uint32_t)) ||
         memcmp(a->learners, b->learners, a->nlearners * sizeof(uint32_t)))

@@ -17,7 +17,9 @@
  * Invariants (pk_pmap_validate): replica and learner ids name existing,
  * non-removed nodes; no node appears twice in one partition; nreplicas and
  * nlearners <= PK_REPLICAS_MAX; range bounds are present exactly when the
- * scheme is PK_SCHEME_RANGE.
+ * scheme is PK_SCHEME_RANGE, with lo < hi -- or lo == hi for a retired
+ * range (merged into its left neighbour: no replicas, no keys; its id is
+ * never reused, as node ids are not).
  *
  * Not thread-safe; a map is owned by one thread at a time.
  */
@@ -82,7 +84,18 @@ typedef struct pk_partition {
     uint32_t lo_len;
     uint8_t *hi;
     uint32_t hi_len;
+    uint8_t flags; /* range scheme: PK_PART_* */
 } pk_partition;
+
+/* Range-scheme partition flags. */
+#define PK_PART_STICKY                                                         \
+    0x01 /* an operator split at lo: no automatic merge                        \
+          * removes that bound */
+#define PK_PART_MERGING                                                        \
+    0x02 /* its last leader found it cold for                                  \
+          * --merge-delay and moved it to the leader                           \
+          * of its left neighbour, to be merged there */
+#define PK_PART_FLAGS (PK_PART_STICKY | PK_PART_MERGING)
 
 typedef struct pk_pmap {
     uint64_t epoch;       /* bumped on every change of the map */
@@ -142,6 +155,19 @@ uint32_t pk_pmap_leader(const pk_pmap *m, uint32_t p);
  */
 int pk_pmap_set_range(pk_pmap *m, uint32_t p, const void *lo, size_t lo_len,
                       const void *hi, size_t hi_len);
+
+/* 1 when p is a retired range (see the invariants at the top). */
+int pk_pmap_retired(const pk_pmap *m, uint32_t p);
+
+/* The partitions that are not retired. */
+uint32_t pk_pmap_live_parts(const pk_pmap *m);
+
+/*
+ * A copy of m without its retired ranges, the others renumbered in id
+ * order; (*ids)[i] is the id in m of partition i of the copy (malloc'd,
+ * the caller's).  What the planner works on.  Returns 0 or PK_ENOMEM.
+ */
+int pk_pmap_compact(const pk_pmap *m, pk_pmap **out, uint32_t **ids);
 
 /*
  * Partition of a key for the slots and hash schemes, both by the key's

@@ -12,7 +12,9 @@
  *   offset size field
  *   0      4    magic "PKMP"
  *   4      2    version, 1
- *   6      2    flags, 0
+ *   6      2    flags: bit 0 PFLAGS (range scheme only: each partition
+ *               ends with a u8 of its PK_PART_* flags; set iff one of
+ *               them is not 0), the other bits 0
  *   8      8    epoch
  *   16     1    scheme (pk_scheme)
  *   17     1    hash (pk_hash_kind)
@@ -26,7 +28,8 @@
  *              u8 len, name | u8 len, addr | u8 len, zone
  *   partition  u8 pflags | [MOVE: u8 move_state, u32 move_target] |
  *              vu leader_epoch | u16 replicas[nrep] | u16 learners[nlrn] |
- *              [range scheme: vu lo_len, lo | [HI: vu hi_len, hi]]
+ *              [range scheme: vu lo_len, lo | [HI: vu hi_len, hi] |
+ *              [PFLAGS: u8 flags]]
  *   pflags     bit 0-2 nreplicas, 3-5 nlearners,
  *              6 MOVE (set iff move_state or move_target is not "none"),
  *              7 HI (range scheme only: the upper bound is finite)
@@ -89,6 +92,18 @@ enum {
     PF_MOVE = 0x40,
     PF_HI = 0x80,
 };
+
+enum { MF_PFLAGS = 0x0001 }; /* the header's flags */
+
+/* Whether the range map m needs the MF_PFLAGS form. */
+static int has_pflags(const pk_pmap *m)
+{
+    for (uint32_t p = 0; m->scheme == PK_SCHEME_RANGE && p < m->npartitions;
+         p++)
+        if (m->parts[p].flags)
+            return 1;
+    return 0;
+}
 
 static_assert(sizeof(PK__MAGIC) - 1 == OFF_VERSION - OFF_MAGIC, "magic");
 static_assert(OFF_FLAGS == OFF_VERSION + 2 && OFF_EPOCH == OFF_FLAGS + 2,
@@ -230,7 +245,8 @@ static void wr_bound(pk_wr *w, const uint8_t *b, uint32_t len)
     wr_bytes(w, b, len);
 }
 
-static void wr_part(pk_wr *w, const pk_pmap *m, const pk_partition *pt)
+static void wr_part(pk_wr *w, const pk_pmap *m, const pk_partition *pt,
+                    int pflags)
 {
     int move =
         pt->move_state != PK_MOVE_NONE || pt->move_target != PK_NODE_NONE;
@@ -255,13 +271,17 @@ static void wr_part(pk_wr *w, const pk_pmap *m, const pk_partition *pt)
     wr_bound(w, pt->lo, pt->lo_len);
     if (pt->hi != NULL)
         wr_bound(w, pt->hi, pt->hi_len);
+    if (pflags)
+        wr_be(w, pt->flags, 1);
 }
 
 static void wr_map(pk_wr *w, const pk_pmap *m)
 {
     wr_bytes(w, PK__MAGIC, 4);
+    int pflags = has_pflags(m);
+
     wr_be(w, PK__VERSION, 2);
-    wr_be(w, 0, 2);
+    wr_be(w, pflags ? MF_PFLAGS : 0, 2);
     wr_be(w, m->epoch, 8);
     wr_be(w, m->scheme, 1);
     wr_be(w, m->hash, 1);
@@ -281,7 +301,7 @@ static void wr_map(pk_wr *w, const pk_pmap *m)
         wr_str(w, n->zone, sizeof(n->zone));
     }
     for (uint32_t p = 0; p < m->npartitions; p++)
-        wr_part(w, m, &m->parts[p]);
+        wr_part(w, m, &m->parts[p], pflags);
 }
 
 /* ---- checks shared by both directions --------------------------------- */
@@ -504,7 +524,7 @@ static void rd_node(pk_rd *r, pk_node *n, uint32_t id)
         rd_fail(r, PK_ECORRUPT);
 }
 
-static void rd_part(pk_rd *r, const pk_pmap *m, pk_partition *pt)
+static void rd_part(pk_rd *r, const pk_pmap *m, pk_partition *pt, int pflags)
 {
     uint8_t f = rd_u8(r);
 
@@ -530,6 +550,8 @@ static void rd_part(pk_rd *r, const pk_pmap *m, pk_partition *pt)
     rd_bound(r, &pt->lo, &pt->lo_len);
     if (f & PF_HI)
         rd_bound(r, &pt->hi, &pt->hi_len);
+    if (pflags)
+        pt->flags = rd_u8(r);
 }
 
 /* Parses the body after magic and version; *out is set only on success. */
@@ -549,7 +571,8 @@ static int rd_map(pk_rd *r, pk_pmap **out)
     reserved = rd_u8(r);
     nnodes = (uint32_t)rd_be(r, 4);
     nparts = (uint32_t)rd_be(r, 4);
-    if (r->err != PK_OK || flags != 0 || reserved != 0 ||
+    if (r->err != PK_OK || (flags & ~MF_PFLAGS) ||
+        (flags && scheme != PK_SCHEME_RANGE) || reserved != 0 ||
         scheme > PK_SCHEME_RANGE || pk_hash_get(hash) == NULL ||
         replicas == 0 || replicas > PK_REPLICAS_MAX || nnodes > PK_NODES_MAX ||
         nparts == 0 || nparts > PK_PARTITIONS_MAX ||
@@ -582,9 +605,11 @@ static int rd_map(pk_rd *r, pk_pmap **out)
     for (uint32_t i = 0; i < nnodes && r->err == PK_OK; i++)
         rd_node(r, &m->nodes[i], i);
     for (uint32_t p = 0; p < nparts && r->err == PK_OK; p++)
-        rd_part(r, m, &m->parts[p]);
+        rd_part(r, m, &m->parts[p], flags & MF_PFLAGS);
     if (r->err == PK_OK && r->pos != r->len)
         rd_fail(r, PK_ECORRUPT); /* trailing bytes */
+    if (r->err == PK_OK && (flags & MF_PFLAGS) && !has_pflags(m))
+        rd_fail(r, PK_ECORRUPT); /* not the canonical form */
     if (r->err == PK_OK)
         rd_fail(r, check_map(m));
     rc = r->err;

@@ -125,6 +125,8 @@ int pk_pmap_split(pk_pmap *m, uint32_t p, const void *at, size_t len,
     pt = &parts[p];
     nq = &parts[n];
     *nq = *pt; /* replicas, leader_epoch; takes over pt's hi */
+    nq->flags = 0;
+    pt->flags &= (uint8_t)~PK_PART_MERGING;
     memcpy(lo_copy, at, len);
     nq->lo = lo_copy;
     nq->lo_len = (uint32_t)len;
@@ -140,5 +142,54 @@ int pk_pmap_split(pk_pmap *m, uint32_t p, const void *at, size_t len,
     pt->hi_len = (uint32_t)len;
     m->npartitions = n + 1;
     *q = n;
+    return PK_OK;
+}
+
+int pk_pmap_colocated(const pk_pmap *m, uint32_t p, uint32_t q)
+{
+    const pk_partition *a, *b;
+
+    if (p >= m->npartitions || q >= m->npartitions)
+        return 0;
+    a = &m->parts[p];
+    b = &m->parts[q];
+    if (a->nreplicas == 0 || a->nreplicas != b->nreplicas ||
+        a->replicas[0] != b->replicas[0])
+        return 0;
+    for (int i = 1; i < a->nreplicas; i++)
+        if (find(b->replicas, b->nreplicas, a->replicas[i]) < 0)
+            return 0;
+    return 1;
+}
+
+int pk_pmap_merge(pk_pmap *m, uint32_t p, uint32_t q)
+{
+    pk_partition *a, *b;
+    uint8_t *hi;
+
+    if (m->scheme != PK_SCHEME_RANGE || p >= m->npartitions ||
+        q >= m->npartitions || p == q)
+        return PK_EINVAL;
+    a = &m->parts[p];
+    b = &m->parts[q];
+    if (a->hi == NULL || pk_pmap_retired(m, p) || pk_pmap_retired(m, q) ||
+        pk_key_cmp(a->hi, a->hi_len, b->lo, b->lo_len) != 0)
+        return PK_EINVAL;
+    if (a->move_target != PK_NODE_NONE || b->move_target != PK_NODE_NONE ||
+        a->nlearners || b->nlearners || !pk_pmap_colocated(m, p, q))
+        return PK_ESTALE;
+    hi = malloc(b->lo_len ? b->lo_len : 1);
+    if (hi == NULL)
+        return PK_ENOMEM;
+    memcpy(hi, b->lo, b->lo_len);
+    free(a->hi);
+    a->hi = b->hi; /* p takes over q's upper bound */
+    a->hi_len = b->hi_len;
+    a->flags &= (uint8_t)~PK_PART_MERGING;
+    b->hi = hi;
+    b->hi_len = b->lo_len;
+    b->nreplicas = 0;
+    b->flags = 0;
+    b->leader_epoch++;
     return PK_OK;
 }

@@ -46,4 +46,21 @@ int pk_pmap_moving(const pk_pmap *m, uint32_t p, uint32_t *to);
 int pk_pmap_split(pk_pmap *m, uint32_t p, const void *at, size_t len,
                   uint32_t *q);
 
+/*
+ * The map edit of a range merge: p = [lo, mid) and its right neighbour
+ * q = [mid, hi), with the same leader and the same replicas, become
+ * p = [lo, hi); q is retired (bounds [mid, mid), no replicas, leader
+ * epoch + 1 so that nothing mistakes an old copy for it) and its id is
+ * never used again.  p keeps its leader epoch and its flags but
+ * PK_PART_MERGING.  Returns 0, PK_EINVAL (not a range map, an id out of
+ * range, not neighbours), PK_ESTALE (either is moving or has learners,
+ * or their replicas differ: co-locate them first) or PK_ENOMEM; m is
+ * unchanged on error.
+ */
+int pk_pmap_merge(pk_pmap *m, uint32_t p, uint32_t q);
+
+/* 1 when partitions p and q of m have the same leader and the same
+ * replicas (in any order of the followers). */
+int pk_pmap_colocated(const pk_pmap *m, uint32_t p, uint32_t q);
+
 #endif

@@ -307,6 +307,7 @@ static int by_lo(const void *a, const void *b)
 int pk_range_from_pmap(const struct pk_pmap *m, pk_range **out)
 {
     pk_range *r = NULL; /* owned until handed to *out */
+    uint32_t n = 0;
     int rc;
 
     if (m->scheme != PK_SCHEME_RANGE || m->npartitions == 0)
@@ -315,22 +316,25 @@ int pk_range_from_pmap(const struct pk_pmap *m, pk_range **out)
     if (rc != PK_OK)
         return rc;
     for (uint32_t p = 0; p < m->npartitions; p++) {
+        if (pk_pmap_retired(m, p))
+            continue;
         /* Borrowed for the sort, copied once the tiling checks out. */
-        r->parts[p].id = p;
-        r->parts[p].lo = m->parts[p].lo;
-        r->parts[p].lo_len = m->parts[p].lo_len;
+        r->parts[n].id = p;
+        r->parts[n].lo = m->parts[p].lo;
+        r->parts[n++].lo_len = m->parts[p].lo_len;
     }
-    qsort(r->parts, m->npartitions, sizeof(*r->parts), by_lo);
-    for (uint32_t i = 0; i < m->npartitions && rc == PK_OK; i++) {
+    qsort(r->parts, n, sizeof(*r->parts), by_lo);
+    if (n == 0)
+        rc = PK_ECORRUPT;
+    for (uint32_t i = 0; i < n && rc == PK_OK; i++) {
         const pk_partition *pt = &m->parts[r->parts[i].id];
-        const pk_range_part *next =
-            i + 1 < m->npartitions ? &r->parts[i + 1] : NULL;
+        const pk_range_part *next = i + 1 < n ? &r->parts[i + 1] : NULL;
         if ((i == 0 && pt->lo_len != 0) || (next == NULL) != (pt->hi == NULL) ||
             (next &&
              pk_key_cmp(pt->hi, pt->hi_len, next->lo, next->lo_len) != 0))
             rc = PK_ECORRUPT;
     }
-    for (uint32_t i = 0; i < m->npartitions; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         const uint8_t *lo = r->parts[i].lo;
         r->parts[i].lo = NULL;
         if (rc == PK_OK && i > 0) {

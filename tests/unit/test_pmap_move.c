@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "core/pk_err.h"
+#include "core/pk_plan.h"
 #include "core/pk_pmap.h"
 #include "core/pk_pmap_move.h"
 #include "core/pk_range.h"
@@ -238,6 +239,94 @@ static void test_split_refusals(void **state)
     pk_pmap_free(m);
 }
 
+static void test_merge(void **state)
+{
+    pk_pmap *m = make_ranges(), *c = NULL, *d = NULL;
+    pk_range *r = NULL;
+    uint32_t q = 0, id = 0, *ids = NULL;
+    pk_plan *pl = NULL;
+
+    (void)state;
+    m->parts[1].flags = PK_PART_STICKY;
+    assert_int_equal(pk_pmap_split(m, 1, "k", 1, &q), 0);
+    assert_int_equal(m->parts[q].flags, 0); /* a new bound, not sticky */
+    assert_int_equal(m->parts[1].flags, PK_PART_STICKY);
+    check_valid(m);
+    /* Not neighbours, or not co-located: refused, the map unchanged. */
+    assert_int_equal(pk_pmap_clone(m, &c), 0);
+    assert_int_equal(pk_pmap_merge(m, 3, 1), PK_EINVAL);
+    assert_int_equal(pk_pmap_merge(m, 0, 3), PK_EINVAL);
+    assert_int_equal(pk_pmap_merge(m, 0, 1), PK_ESTALE); /* leaders differ */
+    assert_int_equal(pk_pmap_merge(m, 3, 2), PK_ESTALE);
+    m->parts[3].nlearners = 1;
+    m->parts[3].learners[0] = 1;
+    m->parts[3].replicas[1] = 0;
+    assert_int_equal(pk_pmap_merge(m, 1, 3), PK_ESTALE);
+    m->parts[3].nlearners = 0;
+    m->parts[3].replicas[1] = 0;
+    assert_true(pk_pmap_equal(m, c));
+    /* [g, k) and [k, p) merge back into [g, p); 3 is retired. */
+    assert_true(pk_pmap_colocated(m, 1, 3));
+    assert_int_equal(pk_pmap_merge(m, 1, 3), 0);
+    assert_true(pk_pmap_retired(m, 3));
+    assert_false(pk_pmap_retired(m, 1));
+    assert_int_equal(m->parts[3].nreplicas, 0);
+    assert_int_equal(m->parts[3].leader_epoch, 12);
+    assert_int_equal(m->parts[1].leader_epoch, 11);
+    assert_int_equal(pk_pmap_live_parts(m), 3);
+    check_valid(m);
+    assert_int_equal(pk_range_from_pmap(m, &r), 0);
+    assert_int_equal(pk_range_count(r), 3);
+    assert_int_equal(pk_range_lookup(r, "k", 1, &id), 0);
+    assert_int_equal(id, 1);
+    assert_int_equal(pk_range_lookup(r, "p", 1, &id), 0);
+    assert_int_equal(id, 2);
+    pk_range_free(r);
+    /* A retired range merges no more; the planner leaves it out. */
+    assert_int_equal(pk_pmap_merge(m, 1, 3), PK_EINVAL);
+    assert_int_equal(pk_pmap_compact(m, &d, &ids), 0);
+    assert_int_equal(d->npartitions, 3);
+    assert_int_equal(ids[2], 2);
+    assert_int_equal(pk_pmap_node_add(m, "n2", NULL, NULL, 1.0, &id), 0);
+    assert_int_equal(pk_plan_compute(m, &pl), 0);
+    assert_true(pl->nmoves > 0);
+    for (uint32_t i = 0; i < pl->nmoves; i++)
+        assert_int_not_equal(pl->moves[i].part, 3);
+    assert_int_equal(pk_plan_apply(m, pl), 0);
+    assert_int_equal(m->parts[3].nreplicas, 0);
+    check_valid(m);
+    pk_plan_free(pl);
+    free(ids);
+    pk_pmap_free(d);
+    pk_pmap_free(c);
+    pk_pmap_free(m);
+}
+
+/* Flags: encoded only when one is set (the canonical form), checked. */
+static void test_part_flags(void **state)
+{
+    pk_pmap *m = make_ranges(), *h = make(1);
+    uint8_t *buf = NULL, *plain = NULL;
+    size_t len = 0, plain_len = 0;
+
+    (void)state;
+    assert_int_equal(pk_pmap_encode(m, &plain, &plain_len), 0);
+    assert_int_equal(plain[6] << 8 | plain[7], 0);
+    m->parts[2].flags = PK_PART_STICKY | PK_PART_MERGING;
+    check_valid(m);
+    assert_int_equal(pk_pmap_encode(m, &buf, &len), 0);
+    assert_int_equal(buf[6] << 8 | buf[7], 1);
+    assert_int_equal(len, plain_len + 3);
+    m->parts[2].flags = 0x80;
+    assert_int_equal(pk_pmap_validate(m), PK_ECORRUPT);
+    h->parts[0].flags = PK_PART_STICKY; /* range scheme only */
+    assert_int_equal(pk_pmap_validate(h), PK_ECORRUPT);
+    free(buf);
+    free(plain);
+    pk_pmap_free(h);
+    pk_pmap_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +336,8 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_split_refusals),
+        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_part_flags),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
