@@ -10,6 +10,7 @@
  *                     [--secret S] [--fsync always|everysec|no]
  *                     [--acks leader|quorum|all] [--replace-after SECONDS]
  *                     [--split-qps N] [--split-size BYTES]
+ *                     [--merge-delay SECONDS]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -51,7 +52,7 @@
 #define NODES_MAX 64
 #define REGISTER_TIMEOUT_MS 15000
 #define NODE_START_MS 10000 /* for a node's "ready" line */
-#define NODE_ARGS_MAX 30
+#define NODE_ARGS_MAX 40
 #define RESTART_MIN_MS 200
 #define RESTART_MAX_MS 5000
 #define RESTART_QUICK_MS 5000 /* dying sooner doubles the next delay */
@@ -74,6 +75,7 @@ typedef struct up_args {
     const char *replace_after; /* --replace-after for every node, or NULL */
     const char *split_qps;     /* --split-qps for every node, or NULL */
     const char *split_size;    /* --split-size for every node, or NULL */
+    const char *merge_delay;   /* --merge-delay for every node, or NULL */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
 } up_args;
 
@@ -171,6 +173,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"replace-after", required_argument, NULL, 'A'},
         {"split-qps", required_argument, NULL, 'Q'},
         {"split-size", required_argument, NULL, 'Z'},
+        {"merge-delay", required_argument, NULL, 'M'},
         {"presplit", required_argument, NULL, 'T'},
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
@@ -222,9 +225,12 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'Q':
         case 'Z':
+        case 'M':
             if (!num_ok)
                 goto bad;
-            *(ch == 'Q' ? &a->split_qps : &a->split_size) = optarg;
+            *(ch == 'Q'   ? &a->split_qps
+              : ch == 'Z' ? &a->split_size
+                          : &a->merge_delay) = optarg;
             break;
         case 'X':
             a->split_sample = optarg;
@@ -413,6 +419,10 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
     if (a->split_size) {
         argv[k++] = "--split-size";
         argv[k++] = (char *)a->split_size;
+    }
+    if (a->merge_delay) {
+        argv[k++] = "--merge-delay";
+        argv[k++] = (char *)a->merge_delay;
     }
     if (a->coordinator) { /* every node reaches etcd itself */
         argv[k++] = "--coordinator";

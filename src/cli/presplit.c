@@ -155,6 +155,10 @@ int pk_presplit_apply(const pk_presplit *ps, pk_pmap *m)
 
     if (rc == PK_OK)
         rc = pk_range_to_pmap(r, m);
+    /* An operator's bounds, as PK.SPLIT's: automatic merges keep them. */
+    for (uint32_t p = 0; rc == PK_OK && p < m->npartitions; p++)
+        if (m->parts[p].lo_len > 0)
+            m->parts[p].flags |= PK_PART_STICKY;
     pk_range_free(r);
     return rc;
 }

@@ -12,7 +12,9 @@
  *
  * The boundaries come out strictly increasing and non-empty, as
  * pk_range_new_split wants them; duplicate sample quantiles collapse, so
- * a sample with few distinct keys gives fewer ranges than asked.
+ * a sample with few distinct keys gives fewer ranges than asked.  They
+ * are sticky (PK_PART_STICKY), as a `partkv range split` is: automatic
+ * merges keep them until `partkv range unsplit`.
  */
 #ifndef PK_CLI_PRESPLIT_H
 #define PK_CLI_PRESPLIT_H

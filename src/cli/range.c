@@ -1,7 +1,15 @@
 /*
  * partkv range split KEY --cluster HOST:PORT [--secret S] [--dir D]:
  * asks the leader of the range holding KEY to split it there (PK.SPLIT,
- * pk_split.h) and waits until the map shows the new range.
+ * pk_split.h) and waits until the map shows the new range.  The new bound
+ * is sticky: no automatic merge removes it.
+ *
+ * partkv range merge KEY ...: the range holding KEY and its right
+ * neighbour become one (PK.MERGE; the neighbour first moves to the same
+ * leader if it must), waiting until the map shows it.
+ *
+ * partkv range unsplit KEY ...: the bound at KEY is no longer sticky
+ * (PK.UNSPLIT), so automatic merges may remove it.
  *
  * partkv range list --cluster HOST:PORT [--json]: the ranges of a
  * range-scheme cluster in key order -- bounds, leader, keys, bytes and the
@@ -32,6 +40,7 @@
 
 #define CALL_MS 2000
 #define SPLIT_WAIT_MS 15000 /* the leader drains for up to 5 s */
+#define MERGE_WAIT_MS 75000 /* and a merge may wait 60 s for a move */
 
 typedef struct range_row {
     int known; /* its leader answered for it */
@@ -39,6 +48,7 @@ typedef struct range_row {
     double reads, writes;
     char load[24]; /* the split finder's verdict, "off" when it is idle */
     char *key;     /* owned: its split (or hot) key as text, or NULL */
+    uint8_t flags; /* PK_PART_* from the map */
 } range_row;
 
 /* One call to host:port; 0 with *r (caller frees), or an error. */
@@ -175,13 +185,19 @@ static void print_row(json_t *arr, uint32_t id, const char *lo, const char *hi,
             json_object_set_new(o, "split_key",
                                 r->key ? json_string(r->key) : json_null());
         }
+        json_object_set_new(o, "sticky",
+                            json_boolean(r->flags & PK_PART_STICKY));
+        json_object_set_new(o, "merging",
+                            json_boolean(r->flags & PK_PART_MERGING));
         json_array_append_new(arr, o);
         return;
     }
     if (r->known)
-        printf("%-6u %-24s %-24s %-21s %10lld %12lld %9.0f %9.0f  %s%s%s\n", id,
-               lo, hi, leader, r->keys, r->bytes, r->reads, r->writes, r->load,
-               r->key ? " at " : "", r->key ? r->key : "");
+        printf("%-6u %-24s %-24s %-21s %10lld %12lld %9.0f %9.0f  %s%s%s%s%s\n",
+               id, lo, hi, leader, r->keys, r->bytes, r->reads, r->writes,
+               r->load, r->key ? " at " : "", r->key ? r->key : "",
+               r->flags & PK_PART_STICKY ? " (sticky)" : "",
+               r->flags & PK_PART_MERGING ? " (merging)" : "");
     else
         printf("%-6u %-24s %-24s %-21s %10s %12s %9s %9s  ?\n", id, lo, hi,
                leader, "?", "?", "?", "?");
@@ -217,6 +233,7 @@ static int list(const char *target, int json)
         size_t lo_len, hi_len;
         pk_range_get(idx, i, &id, &lo, &lo_len, &hi, &hi_len);
         leader = pk_pmap_leader(m, id);
+        rows[id].flags = m->parts[id].flags;
         char *l = bound_text(lo, lo_len, lo_len == 0, 1);
         char *h = bound_text(hi, hi_len, hi == NULL, 0);
         if (l && h)
@@ -243,20 +260,47 @@ done:
     return status;
 }
 
-/* The id of the range that starts at key in target's map, or -1. */
-static long range_at(const char *target, const char *key)
+/* What a range edit waits for in the map (see edit_seen). */
+typedef enum edit_kind { EDIT_SPLIT, EDIT_MERGE, EDIT_UNSPLIT } edit_kind;
+
+static const char *const edit_cmd[] = {"PK.SPLIT", "PK.MERGE", "PK.UNSPLIT"};
+static const char *const edit_who[] = {
+    "partkv range split", "partkv range merge", "partkv range unsplit"};
+
+/* The id of the range starting at key (len bytes) in m, or -1. */
+static long starting_at(const pk_pmap *m, const void *key, size_t len)
+{
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        if (!pk_pmap_retired(m, p) &&
+            pk_key_cmp(m->parts[p].lo, m->parts[p].lo_len, key, len) == 0)
+            return p;
+    return -1;
+}
+
+/*
+ * Whether target's map shows the edit done: a range starting at key (a
+ * split), none starting at bound (a merge: bound was where the right
+ * neighbour started), or the range at key not sticky.  -1 without a map.
+ */
+static int edit_seen(const char *target, edit_kind kind, const char *key,
+                     const uint8_t *bound, size_t bound_len)
 {
     pk_pmap *m = NULL;
-    long id = -1;
+    long id;
+    int seen;
 
     if (fetch_map(target, &m) != 0)
         return -1;
-    for (uint32_t p = 0; p < m->npartitions && id < 0; p++)
-        if (pk_key_cmp(m->parts[p].lo, m->parts[p].lo_len, key, strlen(key)) ==
-            0)
-            id = p;
+    if (kind == EDIT_MERGE) {
+        seen = starting_at(m, bound, bound_len) < 0;
+    } else {
+        id = starting_at(m, key, strlen(key));
+        seen = kind == EDIT_SPLIT
+                   ? id >= 0
+                   : id >= 0 && !(m->parts[id].flags & PK_PART_STICKY);
+    }
     pk_pmap_free(m);
-    return id;
+    return seen;
 }
 
 static void sleep_ms(long ms)
@@ -266,8 +310,14 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* PK.SPLIT key on the range's leader, with the secret; 0 or 1. */
-static int ask_split(const rb_target *t, const char *key)
+/*
+ * The edit's command on the leader of the range holding key, with the
+ * secret; 0 or 1.  For a merge, the bound it removes goes to bound
+ * (cap PK_BOUND_CAP bytes).
+ */
+#define PK_BOUND_CAP 1024
+static int ask(const rb_target *t, edit_kind kind, const char *key,
+               uint8_t *bound, size_t *bound_len)
 {
     pk_pmap *m = NULL;
     pk_range *idx = NULL;
@@ -279,20 +329,28 @@ static int ask_split(const rb_target *t, const char *key)
     if (pk_range_from_pmap(m, &idx) != PK_OK ||
         pk_range_lookup(idx, key, strlen(key), &id) != PK_OK ||
         (leader = pk_pmap_leader(m, id)) == PK_NODE_NONE) {
-        fprintf(stderr, "partkv range split: no leader for the range of "
-                        "the key\n");
+        fprintf(stderr, "%s: no leader for the range of the key\n",
+                edit_who[kind]);
+    } else if (kind == EDIT_MERGE && (m->parts[id].hi == NULL ||
+                                      m->parts[id].hi_len > PK_BOUND_CAP)) {
+        fprintf(stderr, "%s: the last range has no right neighbour\n",
+                edit_who[kind]);
     } else {
         rb_target lt = *t;
         pk_sclient *c = NULL;
         pk_rr *r = NULL;
-        const char *argv[] = {"PK.SPLIT", key};
+        const char *argv[] = {edit_cmd[kind], key};
+        if (kind == EDIT_MERGE) {
+            memcpy(bound, m->parts[id].hi, m->parts[id].hi_len);
+            *bound_len = m->parts[id].hi_len;
+        }
         lt.cluster = m->nodes[leader].addr;
-        if (pk__rb_connect(&lt, "partkv range split", &c) == 0) {
+        if (pk__rb_connect(&lt, edit_who[kind], &c) == 0) {
             if (pk_sclient_call(c, 2, argv, NULL, &r) != PK_OK)
-                fprintf(stderr, "partkv range split: %s did not answer\n",
+                fprintf(stderr, "%s: %s did not answer\n", edit_who[kind],
                         lt.cluster);
             else if (r->type == PK_RR_ERROR)
-                fprintf(stderr, "partkv range split: %s\n", r->str);
+                fprintf(stderr, "%s: %s\n", edit_who[kind], r->str);
             else
                 status = 0;
         }
@@ -304,25 +362,32 @@ static int ask_split(const rb_target *t, const char *key)
     return status;
 }
 
-static int split(const rb_target *t, const char *key)
+static int edit(const rb_target *t, edit_kind kind, const char *key)
 {
-    long id;
+    static const char *const done[] = {"split: a range starts at the key",
+                                       "merged",
+                                       "unsplit: the bound is not sticky"};
+    uint8_t bound[PK_BOUND_CAP];
+    size_t bound_len = 0;
+    long wait = kind == EDIT_MERGE ? MERGE_WAIT_MS : SPLIT_WAIT_MS;
 
-    if ((id = range_at(t->cluster, key)) >= 0) {
-        printf("range %ld already starts at the key\n", id);
+    if (kind != EDIT_MERGE && edit_seen(t->cluster, kind, key, NULL, 0) == 1) {
+        printf("%s already\n", done[kind]);
         return 0;
     }
-    if (ask_split(t, key) != 0)
+    if (ask(t, kind, key, bound, &bound_len) != 0)
         return 1;
-    for (long waited = 0; waited < SPLIT_WAIT_MS; waited += 50) {
-        if ((id = range_at(t->cluster, key)) >= 0) {
-            printf("split: range %ld starts at the key\n", id);
+    for (long waited = 0; waited < wait; waited += 50) {
+        if (edit_seen(t->cluster, kind, key, bound, bound_len) == 1) {
+            printf("%s\n", done[kind]);
             return 0;
         }
         sleep_ms(50);
     }
-    fprintf(stderr, "partkv range split: the split did not show in the map "
-                    "(the leader's log says why)\n");
+    fprintf(stderr,
+            "%s: the map does not show it (the leader's log says "
+            "why)\n",
+            edit_who[kind]);
     return 1;
 }
 
@@ -362,22 +427,27 @@ static int parse_opts(const char *who, int argc, char **argv, int first,
 
 int pk_cli_range(int argc, char **argv)
 {
+    static const char *const names[] = {"split", "merge", "unsplit"};
     rb_target t = {NULL, NULL, "./data"};
     int json = 0;
 
-    if (argc >= 2 && strcmp(argv[1], "split") == 0) {
+    for (int k = 0; argc >= 2 && k < 3; k++) {
+        if (strcmp(argv[1], names[k]) != 0)
+            continue;
         if (argc < 3 || argv[2][0] == '-') {
-            fprintf(stderr, "partkv range split: usage: partkv range split "
-                            "KEY --cluster HOST:PORT [--secret S] [--dir D]\n");
+            fprintf(stderr,
+                    "partkv range %s: usage: partkv range %s KEY "
+                    "--cluster HOST:PORT [--secret S] [--dir D]\n",
+                    names[k], names[k]);
             return 2;
         }
-        return parse_opts("split", argc, argv, 3, &t, NULL)
+        return parse_opts(names[k], argc, argv, 3, &t, NULL)
                    ? 2
-                   : split(&t, argv[2]);
+                   : edit(&t, (edit_kind)k, argv[2]);
     }
     if (argc < 2 || strcmp(argv[1], "list") != 0) {
-        fprintf(stderr, "partkv range: usage: partkv range list|split "
-                        "--cluster HOST:PORT ...\n");
+        fprintf(stderr, "partkv range: usage: partkv range "
+                        "list|split|merge|unsplit --cluster HOST:PORT ...\n");
         return 2;
     }
     return parse_opts("list", argc, argv, 2, &t, &json) ? 2

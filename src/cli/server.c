@@ -11,6 +11,7 @@
  *                 [--route redirect|forward] [--announce-replicas yes|no]
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
  *                 [--split-qps N] [--split-size BYTES]
+ *                 [--merge-delay SECONDS]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -92,6 +93,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"replace-after", required_argument, NULL, 'r'},
         {"split-qps", required_argument, NULL, 'q'},
         {"split-size", required_argument, NULL, 'z'},
+        {"merge-delay", required_argument, NULL, 'g'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -197,6 +199,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
         case 'z':
             rc = num("--split-size", optarg, 0, 1ull << 50, &v);
             c->split_size = v;
+            break;
+        case 'g':
+            rc = num("--merge-delay", optarg, 0, 86400 * 365, &v);
+            c->merge_delay_ms = v * 1000;
             break;
         case 'A':
             c->announce = optarg;

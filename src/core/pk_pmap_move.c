@@ -145,7 +145,7 @@ int pk_pmap_split(pk_pmap *m, uint32_t p, const void *at, size_t len,
     return PK_OK;
 }
 
-int pk_pmap_colocated(const pk_pmap *m, uint32_t p, uint32_t q)
+int pk_pmap_same_replicas(const pk_pmap *m, uint32_t p, uint32_t q)
 {
     const pk_partition *a, *b;
 
@@ -153,13 +153,18 @@ int pk_pmap_colocated(const pk_pmap *m, uint32_t p, uint32_t q)
         return 0;
     a = &m->parts[p];
     b = &m->parts[q];
-    if (a->nreplicas == 0 || a->nreplicas != b->nreplicas ||
-        a->replicas[0] != b->replicas[0])
+    if (a->nreplicas == 0 || a->nreplicas != b->nreplicas)
         return 0;
-    for (int i = 1; i < a->nreplicas; i++)
+    for (int i = 0; i < a->nreplicas; i++)
         if (find(b->replicas, b->nreplicas, a->replicas[i]) < 0)
             return 0;
     return 1;
+}
+
+int pk_pmap_colocated(const pk_pmap *m, uint32_t p, uint32_t q)
+{
+    return pk_pmap_same_replicas(m, p, q) &&
+           m->parts[p].replicas[0] == m->parts[q].replicas[0];
 }
 
 int pk_pmap_merge(pk_pmap *m, uint32_t p, uint32_t q)

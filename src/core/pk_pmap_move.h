@@ -59,8 +59,9 @@ int pk_pmap_split(pk_pmap *m, uint32_t p, const void *at, size_t len,
  */
 int pk_pmap_merge(pk_pmap *m, uint32_t p, uint32_t q);
 
-/* 1 when partitions p and q of m have the same leader and the same
- * replicas (in any order of the followers). */
+/* 1 when partitions p and q of m are on the same nodes (in any order);
+ * pk_pmap_colocated: and have the same leader. */
+int pk_pmap_same_replicas(const pk_pmap *m, uint32_t p, uint32_t q);
 int pk_pmap_colocated(const pk_pmap *m, uint32_t p, uint32_t q);
 
 #endif

@@ -310,27 +310,76 @@ static void post_if_new(pk_agent *a, pk_pmap *m, uint64_t rev)
     }
 }
 
-/* A split job's attempt on map m (taken): see pk_agent_job. */
-static int run_split(pk_agent *a, pk_agent_job *j, pk_pmap *m, uint64_t rev,
-                     uint32_t self)
+/* 1 when p is led by self at epoch in m. */
+static int led_at(const pk_pmap *m, uint32_t p, uint32_t self, uint64_t epoch)
+{
+    return pk_pmap_leader(m, p) == self && m->parts[p].leader_epoch == epoch;
+}
+
+/*
+ * A range edit (see pk_agent_job) on m: 1 when m holds it already (an
+ * earlier attempt whose reply was lost wrote it), 0 when made now, -1
+ * when the map changed so that it cannot be made.
+ */
+static int range_edit(const pk_agent_job *j, pk_pmap *m, uint32_t self)
 {
     uint32_t p = j->parts[0], q;
-    const pk_partition *pt = p < m->npartitions ? &m->parts[p] : NULL;
-    int rc;
+    pk_partition *pt = p < m->npartitions ? &m->parts[p] : NULL;
 
-    /* An earlier attempt whose reply was lost may have written it. */
-    if (pt && pt->hi &&
-        pk_key_cmp(pt->hi, pt->hi_len, j->split_at, j->split_len) == 0) {
-        j->switched[0] = 1;
+    if (pt == NULL || m->scheme != PK_SCHEME_RANGE)
+        return -1;
+    switch (j->kind) {
+    case PK_JOB_SPLIT:
+        if (pt->hi &&
+            pk_key_cmp(pt->hi, pt->hi_len, j->split_at, j->split_len) == 0)
+            return 1;
+        if (!led_at(m, p, self, j->epoch) ||
+            pk_pmap_split(m, p, j->split_at, j->split_len, &q) != PK_OK)
+            return -1;
+        m->parts[q].flags = j->flags;
+        return 0;
+    case PK_JOB_MERGE:
+        if (pk_pmap_retired(m, j->other))
+            return pt->hi == NULL ||
+                           pk_key_cmp(pt->hi, pt->hi_len, m->parts[j->other].lo,
+                                      m->parts[j->other].lo_len) != 0
+                       ? 1
+                       : -1;
+        if (!led_at(m, p, self, j->epoch) ||
+            !led_at(m, j->other, self, j->other_epoch) ||
+            pk_pmap_merge(m, p, j->other) != PK_OK)
+            return -1;
+        return 0;
+    case PK_JOB_COLOCATE:
+        if (pt->move_target == j->target && (pt->flags & PK_PART_MERGING))
+            return 1;
+        /* Asked by its leader (an automatic merge) or by the target (a
+         * PK.MERGE there): either way, still at the epoch it saw. */
+        if (pt->leader_epoch != j->epoch ||
+            pk_pmap_move_begin(m, p, j->target) != PK_OK)
+            return -1;
+        pt->flags |= PK_PART_MERGING;
+        return 0;
+    case PK_JOB_UNSTICK:
+        if (!(pt->flags & PK_PART_STICKY))
+            return 1;
+        pt->flags &= (uint8_t)~PK_PART_STICKY;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* A range edit's attempt on map m (taken). */
+static int run_range_edit(pk_agent *a, pk_agent_job *j, pk_pmap *m,
+                          uint64_t rev, uint32_t self)
+{
+    int rc, r = range_edit(j, m, self);
+
+    j->switched[0] = r == 1;
+    if (r != 0) {
         post_if_new(a, m, rev);
         return PK_OK;
-    }
-    j->switched[0] = 0;
-    if (pt == NULL || pk_pmap_leader(m, p) != self ||
-        pt->leader_epoch != j->split_epoch ||
-        pk_pmap_split(m, p, j->split_at, j->split_len, &q) != PK_OK) {
-        post_if_new(a, m, rev);
-        return PK_OK; /* the map changed: no split */
     }
     m->epoch++;
     rc = cas_map(a, m, rev);
@@ -361,8 +410,8 @@ static int run_job(pk_agent *a, pk_agent_job *j)
         memset(j->switched, 0, j->n);
         return PK_OK; /* not in the map: nothing of ours to commit */
     }
-    if (j->split_at)
-        return run_split(a, j, m, rev, self);
+    if (j->kind != PK_JOB_COMMIT)
+        return run_range_edit(a, j, m, rev, self);
     for (uint32_t i = 0; i < j->n; i++) {
         uint32_t p = j->parts[i], leader = pk_pmap_leader(m, p);
         j->switched[i] = leader == j->target; /* an earlier attempt did */

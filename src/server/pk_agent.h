@@ -43,24 +43,48 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
                    pk_agent **out);
 
 /*
- * A commit of moves whose copies are complete (or a split, below): for each
- * partition parts[i]
- * still led by this node and moving to node `target`, the target takes
- * over (pk_pmap_move_commit), all in one map CAS.  switched[i] says which
- * did (also when an earlier attempt already committed it); a partition
- * whose move was cancelled meanwhile stays.  `done` runs on the loop
- * after the new map is installed there; the job stays the submitter's.
+ * A map edit the agent makes for the loop, retrying across compare-and-
+ * swap races and reconnections until the coordinator has decided.
+ *
+ * PK_JOB_COMMIT: a commit of moves whose copies are complete: for each
+ * partition parts[i] still led by this node and moving to node `target`,
+ * the target takes over (pk_pmap_move_commit), all in one map CAS.
+ * switched[i] says which did (also when an earlier attempt already
+ * committed it); a partition whose move was cancelled meanwhile stays.
+ *
+ * The range edits (pk_split.c) are about parts[0], done only if this node
+ * still leads it at `epoch`; switched[0] says whether the map holds the
+ * edit:
+ *   PK_JOB_SPLIT     split at split_at (pk_pmap_split); the new range
+ *                    gets `flags` (PK_PART_STICKY for an operator's);
+ *   PK_JOB_MERGE     take in its right neighbour `other`, led here at
+ *                    other_epoch (pk_pmap_merge);
+ *   PK_JOB_COLOCATE  begin a move to `target`, the leader of its left
+ *                    neighbour, flagged PK_PART_MERGING;
+ *   PK_JOB_UNSTICK   clear PK_PART_STICKY.
+ *
+ * `done` runs on the loop after the new map is installed there; the job
+ * stays the submitter's.
  */
+typedef enum pk_job_kind {
+    PK_JOB_COMMIT = 0,
+    PK_JOB_SPLIT,
+    PK_JOB_MERGE,
+    PK_JOB_COLOCATE,
+    PK_JOB_UNSTICK,
+} pk_job_kind;
+
 typedef struct pk_agent_job {
+    pk_job_kind kind;
     uint32_t target, n;
     const uint32_t *parts;
     uint8_t *switched; /* n entries, filled by the agent */
-    /* A range split instead of a move commit (pk_split.c): parts[0] is
-     * split at split_at if this node still leads it at split_epoch;
-     * switched[0] says whether the map holds the split. */
     const uint8_t *split_at;
     size_t split_len;
-    uint64_t split_epoch;
+    uint64_t epoch;
+    uint32_t other;
+    uint64_t other_epoch;
+    uint8_t flags;
     void (*done)(struct pk_agent_job *j);
     void *ctx;
     struct pk_agent_job *next;

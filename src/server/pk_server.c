@@ -60,6 +60,7 @@ void pk_server_config_default(pk_server_config *c)
     c->acks = PK_ACKS_QUORUM;
     c->replace_after_ms = 60000;
     c->split_qps = 2500; /* CockroachDB's kv.range_split.load_qps_threshold */
+    c->merge_delay_ms = 300000;
     c->split_size = 64ull << 20;
 }
 
@@ -256,7 +257,7 @@ static void tend_finders(pk_server *s)
             pk_splitfind_result f;
             pk_splitfind_key(r->finder, s->now_ms, &f);
             if (f.verdict == PK_SPLITFIND_FOUND &&
-                pk_split_start(s, f.key, f.len) == NULL) {
+                pk_split_start(s, f.key, f.len, 0) == NULL) {
                 free(r->finder);
                 r->finder = NULL;
             }
@@ -275,6 +276,8 @@ static void on_rate(uv_timer_t *t)
     s->ops_last = s->total_cmds;
     if (s->store == NULL || pk_txn_begin(s->store, 1, &txn) != PK_OK)
         return;
+    for (uint32_t p = 0; p < PK_SLOTS; p++)
+        s->rates[p].bytes = 0; /* a range without data is not listed */
     for (uint64_t p = 0;
          p < PK_SLOTS && pk_store_part_next(txn, p, &part, &st) == PK_OK;
          p = (uint64_t)part + 1) {
@@ -286,9 +289,11 @@ static void on_rate(uv_timer_t *t)
         r->write_rate = (double)(st.writes - r->writes);
         r->reads = st.reads;
         r->writes = st.writes;
+        r->bytes = st.bytes;
     }
     pk_txn_abort(txn);
     tend_finders(s);
+    pk_split_tend(s);
 }
 
 static void sync_work(uv_work_t *w)

@@ -69,6 +69,10 @@ typedef struct pk_server_config {
     /* Range scheme: a range this node leads that holds more bytes than
      * this is split at its middle key (0: never). */
     uint64_t split_size;
+    /* Range scheme: two neighbouring ranges whose reads and writes per
+     * second and bytes, summed, stay under half of --split-qps and half
+     * of --split-size this long merge (0: never). */
+    uint64_t merge_delay_ms;
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */

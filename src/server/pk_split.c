@@ -1,16 +1,18 @@
 /*
- * pk_split: range splits (see pk_split.h for the steps and why they are
- * safe).  One split at a time per node; its state lives here, its map
- * edit on the agent's thread.
+ * pk_split: range splits and merges (see pk_split.h for the steps and why
+ * they are safe).  One split or merge at a time per node; its state lives
+ * here, its map edit on the agent's thread.
  */
 #include "server/pk_split.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/pk_err.h"
 #include "core/pk_pmap.h"
+#include "core/pk_pmap_move.h"
 #include "core/pk_range.h"
 #include "server/pk_agent.h"
 #include "server/pk_cmd.h"
@@ -23,33 +25,54 @@
 
 #define TICK_MS 5
 
+#define MANUAL_MERGE_MS 60000 /* a PK.MERGE waits this long for its move */
+
 typedef struct pk_splitter {
     pk_server *srv;
     uv_timer_t timer;
-    int active;    /* a split of part is under way */
-    int submitted; /* its map edit is with the agent */
-    uint32_t part;
-    uint64_t epoch;       /* part's leader epoch when it started */
-    uint64_t deadline_ms; /* the drain gives up then */
+    int active;           /* a split of part, or a merge of other into it */
+    int submitted;        /* its map edit is with the agent */
+    pk_job_kind kind;     /* PK_JOB_SPLIT or PK_JOB_MERGE */
+    uint32_t part, other; /* other: the right neighbour a merge takes in */
+    uint64_t epoch, other_epoch; /* their leader epochs when it started */
+    uint64_t deadline_ms;        /* the drain gives up then */
     uint8_t key[PK_KEYENC_SHORT];
     size_t len;
+    uint8_t flags; /* the new range's (a split) */
     pk_agent_job job;
     uint8_t switched;
+    /* The one co-location or flag edit in flight (no fence needed). */
+    pk_agent_job aux;
+    int aux_busy;
+    uint32_t aux_part;
+    uint8_t aux_switched;
+    /* PK.MERGE of want (led here) with its right neighbour, which is on
+     * its way here: started once it is, given up at want_until. */
+    uint32_t want;
+    uint64_t want_until;
 } pk_splitter;
 
 int pk_split_fenced(const pk_server *s, uint32_t part)
 {
     const pk_splitter *sp = s->splitter;
 
-    return sp && sp->active && sp->part == part;
+    return sp && sp->active &&
+           (sp->part == part ||
+            (sp->kind == PK_JOB_MERGE && sp->other == part));
 }
 
-/* Ends the split under way (the map edit made or not): writes go on. */
+/* Ends the split or merge under way (the edit made or not): writes go on. */
 static void finish(pk_splitter *sp, const char *failure)
 {
-    if (failure)
+    if (failure && sp->kind == PK_JOB_MERGE)
+        fprintf(stderr, "partkv: merge of ranges %u and %u abandoned: %s\n",
+                sp->part, sp->other, failure);
+    else if (failure)
         fprintf(stderr, "partkv: split of range %u abandoned: %s\n", sp->part,
                 failure);
+    else if (sp->kind == PK_JOB_MERGE)
+        fprintf(stderr, "partkv: range %u merged into range %u\n", sp->other,
+                sp->part);
     else
         fprintf(stderr, "partkv: range %u split at a %zu-byte key\n", sp->part,
                 sp->len);
@@ -105,13 +128,20 @@ static void on_tick(uv_timer_t *t)
     if (last_seq(s, sp->part, &seq) != PK_OK ||
         !pk_repl_all_have(s, sp->part, seq))
         return;
+    if (sp->kind == PK_JOB_MERGE && (last_seq(s, sp->other, &seq) != PK_OK ||
+                                     !pk_repl_all_have(s, sp->other, seq)))
+        return;
     sp->job = (pk_agent_job){0};
+    sp->job.kind = sp->kind;
     sp->job.n = 1;
     sp->job.parts = &sp->part;
     sp->job.switched = &sp->switched;
     sp->job.split_at = sp->key;
     sp->job.split_len = sp->len;
-    sp->job.split_epoch = sp->epoch;
+    sp->job.epoch = sp->epoch;
+    sp->job.other = sp->other;
+    sp->job.other_epoch = sp->other_epoch;
+    sp->job.flags = sp->flags;
     sp->job.done = edit_done;
     sp->job.ctx = sp;
     sp->switched = 0;
@@ -132,17 +162,39 @@ static pk_splitter *splitter(pk_server *s)
     return sp;
 }
 
+/* Why a range edit cannot start here: "" when the node can make one. */
+static const char *no_ranges(pk_server *s)
+{
+    const pk_cluster *cl = &s->cluster;
+
+    if (!cl->enabled || cl->map == NULL || cl->ranges == NULL)
+        return "ERR this needs a cluster on the range scheme";
+    if (s->agent == NULL)
+        return "ERR this node has no coordinator link";
+    return NULL;
+}
+
+/* Why part cannot change now: NULL when it is still. */
+static const char *unsettled(pk_server *s, uint32_t part)
+{
+    const pk_partition *pt = &s->cluster.map->parts[part];
+
+    if (pt->move_state != PK_MOVE_NONE || pt->nlearners ||
+        pk_move_fenced(s, part) || pk_repl_handing_off(s, part))
+        return "TRYAGAIN the range is moving or changing leader";
+    return NULL;
+}
+
 /* Why key cannot split a range here, or NULL; *part is its range. */
 static const char *refusal(pk_server *s, const uint8_t *key, size_t len,
                            uint32_t *part)
 {
     const pk_cluster *cl = &s->cluster;
     const pk_partition *pt;
+    const char *why = no_ranges(s);
 
-    if (!cl->enabled || cl->map == NULL || cl->ranges == NULL)
-        return "ERR PK.SPLIT needs a cluster on the range scheme";
-    if (s->agent == NULL)
-        return "ERR this node has no coordinator link";
+    if (why)
+        return why;
     if (len == 0 || pk_keyenc_long(key, len))
         return "ERR the split key must be 1 to about 230 bytes";
     if (pk_range_lookup(cl->ranges, key, len, part) != PK_OK)
@@ -152,46 +204,208 @@ static const char *refusal(pk_server *s, const uint8_t *key, size_t len,
         return "ERR this node does not lead the range: ask its leader";
     if (pk_key_cmp(key, len, pt->lo, pt->lo_len) == 0)
         return "ERR the range already starts at that key";
-    if (pt->move_state != PK_MOVE_NONE || pt->nlearners ||
-        pk_move_fenced(s, *part) || pk_repl_handing_off(s, *part))
-        return "TRYAGAIN the range is moving or changing leader";
+    if ((why = unsettled(s, *part)) != NULL)
+        return why;
     if (cl->map->npartitions >= PK_SLOTS)
         return "ERR the range scheme holds at most 16384 ranges";
     return NULL;
 }
 
-const char *pk_split_start(pk_server *s, const void *key, size_t len)
+/* The fence of a split or merge of part (and other) goes up; *out is the
+ * splitter to fill in, or the reply says why not. */
+static const char *begin(pk_server *s, pk_job_kind kind, uint32_t part,
+                         uint32_t other, pk_splitter **out)
+{
+    const pk_pmap *m = s->cluster.map;
+    pk_splitter *sp = splitter(s);
+
+    if (sp == NULL)
+        return "ERR out of memory";
+    if (sp->active)
+        return "TRYAGAIN another split or merge is under way here";
+    sp->active = 1;
+    sp->kind = kind;
+    sp->part = part;
+    sp->other = other;
+    sp->epoch = m->parts[part].leader_epoch;
+    sp->other_epoch = kind == PK_JOB_MERGE ? m->parts[other].leader_epoch : 0;
+    sp->deadline_ms = pk_srv_wall_ms() + PK_SPLIT_WAIT_MS;
+    sp->len = 0;
+    sp->flags = 0;
+    uv_timer_start(&sp->timer, on_tick, 0, TICK_MS);
+    *out = sp;
+    return NULL;
+}
+
+const char *pk_split_start(pk_server *s, const void *key, size_t len,
+                           int sticky)
 {
     pk_splitter *sp;
     const char *why;
     uint32_t part = 0;
 
-    if ((why = refusal(s, key, len, &part)) != NULL)
+    if ((why = refusal(s, key, len, &part)) != NULL ||
+        (why = begin(s, PK_JOB_SPLIT, part, 0, &sp)) != NULL)
         return why;
-    if ((sp = splitter(s)) == NULL)
-        return "ERR out of memory";
-    if (sp->active)
-        return "TRYAGAIN another split is under way here";
-    sp->active = 1;
-    sp->part = part;
-    sp->epoch = s->cluster.map->parts[part].leader_epoch;
-    sp->deadline_ms = pk_srv_wall_ms() + PK_SPLIT_WAIT_MS;
     memcpy(sp->key, key, len);
     sp->len = len;
-    uv_timer_start(&sp->timer, on_tick, 0, TICK_MS);
+    sp->flags = sticky ? PK_PART_STICKY : 0;
     return NULL;
 }
 
+int pk_split_right(const pk_server *s, uint32_t p, uint32_t *q)
+{
+    const pk_cluster *cl = &s->cluster;
+    const pk_partition *pt = &cl->map->parts[p];
+
+    return pt->hi != NULL && !pk_pmap_retired(cl->map, p) &&
+           pk_range_lookup(cl->ranges, pt->hi, pt->hi_len, q) == PK_OK;
+}
+
+const char *pk_merge_start(pk_server *s, uint32_t p)
+{
+    const pk_cluster *cl = &s->cluster;
+    pk_splitter *sp;
+    const char *why = no_ranges(s);
+    uint32_t q;
+
+    if (why)
+        return why;
+    if (p >= cl->map->npartitions || pk_pmap_leader(cl->map, p) != cl->self)
+        return "ERR this node does not lead the range: ask its leader";
+    if (!pk_split_right(s, p, &q))
+        return "ERR the last range has no right neighbour to merge with";
+    if (!pk_pmap_colocated(cl->map, p, q))
+        return "ERR the ranges are not on the same replicas";
+    if ((why = unsettled(s, p)) != NULL || (why = unsettled(s, q)) != NULL)
+        return why;
+    return begin(s, PK_JOB_MERGE, p, q, &sp);
+}
+
+static void aux_done(pk_agent_job *j)
+{
+    pk_splitter *sp = j->ctx;
+
+    if (j->kind == PK_JOB_COLOCATE)
+        fprintf(stderr,
+                "partkv: range %u %s to node %u to merge with its left "
+                "neighbour\n",
+                sp->aux_part, sp->aux_switched ? "moves" : "could not move",
+                j->target);
+    sp->aux_busy = 0;
+}
+
+static const char *aux_edit(pk_server *s, pk_job_kind kind, uint32_t part,
+                            uint32_t target)
+{
+    pk_splitter *sp = splitter(s);
+
+    if (sp == NULL)
+        return "ERR out of memory";
+    if (sp->aux_busy)
+        return "TRYAGAIN another range edit is under way here";
+    sp->aux = (pk_agent_job){0};
+    sp->aux_part = part;
+    sp->aux.kind = kind;
+    sp->aux.n = 1;
+    sp->aux.parts = &sp->aux_part;
+    sp->aux.switched = &sp->aux_switched;
+    sp->aux.target = target;
+    sp->aux.epoch = s->cluster.map->parts[part].leader_epoch;
+    sp->aux.done = aux_done;
+    sp->aux.ctx = sp;
+    sp->aux_busy = 1;
+    pk_agent_commit(s->agent, &sp->aux);
+    return NULL;
+}
+
+/* PK.MERGE key: the range holding key takes in its right neighbour,
+ * which first moves here if another of the same replicas leads it. */
+static const char *merge_cmd(pk_server *s, const uint8_t *key, size_t len)
+{
+    const pk_cluster *cl = &s->cluster;
+    const char *why = no_ranges(s);
+    pk_splitter *sp;
+    uint32_t p, q;
+
+    if (why)
+        return why;
+    if (pk_range_lookup(cl->ranges, key, len, &p) != PK_OK)
+        return "ERR no range holds the key";
+    if (pk_pmap_leader(cl->map, p) != cl->self)
+        return "ERR this node does not lead the range: ask its leader";
+    if (!pk_split_right(s, p, &q))
+        return "ERR the last range has no right neighbour to merge with";
+    if (pk_pmap_colocated(cl->map, p, q))
+        return pk_merge_start(s, p);
+    if (!pk_pmap_same_replicas(cl->map, p, q) ||
+        pk_pmap_leader(cl->map, q) == PK_NODE_NONE)
+        return "ERR the ranges are not on the same replicas: rebalance "
+               "first";
+    if ((why = unsettled(s, q)) != NULL ||
+        (why = aux_edit(s, PK_JOB_COLOCATE, q, cl->self)) != NULL)
+        return why;
+    sp = s->splitter;
+    sp->want = p;
+    sp->want_until = pk_srv_wall_ms() + MANUAL_MERGE_MS;
+    return NULL;
+}
+
+static void tend_manual(pk_server *s)
+{
+    pk_splitter *sp = s->splitter;
+    const pk_cluster *cl = &s->cluster;
+    uint32_t q;
+
+    if (sp == NULL || sp->want_until == 0 || sp->active || cl->map == NULL ||
+        cl->ranges == NULL)
+        return;
+    if (pk_srv_wall_ms() > sp->want_until ||
+        pk_pmap_leader(cl->map, sp->want) != cl->self ||
+        !pk_split_right(s, sp->want, &q)) {
+        sp->want_until = 0;
+        return;
+    }
+    if (pk_pmap_colocated(cl->map, sp->want, q) &&
+        pk_merge_start(s, sp->want) == NULL)
+        sp->want_until = 0;
+}
+
+/* PK.UNSPLIT key: the range starting at key loses PK_PART_STICKY. */
+static const char *unsplit_cmd(pk_server *s, const uint8_t *key, size_t len)
+{
+    const pk_cluster *cl = &s->cluster;
+    const char *why = no_ranges(s);
+    uint32_t p;
+
+    if (why)
+        return why;
+    if (pk_range_lookup(cl->ranges, key, len, &p) != PK_OK ||
+        pk_key_cmp(key, len, cl->map->parts[p].lo, cl->map->parts[p].lo_len))
+        return "ERR no range starts at the key";
+    if (pk_pmap_leader(cl->map, p) != cl->self)
+        return "ERR this node does not lead the range: ask its leader";
+    return aux_edit(s, PK_JOB_UNSTICK, p, PK_NODE_NONE);
+}
+
+/* PK.SPLIT, PK.MERGE and PK.UNSPLIT key: +OK once started. */
 void pk_cmd_pk_split(pk_cmd_ctx *x)
 {
-    const char *why;
+    const char *name = x->argv[0].ptr, *why;
+    const uint8_t *key = (const uint8_t *)x->argv[1].ptr;
+    size_t len = x->argv[1].len;
 
     if (!x->c->internal) {
-        pk_reply_error(x->out, "NOAUTH PK.SPLIT needs PK.AUTH with the "
+        pk_reply_error(x->out, "NOAUTH range edits need PK.AUTH with the "
                                "cluster secret");
         return;
     }
-    why = pk_split_start(x->srv, x->argv[1].ptr, x->argv[1].len);
+    if (x->argv[0].len == 8 && strncasecmp(name, "PK.MERGE", 8) == 0)
+        why = merge_cmd(x->srv, key, len);
+    else if (x->argv[0].len == 10 && strncasecmp(name, "PK.UNSPLIT", 10) == 0)
+        why = unsplit_cmd(x->srv, key, len);
+    else
+        why = pk_split_start(x->srv, key, len, 1);
     if (why)
         pk_reply_error(x->out, why);
     else
@@ -215,12 +429,109 @@ int pk_split_admit(pk_cmd_ctx *x, uint32_t part)
         return 1;
     if (!pk_split_fenced(s, part) &&
         pk_store_part_middle(t, part, key, sizeof(key), &len) == PK_OK)
-        pk_split_start(s, key, len);
+        pk_split_start(s, key, len, 0);
     if (st.bytes > 2 * size && s->splitter && s->splitter->active) {
         pk_conn_hold(x); /* runs again when the split under way ends */
         return 0;
     }
     return 1;
+}
+
+/* Whether rate r is cold: under half of each threshold that is on. */
+static int cold(const pk_server *s, double qps, uint64_t bytes)
+{
+    uint64_t on = s->cfg.split_qps, size = s->cfg.split_size;
+
+    return (on == 0 || qps < (double)on / 2) && (size == 0 || bytes < size / 2);
+}
+
+static double rate_of(const pk_part_rate *r)
+{
+    return r->read_rate + r->write_rate;
+}
+
+/* The cold and pair clocks of the ranges this node leads. */
+static void tend_clocks(pk_server *s, uint64_t now)
+{
+    const pk_cluster *cl = &s->cluster;
+
+    for (uint32_t p = 0; p < cl->map->npartitions && p < PK_SLOTS; p++) {
+        pk_part_rate *r = &s->rates[p];
+        uint32_t q;
+        int lead = pk_pmap_leader(cl->map, p) == cl->self;
+        if (!lead || !cold(s, rate_of(r), r->bytes))
+            r->cold_since = 0;
+        else if (r->cold_since == 0)
+            r->cold_since = now;
+        if (!lead || !pk_split_right(s, p, &q) || q >= PK_SLOTS ||
+            pk_pmap_leader(cl->map, q) != cl->self ||
+            !cold(s, rate_of(r) + rate_of(&s->rates[q]),
+                  r->bytes + s->rates[q].bytes)) {
+            r->pair_since = 0;
+        } else if (r->pair_since == 0 || r->pair_with != q) {
+            r->pair_since = now;
+            r->pair_with = q;
+        }
+    }
+}
+
+/*
+ * One automatic merge step, if a pair is ready: q (led here, not sticky,
+ * cold for --merge-delay) and its left neighbour p.  Both led here, they
+ * merge once the pair has been cold that long -- or, for a q that moved
+ * here to be merged, once p has been and the pair is now.  With p led by
+ * another of q's replicas, q moves there (PK_JOB_COLOCATE).
+ */
+static void auto_merge(pk_server *s, uint64_t now)
+{
+    const pk_cluster *cl = &s->cluster;
+    const pk_pmap *m = cl->map;
+    uint64_t delay = s->cfg.merge_delay_ms;
+
+    for (uint32_t q = 0; q < m->npartitions && q < PK_SLOTS; q++) {
+        const pk_partition *qt = &m->parts[q];
+        const pk_part_rate *rq = &s->rates[q], *rp;
+        uint32_t p, lp;
+        int merging = (qt->flags & PK_PART_MERGING) != 0;
+        if (rq->cold_since == 0 || (qt->flags & PK_PART_STICKY) ||
+            qt->lo_len == 0 ||
+            pk_range_lookup_below(cl->ranges, qt->lo, qt->lo_len, &p) !=
+                PK_OK ||
+            p >= PK_SLOTS || unsettled(s, q) != NULL)
+            continue;
+        rp = &s->rates[p];
+        lp = pk_pmap_leader(m, p);
+        if (lp == cl->self) {
+            int ready =
+                rp->pair_since && rp->pair_with == q &&
+                (now - rp->pair_since >= delay ||
+                 (merging && rp->cold_since && now - rp->cold_since >= delay));
+            if (ready && pk_pmap_colocated(m, p, q) &&
+                pk_merge_start(s, p) == NULL)
+                return;
+        } else if (!merging && now - rq->cold_since >= delay &&
+                   lp != PK_NODE_NONE && pk_pmap_same_replicas(m, p, q) &&
+                   unsettled(s, p) == NULL &&
+                   aux_edit(s, PK_JOB_COLOCATE, q, lp) == NULL) {
+            return;
+        }
+    }
+}
+
+void pk_split_tend(pk_server *s)
+{
+    const pk_cluster *cl = &s->cluster;
+    uint64_t now = pk_srv_wall_ms();
+
+    if (cl->map == NULL || cl->ranges == NULL || s->agent == NULL)
+        return;
+    tend_clocks(s, now);
+    tend_manual(s);
+    if (s->cfg.merge_delay_ms == 0 ||
+        (s->cfg.split_qps == 0 && s->cfg.split_size == 0) ||
+        (s->splitter && (s->splitter->active || s->splitter->aux_busy)))
+        return;
+    auto_merge(s, now);
 }
 
 /* 1 when this node is one of part's replicas. */
@@ -248,6 +559,41 @@ static int hi_changed(const pk_pmap *old, const pk_pmap *m, uint32_t part)
     return a->hi && pk_key_cmp(a->hi, a->hi_len, b->hi, b->hi_len) != 0;
 }
 
+/* Whether part was retired by the map just installed (at start, old ==
+ * NULL: whether it is retired). */
+static int newly_retired(const pk_pmap *old, const pk_pmap *m, uint32_t part)
+{
+    return pk_pmap_retired(m, part) &&
+           (old == NULL || old->scheme != PK_SCHEME_RANGE ||
+            !pk_pmap_retired(old, part));
+}
+
+/*
+ * Which keys of part, by the map just installed, belong to another range
+ * that this node holds: those from *at on (at_len bytes) go to *to.  A
+ * range split has its keys from its new upper bound on go to the range
+ * holding that bound; a retired one (merged) all of its keys to the range
+ * now holding its lower bound.  0 when nothing of part moves here.
+ */
+static int moving_keys(const pk_cluster *cl, const pk_pmap *old, uint32_t part,
+                       const uint8_t **at, size_t *at_len, uint32_t *to)
+{
+    const pk_partition *pt = &cl->map->parts[part];
+
+    if (newly_retired(old, cl->map, part)) {
+        *at = (const uint8_t *)"";
+        *at_len = 0;
+        return pk_range_lookup(cl->ranges, pt->lo, pt->lo_len, to) == PK_OK &&
+               holds(cl, *to);
+    }
+    *at = pt->hi;
+    *at_len = pt->hi_len;
+    return pt->hi != NULL && !pk_pmap_retired(cl->map, part) &&
+           hi_changed(old, cl->map, part) && holds(cl, part) &&
+           pk_range_lookup(cl->ranges, pt->hi, pt->hi_len, to) == PK_OK &&
+           holds(cl, *to);
+}
+
 void pk_split_reconcile(pk_server *s, const pk_pmap *old)
 {
     const pk_cluster *cl = &s->cluster;
@@ -259,26 +605,27 @@ void pk_split_reconcile(pk_server *s, const pk_pmap *old)
         s->store == NULL)
         return;
     for (uint32_t p = 0; p < m->npartitions && rc == PK_OK; p++) {
-        const pk_partition *pt = &m->parts[p];
+        const uint8_t *at;
+        size_t at_len;
         uint32_t q;
         int done = 0;
-        if (pt->hi == NULL || !hi_changed(old, m, p) || !holds(cl, p) ||
-            pk_range_lookup(cl->ranges, pt->hi, pt->hi_len, &q) != PK_OK ||
-            !holds(cl, q))
+        if (!moving_keys(cl, old, p, &at, &at_len, &q))
             continue;
         if (t == NULL) {
             if ((rc = pk_txn_begin(s->store, 0, &t)) != PK_OK)
                 break;
             own = 1;
         }
-        rc = pk_store_part_relabel(t, p, q, pt->hi, pt->hi_len, 0, &done);
+        rc = pk_store_part_relabel(t, p, q, at, at_len, 0, &done);
     }
     if (own && rc == PK_OK)
         rc = pk_txn_commit(t);
     else if (own)
         pk_txn_abort(t);
     if (rc != PK_OK)
-        fprintf(stderr, "partkv: moving keys into split ranges failed: %s\n",
+        fprintf(stderr,
+                "partkv: moving keys into split or merged ranges "
+                "failed: %s\n",
                 pk_strerror(rc));
 }
 

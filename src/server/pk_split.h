@@ -29,6 +29,26 @@
  * Q's id is the next partition number; the range scheme's partition ids
  * stay below PK_SLOTS, the size of the per-partition tables of
  * replication and rates.
+ *
+ * Merges.  PK.MERGE key, on the leader of the range P holding key, merges
+ * P with its right neighbour Q.  They must be co-located first -- the same
+ * leader and replicas; when another of the same replicas leads Q, Q moves
+ * here (a move to a follower: pk_move.h) and the merge waits for it.  The
+ * merge then takes the split's steps with both ranges fenced and drained,
+ * the edit pk_pmap_merge (P = [lo, hi), Q retired), and the relabel of
+ * all of Q's keys to P on every replica.
+ *
+ * Automatic merges (--merge-delay, default 5 minutes): a range is cold
+ * while its reads and writes per second stay under half of --split-qps
+ * and its bytes under half of --split-size (each when on).  The leader of
+ * a range Q cold for the delay whose left neighbour P is led by another of
+ * Q's replicas moves Q there, flagged PK_PART_MERGING; the leader of both
+ * merges them once the pair, summed, has been cold for the delay (for a
+ * flagged Q: once P has been and the pair is now).  The halves are the
+ * hysteresis: a split range is over the thresholds, a merge needs both
+ * under half, so a load around a threshold does not flap.  A bound an
+ * operator split at (PK.SPLIT) is sticky: no automatic merge removes it
+ * until PK.UNSPLIT.
  */
 #ifndef PK_SERVER_PK_SPLIT_H
 #define PK_SERVER_PK_SPLIT_H
@@ -42,17 +62,39 @@ struct pk_pmap;
 
 #define PK_SPLIT_WAIT_MS 5000
 
-/* PK.SPLIT key: starts a split (reply +OK) or says why it cannot. */
+/*
+ * PK.SPLIT key, PK.MERGE key, PK.UNSPLIT key (cluster secret): start a
+ * split at key (its bound sticky), a merge of the range holding key with
+ * its right neighbour, or clear the stickiness of the bound at key; reply
+ * +OK, or say why not.
+ */
 void pk_cmd_pk_split(pk_cmd_ctx *x);
 
 /*
  * Starts a split at key (len bytes, copied) of the range holding it, which
  * this node must lead: NULL, or why not (a Redis-style error text).  What
- * PK.SPLIT and the automatic splits (by load, by size) call.
+ * PK.SPLIT (sticky) and the automatic splits (by load, by size) call.
  */
-const char *pk_split_start(pk_server *s, const void *key, size_t len);
+const char *pk_split_start(pk_server *s, const void *key, size_t len,
+                           int sticky);
 
-/* 1 while writes to part wait for a split. */
+/*
+ * Starts a merge of range p with its right neighbour, both led here on
+ * the same replicas: the steps of a split, with both ranges fenced and
+ * drained, and the edit pk_pmap_merge.  NULL, or why not.
+ */
+const char *pk_merge_start(pk_server *s, uint32_t p);
+
+/* 1 with *q the right neighbour of range p (not the last), else 0. */
+int pk_split_right(const pk_server *s, uint32_t p, uint32_t *q);
+
+/*
+ * Every second: the merge clocks, a PK.MERGE waiting for its move, and the
+ * automatic merges (pk_split.h at the top).
+ */
+void pk_split_tend(pk_server *s);
+
+/* 1 while writes to part wait for a split or merge. */
 int pk_split_fenced(const pk_server *s, uint32_t part);
 
 /*

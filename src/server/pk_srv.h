@@ -103,6 +103,13 @@ typedef struct pk_part_rate {
     /* Owned; sampling the requests of a range this node leads while it
      * is over --split-qps (pk_server.c starts and ends it), else NULL. */
     struct pk_splitfind *finder;
+    /* Merges (pk_split.c): bytes at the last sample; since when (ms, 0:
+     * not) this node leads it and it is cold, under half of --split-qps
+     * and of --split-size; and since when it and its right neighbour
+     * pair_with, both led here, are so together. */
+    uint64_t bytes;
+    uint64_t cold_since, pair_since;
+    uint32_t pair_with;
 } pk_part_rate;
 
 struct pk_server {
