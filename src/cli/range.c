@@ -199,8 +199,10 @@ static void print_row(json_t *arr, uint32_t id, const char *lo, const char *hi,
                r->flags & PK_PART_STICKY ? " (sticky)" : "",
                r->flags & PK_PART_MERGING ? " (merging)" : "");
     else
-        printf("%-6u %-24s %-24s %-21s %10s %12s %9s %9s  ?\n", id, lo, hi,
-               leader, "?", "?", "?", "?");
+        printf("%-6u %-24s %-24s %-21s %10s %12s %9s %9s  ?%s%s\n", id, lo, hi,
+               leader, "?", "?", "?", "?",
+               r->flags & PK_PART_STICKY ? " (sticky)" : "",
+               r->flags & PK_PART_MERGING ? " (merging)" : "");
 }
 
 static int list(const char *target, int json)
@@ -312,12 +314,14 @@ static void sleep_ms(long ms)
 
 /*
  * The edit's command on the leader of the range holding key, with the
- * secret; 0 or 1.  For a merge, the bound it removes goes to bound
- * (cap PK_BOUND_CAP bytes).
+ * secret; 0 or 1 after a message.  For a merge, the bound it removes goes
+ * to bound (cap PK_BOUND_CAP bytes) -- or, asked again, must still be the
+ * upper bound of the key's range.
  */
 #define PK_BOUND_CAP 1024
+#define REASK_MS 3000
 static int ask(const rb_target *t, edit_kind kind, const char *key,
-               uint8_t *bound, size_t *bound_len)
+               uint8_t *bound, size_t *bound_len, int again)
 {
     pk_pmap *m = NULL;
     pk_range *idx = NULL;
@@ -340,12 +344,15 @@ static int ask(const rb_target *t, edit_kind kind, const char *key,
         pk_sclient *c = NULL;
         pk_rr *r = NULL;
         const char *argv[] = {edit_cmd[kind], key};
-        if (kind == EDIT_MERGE) {
+        if (kind == EDIT_MERGE && !again) {
             memcpy(bound, m->parts[id].hi, m->parts[id].hi_len);
             *bound_len = m->parts[id].hi_len;
         }
         lt.cluster = m->nodes[leader].addr;
-        if (pk__rb_connect(&lt, edit_who[kind], &c) == 0) {
+        if ((kind != EDIT_MERGE || !again ||
+             (bound_len && *bound_len == m->parts[id].hi_len &&
+              memcmp(bound, m->parts[id].hi, *bound_len) == 0)) &&
+            pk__rb_connect(&lt, edit_who[kind], &c) == 0) {
             if (pk_sclient_call(c, 2, argv, NULL, &r) != PK_OK)
                 fprintf(stderr, "%s: %s did not answer\n", edit_who[kind],
                         lt.cluster);
@@ -375,14 +382,19 @@ static int edit(const rb_target *t, edit_kind kind, const char *key)
         printf("%s already\n", done[kind]);
         return 0;
     }
-    if (ask(t, kind, key, bound, &bound_len) != 0)
+    if (ask(t, kind, key, bound, &bound_len, 0) != 0)
         return 1;
+    /* Asked again now and then: a leader that failed or lost its place
+     * meanwhile forgot the edit (asking twice does no harm; a refusal
+     * now, e.g. TRYAGAIN while a move runs, is printed and waited out). */
     for (long waited = 0; waited < wait; waited += 50) {
         if (edit_seen(t->cluster, kind, key, bound, bound_len) == 1) {
             printf("%s\n", done[kind]);
             return 0;
         }
         sleep_ms(50);
+        if (waited > 0 && waited % REASK_MS == 0)
+            ask(t, kind, key, bound, &bound_len, 1);
     }
     fprintf(stderr,
             "%s: the map does not show it (the leader's log says "

@@ -87,14 +87,14 @@ typedef struct pk_partition {
     uint8_t flags; /* range scheme: PK_PART_* */
 } pk_partition;
 
-/* Range-scheme partition flags. */
-#define PK_PART_STICKY                                                         \
-    0x01 /* an operator split at lo: no automatic merge                        \
-          * removes that bound */
-#define PK_PART_MERGING                                                        \
-    0x02 /* its last leader found it cold for                                  \
-          * --merge-delay and moved it to the leader                           \
-          * of its left neighbour, to be merged there */
+/*
+ * Range-scheme partition flags.  STICKY: an operator split at lo (or
+ * presplit there), and no automatic merge removes that bound.  MERGING:
+ * to be merged into its left neighbour; the controller hands its
+ * leadership to that one's leader.
+ */
+#define PK_PART_STICKY 0x01
+#define PK_PART_MERGING 0x02
 #define PK_PART_FLAGS (PK_PART_STICKY | PK_PART_MERGING)
 
 typedef struct pk_pmap {

@@ -350,20 +350,12 @@ static int range_edit(const pk_agent_job *j, pk_pmap *m, uint32_t self)
             pk_pmap_merge(m, p, j->other) != PK_OK)
             return -1;
         return 0;
-    case PK_JOB_COLOCATE:
-        if (pt->move_target == j->target && (pt->flags & PK_PART_MERGING))
+    case PK_JOB_FLAGS:
+        if (((pt->flags & ~j->clear) | j->flags) == pt->flags)
             return 1;
-        /* Asked by its leader (an automatic merge) or by the target (a
-         * PK.MERGE there): either way, still at the epoch it saw. */
-        if (pt->leader_epoch != j->epoch ||
-            pk_pmap_move_begin(m, p, j->target) != PK_OK)
+        if (pt->leader_epoch != j->epoch || pk_pmap_retired(m, p))
             return -1;
-        pt->flags |= PK_PART_MERGING;
-        return 0;
-    case PK_JOB_UNSTICK:
-        if (!(pt->flags & PK_PART_STICKY))
-            return 1;
-        pt->flags &= (uint8_t)~PK_PART_STICKY;
+        pt->flags = (uint8_t)((pt->flags & ~j->clear) | j->flags);
         return 0;
     default:
         return -1;

@@ -59,9 +59,9 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
  *                    gets `flags` (PK_PART_STICKY for an operator's);
  *   PK_JOB_MERGE     take in its right neighbour `other`, led here at
  *                    other_epoch (pk_pmap_merge);
- *   PK_JOB_COLOCATE  begin a move to `target`, the leader of its left
- *                    neighbour, flagged PK_PART_MERGING;
- *   PK_JOB_UNSTICK   clear PK_PART_STICKY.
+ *   PK_JOB_FLAGS     its flags lose `clear` and gain `flags` (at `epoch`,
+ *                    whoever leads it: PK_PART_MERGING asks the
+ *                    controller to hand it to its left neighbour's leader).
  *
  * `done` runs on the loop after the new map is installed there; the job
  * stays the submitter's.
@@ -70,8 +70,7 @@ typedef enum pk_job_kind {
     PK_JOB_COMMIT = 0,
     PK_JOB_SPLIT,
     PK_JOB_MERGE,
-    PK_JOB_COLOCATE,
-    PK_JOB_UNSTICK,
+    PK_JOB_FLAGS,
 } pk_job_kind;
 
 typedef struct pk_agent_job {
@@ -84,7 +83,7 @@ typedef struct pk_agent_job {
     uint64_t epoch;
     uint32_t other;
     uint64_t other_epoch;
-    uint8_t flags;
+    uint8_t flags, clear;
     void (*done)(struct pk_agent_job *j);
     void *ctx;
     struct pk_agent_job *next;

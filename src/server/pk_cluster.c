@@ -486,6 +486,8 @@ static void cluster_info(pk_cmd_ctx *x, const pk_pmap *m)
     uint32_t assigned = 0, masters = 0, known = 0;
     int n;
 
+    uint32_t live = pk_pmap_live_parts(m); /* merged ranges retire */
+
     for (uint32_t p = 0; p < m->npartitions; p++)
         assigned += m->parts[p].nreplicas > 0;
     for (uint32_t id = 0; id < m->nnodes; id++) {
@@ -500,8 +502,8 @@ static void cluster_info(pk_cmd_ctx *x, const pk_pmap *m)
                  "cluster_my_epoch:%llu\r\ncluster_stats_messages_sent:0\r\n"
                  "cluster_stats_messages_received:0\r\n"
                  "total_cluster_links_buffer_limit_exceeded:0\r\n",
-                 assigned == m->npartitions ? "ok" : "fail", assigned, assigned,
-                 known, masters, (unsigned long long)m->epoch,
+                 assigned == live ? "ok" : "fail", assigned, assigned, known,
+                 masters, (unsigned long long)m->epoch,
                  (unsigned long long)m->epoch);
     pk_reply_verbatim(x->out, x->proto, "txt", buf, (size_t)n);
 }

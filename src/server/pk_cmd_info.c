@@ -151,7 +151,7 @@ static void sec_partitions(pk_cmd_ctx *x, pk_obuf *b, pk_txn *t, int full)
 
     add(b, "# Partitions\r\nscheme:%s\r\npartitions:%u\r\n",
         m && m->scheme < 3 ? names[m->scheme] : "slots",
-        m ? m->npartitions : PK_SLOTS);
+        m ? pk_pmap_live_parts(m) : PK_SLOTS);
     for (uint64_t p = 0; t && pk_store_part_next(t, p, &part, &st) == PK_OK;
          p = (uint64_t)part + 1) {
         const pk_part_rate *r = &x->srv->rates[part % PK_SLOTS];

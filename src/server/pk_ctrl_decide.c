@@ -6,6 +6,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_pmap_move.h"
+#include "core/pk_range.h"
 #include "server/pk_ctrl_int.h"
 
 typedef struct cand {
@@ -346,11 +347,49 @@ static void handoff(pk_ctrl *c, const pk_pmap *m, uint32_t l,
 #define BALANCE_EVERY 10
 
 /*
+ * Range scheme: the ranges flagged PK_PART_MERGING go to the leader of
+ * their left neighbour when it is one of their followers (pk_split.h:
+ * merges), into todo / want, the counts adjusted.  Returns how many.
+ */
+static uint32_t colocate(const pk_pmap *m, const uint8_t *ask, uint32_t *cnt,
+                         uint8_t *todo, uint32_t *want)
+{
+    pk_range *idx = NULL;
+    uint32_t n = 0;
+
+    if (m->scheme != PK_SCHEME_RANGE || pk_range_from_pmap(m, &idx) != PK_OK)
+        return 0;
+    for (uint32_t q = 0; q < m->npartitions; q++) {
+        const pk_partition *qt = &m->parts[q];
+        uint32_t p, x, l = qt->replicas[0];
+        int follows = 0;
+        if (!(qt->flags & PK_PART_MERGING) || qt->nreplicas < 2 ||
+            qt->lo_len == 0 ||
+            pk_range_lookup_below(idx, qt->lo, qt->lo_len, &p) != PK_OK ||
+            (x = pk_pmap_leader(m, p)) == PK_NODE_NONE || x == l || !ask[x])
+            continue;
+        for (int i = 1; i < qt->nreplicas; i++)
+            follows |= qt->replicas[i] == x;
+        if (!follows)
+            continue;
+        todo[q] = 1;
+        want[q] = x;
+        cnt[l]--;
+        cnt[x]++;
+        n++;
+    }
+    pk_range_free(idx);
+    return n;
+}
+
+/*
  * With every node up and nothing moving, hands leaderships from nodes that
  * lead more than their share to followers that lead less (a node that came
- * back after a failover leads nothing).  The leader stops serving those
- * partitions and releases them to its followers (PK.REPL HANDOFF); the
- * promotion is then the failover's.  Returns the partitions changed.
+ * back after a failover leads nothing), and ranges to be merged to their
+ * left neighbour's leader (colocate; those are not balanced otherwise).
+ * The leader stops serving those partitions and releases them to its
+ * followers (PK.REPL HANDOFF); the promotion is then the failover's.
+ * Returns the partitions changed.
  */
 int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
 {
@@ -385,11 +424,13 @@ int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
     want = calloc(np, sizeof(*want));
     if (todo == NULL || want == NULL)
         goto out;
+    n = colocate(m, ask, cnt, todo, want);
     for (uint32_t p = 0; p < np && n < BALANCE_MAX; p++) {
         const pk_partition *pt = &m->parts[p];
         uint32_t l = pt->replicas[0], x = PK_NODE_NONE;
-        if (pt->nreplicas < 2 || cnt[l] * up <= total)
-            continue; /* not above its share */
+        if (pt->nreplicas < 2 || cnt[l] * up <= total || todo[p] ||
+            (pt->flags & PK_PART_MERGING))
+            continue; /* not above its share, or to be merged */
         for (int i = 1; i < pt->nreplicas; i++) {
             uint32_t f = pt->replicas[i];
             if (ask[f] && cnt[f] + 2 <= cnt[l] &&
@@ -413,7 +454,7 @@ int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
     if (changed)
         fprintf(stderr,
                 "partkv: controller: %u leaderships handed over to "
-                "balance the nodes\n",
+                "balance the nodes or to merge ranges\n",
                 changed);
 out:
     free(cnt);

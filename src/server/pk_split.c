@@ -286,17 +286,17 @@ static void aux_done(pk_agent_job *j)
 {
     pk_splitter *sp = j->ctx;
 
-    if (j->kind == PK_JOB_COLOCATE)
+    if (j->flags & PK_PART_MERGING)
         fprintf(stderr,
-                "partkv: range %u %s to node %u to merge with its left "
-                "neighbour\n",
-                sp->aux_part, sp->aux_switched ? "moves" : "could not move",
-                j->target);
+                "partkv: range %u %s to join its left neighbour's leader\n",
+                sp->aux_part,
+                sp->aux_switched ? "flagged" : "could not be flagged");
     sp->aux_busy = 0;
 }
 
-static const char *aux_edit(pk_server *s, pk_job_kind kind, uint32_t part,
-                            uint32_t target)
+/* The flags of part lose clear and gain set (PK_JOB_FLAGS). */
+static const char *aux_edit(pk_server *s, uint32_t part, uint8_t set,
+                            uint8_t clear)
 {
     pk_splitter *sp = splitter(s);
 
@@ -306,11 +306,12 @@ static const char *aux_edit(pk_server *s, pk_job_kind kind, uint32_t part,
         return "TRYAGAIN another range edit is under way here";
     sp->aux = (pk_agent_job){0};
     sp->aux_part = part;
-    sp->aux.kind = kind;
+    sp->aux.kind = PK_JOB_FLAGS;
     sp->aux.n = 1;
     sp->aux.parts = &sp->aux_part;
     sp->aux.switched = &sp->aux_switched;
-    sp->aux.target = target;
+    sp->aux.flags = set;
+    sp->aux.clear = clear;
     sp->aux.epoch = s->cluster.map->parts[part].leader_epoch;
     sp->aux.done = aux_done;
     sp->aux.ctx = sp;
@@ -320,7 +321,8 @@ static const char *aux_edit(pk_server *s, pk_job_kind kind, uint32_t part,
 }
 
 /* PK.MERGE key: the range holding key takes in its right neighbour,
- * which first moves here if another of the same replicas leads it. */
+ * which first comes to this node if another of the same replicas leads
+ * it (flagged PK_PART_MERGING, the controller hands it over). */
 static const char *merge_cmd(pk_server *s, const uint8_t *key, size_t len)
 {
     const pk_cluster *cl = &s->cluster;
@@ -343,7 +345,7 @@ static const char *merge_cmd(pk_server *s, const uint8_t *key, size_t len)
         return "ERR the ranges are not on the same replicas: rebalance "
                "first";
     if ((why = unsettled(s, q)) != NULL ||
-        (why = aux_edit(s, PK_JOB_COLOCATE, q, cl->self)) != NULL)
+        (why = aux_edit(s, q, PK_PART_MERGING, 0)) != NULL)
         return why;
     sp = s->splitter;
     sp->want = p;
@@ -385,7 +387,7 @@ static const char *unsplit_cmd(pk_server *s, const uint8_t *key, size_t len)
         return "ERR no range starts at the key";
     if (pk_pmap_leader(cl->map, p) != cl->self)
         return "ERR this node does not lead the range: ask its leader";
-    return aux_edit(s, PK_JOB_UNSTICK, p, PK_NODE_NONE);
+    return aux_edit(s, p, 0, PK_PART_STICKY);
 }
 
 /* PK.SPLIT, PK.MERGE and PK.UNSPLIT key: +OK once started. */
@@ -475,32 +477,50 @@ static void tend_clocks(pk_server *s, uint64_t now)
     }
 }
 
+/* Whether a PK.MERGE of p waits here for its right neighbour. */
+static int wanted(const pk_server *s, uint32_t p)
+{
+    const pk_splitter *sp = s->splitter;
+
+    return sp && sp->want_until && sp->want == p;
+}
+
 /*
  * One automatic merge step, if a pair is ready: q (led here, not sticky,
  * cold for --merge-delay) and its left neighbour p.  Both led here, they
- * merge once the pair has been cold that long -- or, for a q that moved
- * here to be merged, once p has been and the pair is now.  With p led by
- * another of q's replicas, q moves there (PK_JOB_COLOCATE).
+ * merge once the pair has been cold that long -- or, for a q that came
+ * here to be merged (PK_PART_MERGING), once p has been and the pair is
+ * now.  With p led by another of q's replicas, q is flagged
+ * PK_PART_MERGING for the controller to hand it over there.  A flagged q
+ * whose merge will not be (p or q no longer cold) loses the flag.
  */
 static void auto_merge(pk_server *s, uint64_t now)
 {
     const pk_cluster *cl = &s->cluster;
     const pk_pmap *m = cl->map;
     uint64_t delay = s->cfg.merge_delay_ms;
+    int on = delay > 0 && (s->cfg.split_qps > 0 || s->cfg.split_size > 0);
 
     for (uint32_t q = 0; q < m->npartitions && q < PK_SLOTS; q++) {
         const pk_partition *qt = &m->parts[q];
         const pk_part_rate *rq = &s->rates[q], *rp;
         uint32_t p, lp;
         int merging = (qt->flags & PK_PART_MERGING) != 0;
-        if (rq->cold_since == 0 || (qt->flags & PK_PART_STICKY) ||
-            qt->lo_len == 0 ||
+        if (pk_pmap_leader(m, q) != cl->self || qt->lo_len == 0 ||
             pk_range_lookup_below(cl->ranges, qt->lo, qt->lo_len, &p) !=
                 PK_OK ||
-            p >= PK_SLOTS || unsettled(s, q) != NULL)
+            p >= PK_SLOTS)
             continue;
         rp = &s->rates[p];
         lp = pk_pmap_leader(m, p);
+        if (merging && lp == cl->self && !wanted(s, p) &&
+            (!on || !rq->cold_since || !rp->cold_since)) {
+            aux_edit(s, q, 0, PK_PART_MERGING);
+            return;
+        }
+        if (!on || rq->cold_since == 0 || (qt->flags & PK_PART_STICKY) ||
+            unsettled(s, q) != NULL)
+            continue;
         if (lp == cl->self) {
             int ready =
                 rp->pair_since && rp->pair_with == q &&
@@ -512,7 +532,7 @@ static void auto_merge(pk_server *s, uint64_t now)
         } else if (!merging && now - rq->cold_since >= delay &&
                    lp != PK_NODE_NONE && pk_pmap_same_replicas(m, p, q) &&
                    unsettled(s, p) == NULL &&
-                   aux_edit(s, PK_JOB_COLOCATE, q, lp) == NULL) {
+                   aux_edit(s, q, PK_PART_MERGING, 0) == NULL) {
             return;
         }
     }
@@ -527,11 +547,8 @@ void pk_split_tend(pk_server *s)
         return;
     tend_clocks(s, now);
     tend_manual(s);
-    if (s->cfg.merge_delay_ms == 0 ||
-        (s->cfg.split_qps == 0 && s->cfg.split_size == 0) ||
-        (s->splitter && (s->splitter->active || s->splitter->aux_busy)))
-        return;
-    auto_merge(s, now);
+    if (!s->splitter || !(s->splitter->active || s->splitter->aux_busy))
+        auto_merge(s, now);
 }
 
 /* 1 when this node is one of part's replicas. */

@@ -32,8 +32,10 @@
  *
  * Merges.  PK.MERGE key, on the leader of the range P holding key, merges
  * P with its right neighbour Q.  They must be co-located first -- the same
- * leader and replicas; when another of the same replicas leads Q, Q moves
- * here (a move to a follower: pk_move.h) and the merge waits for it.  The
+ * leader and replicas; when another of the same replicas leads Q, Q is
+ * flagged PK_PART_MERGING, the controller hands its leadership to P's
+ * leader (pk_ctrl.h: the handoff of leader balancing, no data copied),
+ * and the merge waits for it.  The
  * merge then takes the split's steps with both ranges fenced and drained,
  * the edit pk_pmap_merge (P = [lo, hi), Q retired), and the relabel of
  * all of Q's keys to P on every replica.
@@ -42,9 +44,10 @@
  * while its reads and writes per second stay under half of --split-qps
  * and its bytes under half of --split-size (each when on).  The leader of
  * a range Q cold for the delay whose left neighbour P is led by another of
- * Q's replicas moves Q there, flagged PK_PART_MERGING; the leader of both
- * merges them once the pair, summed, has been cold for the delay (for a
- * flagged Q: once P has been and the pair is now).  The halves are the
+ * Q's replicas flags Q PK_PART_MERGING, so that the controller hands Q
+ * there; the leader of both merges them once the pair, summed, has been
+ * cold for the delay (for a flagged Q: once P has been and the pair is
+ * now), and clears the flag of a Q whose merge will not be.  The halves are the
  * hysteresis: a split range is over the thresholds, a merge needs both
  * under half, so a load around a threshold does not flap.  A bound an
  * operator split at (PK.SPLIT) is sticky: no automatic merge removes it

@@ -48,6 +48,7 @@ import time
 
 import redis
 
+import pmap
 import server as pkserver
 from cluster import Cluster, free_port_block, keyslot, wait_until
 from fetcd import HostEtcd
@@ -350,25 +351,37 @@ class FNode:
 
 
 def summarize(view):
-    """{leader address: slots} of a sorted CLUSTER SLOTS view."""
+    """{leader address: slots} of a sorted CLUSTER SLOTS view ({leader:
+    ranges} of a range view)."""
     out = {}
     for a, b, addr in view:
-        out[addr] = out.get(addr, 0) + b - a + 1
+        n = b - a + 1 if isinstance(a, int) else 1
+        out[addr] = out.get(addr, 0) + n
     return out
 
 
 class FaultCluster:
     """n partkv nodes (R = n, --acks quorum by default) and an etcd of
-    etcd_members members, each on its own address in prefix (127.0.K.)."""
+    etcd_members members, each on its own address in prefix (127.0.K.).
+
+    presplit (comma-separated keys) makes it a range-scheme cluster in
+    forward mode, split there: its views (slots(), owner()) are then
+    ranges [(lo, hi, leader port)] from PK.MAP instead of slot ranges
+    from CLUSTER SLOTS, and extra goes to `cluster up` as well as to each
+    node."""
 
     def __init__(self, prefix, n=3, etcd_members=1, acks="quorum",
-                 replicas=None, spare=1, extra=()):
+                 replicas=None, spare=1, extra=(), presplit=None):
         self.prefix = prefix
         self.n = n
         self.acks = acks
         self.replicas = replicas or n
         self.spare = spare
-        self.extra = list(extra)
+        self.presplit = presplit
+        self.boot_extra = [] if presplit is None else \
+            ["--scheme", "range", "--presplit-keys", presplit] + list(extra)
+        self.extra = list(extra) + ([] if presplit is None else
+                                    ["--route", "forward"])
         self.root = tempfile.mkdtemp(prefix="partkv-fault-")
         self.secret = "f-%032x" % random.getrandbits(128)
         self.etcd = HostEtcd([prefix + str(10 + i)
@@ -387,7 +400,7 @@ class FaultCluster:
                        replicas=self.replicas, secret=self.secret,
                        dir=self.root,
                        extra=["--coordinator", "etcd://" + self.etcd.endpoints,
-                              "--acks", self.acks])
+                              "--acks", self.acks] + self.boot_extra)
         try:
             boot.start()
         finally:
@@ -446,22 +459,45 @@ class FaultCluster:
 
     def slots(self, via=None):
         """CLUSTER SLOTS of one live, running node (via, else the first
-        that answers), as [(start, end, leader port)], or None."""
+        that answers), as [(start, end, leader port)], or None.  On the
+        range scheme: its map's ranges, [(lo, hi, leader port)]."""
         for nd in ([via] if via else self.all_nodes()):
             if not nd.alive() or nd.stopped:
+                continue
+            if self.presplit is not None:
+                view = self.range_view(nd)
+                if view is not None:
+                    return view
                 continue
             rep = nd.call("CLUSTER", "SLOTS", timeout=1.0)
             if isinstance(rep, list):
                 return [(s, e, m[1]) for s, e, m, *_ in rep]
         return None
 
-    def leader_port(self, key, via=None):
-        sl = self.slots(via)
+    def range_view(self, nd):
+        """nd's map as [(lo, hi, leader port)] in key order, or None."""
+        r = redis.Redis(host=nd.host, port=nd.port, socket_timeout=1.0,
+                        socket_connect_timeout=1.0)
+        try:
+            buf = r.execute_command("PK.MAP")
+            return [(lo, hi, int(a.rsplit(":", 1)[1]) if a else None)
+                    for lo, hi, a in pmap.ranges(pmap.decode(buf))]
+        except Exception:
+            return None
+        finally:
+            r.close()
+
+    def owner(self, view, key):
+        """The leader port of key in a view of slots()."""
+        if self.presplit is not None:
+            k = key.encode() if isinstance(key, str) else key
+            return next((p for lo, hi, p in view or ()
+                         if lo <= k and (hi is None or k < hi)), None)
         s = keyslot(key)
-        for a, b, p in sl or ():
-            if a <= s <= b:
-                return p
-        return None
+        return next((p for a, b, p in view or () if a <= s <= b), None)
+
+    def leader_port(self, key, via=None):
+        return self.owner(self.slots(via), key)
 
     def leaders(self, via=None):
         """Ports that lead at least one slot."""
@@ -485,12 +521,18 @@ class FaultCluster:
                     why[0] = "%s: CLUSTER INFO %r" % (nd.addr,
                                                       str(info)[:80])
                     return False
-                rep = nd.call("CLUSTER", "SLOTS")
+                if self.presplit is not None:
+                    rep = self.range_view(nd)
+                    view = [(lo, hi, self.by_port(p).addr if p else None)
+                            for lo, hi, p in rep or ()]
+                else:
+                    rep = nd.call("CLUSTER", "SLOTS")
+                    view = sorted((s, e, "%s:%d" % (m[0], m[1]))
+                                  for s, e, m, *_ in rep) \
+                        if isinstance(rep, list) else None
                 if not isinstance(rep, list):
-                    why[0] = "%s: CLUSTER SLOTS %r" % (nd.addr, rep)
+                    why[0] = "%s: no view %r" % (nd.addr, rep)
                     return False
-                view = sorted((s, e, "%s:%d" % (m[0], m[1]))
-                              for s, e, m, *_ in rep)
                 if any(a not in ours for _, _, a in view):
                     why[0] = "%s: names another address" % nd.addr
                     return False
@@ -535,10 +577,8 @@ class FaultCluster:
             if nd.stopped:
                 out.append("%s: stopped (SIGSTOP)" % nd.addr)
                 continue
-            sl = nd.call("CLUSTER", "SLOTS")
-            view = summarize(sorted((s, e, "%s:%d" % (m[0], m[1]))
-                                    for s, e, m, *_ in sl)) \
-                if isinstance(sl, list) else sl
+            sl = self.slots(nd)
+            view = summarize(sl) if isinstance(sl, list) else sl
             r = nd.client(2.0)
             try:
                 r.execute_command("PK.AUTH", self.secret)
@@ -563,18 +603,13 @@ class FaultCluster:
                        "followers %s" % (nd.addr, epoch, view, stepped,
                                          slaves or "none"))
         for k in keys:
-            s = keyslot(k)
-            names = {}
-            for nd in self.all_nodes():
-                if nd.alive() and not nd.stopped:
-                    sl = nd.call("CLUSTER", "SLOTS")
-                    names[nd.port] = next(
-                        (m[1] for a, b, m, *_ in sl if a <= s <= b), None) \
-                        if isinstance(sl, list) else None
+            names = {nd.port: self.owner(self.slots(nd), k)
+                     for nd in self.all_nodes()
+                     if nd.alive() and not nd.stopped}
             ldr = next((p for p in names.values() if p), None)
             rep = self.by_port(ldr).call("GET", k) if ldr else None
             out.append("key %s slot %d: leader per node %s; GET at %s: %r"
-                       % (k, s, names, ldr, rep))
+                       % (k, keyslot(k), names, ldr, rep))
         return "\n".join(out)
 
     def logs(self):

@@ -101,12 +101,11 @@ class Run:
     def _pick_keys(self, per_node):
         """per_node keys led by each node of the map right now."""
         want = {nd.port: per_node for nd in self.c.nodes}
-        slots = self.c.slots()
+        view = self.c.slots()
         keys = []
         for i in range(200000):
             k = "%s-%d" % (self.name, i)
-            s = keyslot(k)
-            p = next(p for a, b, p in slots if a <= s <= b)
+            p = self.c.owner(view, k)
             if want.get(p, 0) > 0:
                 want[p] -= 1
                 keys.append(k)
@@ -132,13 +131,8 @@ class Run:
         self.events.append(("%.1fs " % self.at(), fn))
 
     def keys_led_by(self, nd):
-        sl = self.c.slots()
-        out = []
-        for k in self.keys:
-            s = keyslot(k)
-            if any(a <= s <= b and p == nd.port for a, b, p in sl):
-                out.append(k)
-        return out
+        view = self.c.slots()
+        return [k for k in self.keys if self.c.owner(view, k) == nd.port]
 
     def minority_probe(self, nd, keys, t_cut, heal_at, threads=12,
                        readers=3):

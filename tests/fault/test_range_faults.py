@@ -1,0 +1,153 @@
+"""The range variant of the fault schedules (test_faults.py): a 3-node
+range-scheme cluster (R = 3, --acks quorum, forward mode) on etcd, split
+in three, with splits and merges running the whole time -- an editor
+thread runs `partkv range split` at a random key and `partkv range merge`
+of a random range, keeping 3 to 8 ranges -- while nodes, leaders
+included, are killed with kill -9 (and started again) and stopped with
+SIGSTOP (within their lease, and past it: their ranges fail over).  A
+fault so lands before, during or after every step of some split or merge
+(fence, drain, map edit, relabel, the move a merge may need first).
+
+Verdicts as in test_faults: no acknowledged write lost and the history
+linearizable (lincheck) always fail the test; liveness -- every node
+serving with the same map and leading something within 10 s of each
+fault, writes acknowledged again on every key -- fails it too, or is an
+xfail with PARTKV_FAULT_STRICT=0.  At the end every replica must hold the
+same keys per range as the others.  The editor's outcomes (edits done,
+refused, abandoned) go to the fault-report lines.
+
+Automatic splits and merges are off (--split-qps 0, --split-size 0,
+--merge-delay 0) so that the edits are the editor's and the ranges stay
+few enough for each fault to find one at work.
+"""
+import random
+import subprocess
+import threading
+import time
+
+import faultlib as F
+import server as pkserver
+from cluster import wait_until
+from test_faults import SEED, Run, n_of, secs
+
+
+class Editor:
+    """Splits and merges on c, one at a time, from a thread, through the
+    CLI on a node that runs (not stopped); counts outcomes."""
+
+    def __init__(self, c, name, seed):
+        self.c, self.name = c, name
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.done = {"split": 0, "merge": 0}
+        self.failed = {"split": 0, "merge": 0}
+        self.last = None  # (verb, key) of the edit under way
+        self.th = threading.Thread(target=self._run, daemon=True)
+
+    def _node(self):
+        up = [nd for nd in self.c.nodes if nd.alive() and not nd.stopped]
+        return self.rng.choice(up) if up else None
+
+    def _run(self):
+        while not self.stop.is_set():
+            nd = self._node()
+            view = self.c.slots(nd) if nd else None
+            if not view:
+                time.sleep(0.2)
+                continue
+            n = len(view)
+            verb = "split" if n <= 3 or (n < 8 and self.rng.random() < 0.5) \
+                else "merge"
+            key = "%s-%d" % (self.name, self.rng.randint(0, 999))
+            self.last = (verb, key)
+            try:
+                p = subprocess.run(
+                    [pkserver.partkv_path(), "range", verb, key, "--cluster",
+                     nd.addr, "--secret", self.c.secret],
+                    stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                    timeout=100)
+                ok = p.returncode == 0
+            except subprocess.TimeoutExpired:
+                ok = False
+            (self.done if ok else self.failed)[verb] += 1
+            time.sleep(self.rng.uniform(0.05, 0.3))
+
+    def start(self):
+        self.th.start()
+        return self
+
+    def finish(self):
+        self.stop.set()
+        self.th.join(120)
+        return "editor: %d splits and %d merges done, %d and %d refused or " \
+            "abandoned" % (self.done["split"], self.done["merge"],
+                           self.failed["split"], self.failed["merge"])
+
+
+def range_counts(c):
+    """{node addr: {range: keys}} from each running node's PK.PARTITIONS."""
+    out = {}
+    for nd in c.nodes:
+        rep = nd.call("PK.PARTITIONS", timeout=2.0)
+        if isinstance(rep, list):
+            out[nd.addr] = {e[1]: e[3] for e in rep}
+    return out
+
+
+def test_range_kill_and_stop_during_edits(fcluster, tmp_path):
+    """kill -9 (restarted after 0.2-2 s), SIGSTOP for 0.5-1.5 s and for
+    3.5-5 s of a node -- the leader of the range the editor works on, or
+    another -- in turn, while splits and merges run."""
+    name = "rks"
+    c = fcluster(presplit="%s-3,%s-6" % (name, name),
+                 extra=["--split-qps", "0", "--split-size", "0",
+                        "--merge-delay", "0"])
+    run = Run(c, tmp_path, name, per_node=5).start()
+    ed = Editor(c, name, SEED).start()
+    time.sleep(1.0)
+    for cycle in range(n_of(6, 24)):
+        key = (ed.last or ("", name + "-0"))[1]
+        lead = c.leader_port(key)
+        nodes = [nd for nd in c.nodes if nd.port == lead] \
+            if cycle % 2 == 0 and lead else c.nodes
+        nd = run.rng.choice(nodes or c.nodes)
+        vkeys = run.keys_led_by(nd)
+        kind = cycle % 3
+        doing = "%s %s" % ed.last if ed.last else "-"
+        t_fault = F.now_ns()
+        if kind == 0:
+            nd.kill9()
+            down = run.rng.uniform(0.2, 2.0)
+            time.sleep(down)
+            nd.start()
+            run.quiet()
+            what = "kill -9, restarted after %.1fs" % down
+        else:
+            down = run.rng.uniform(0.5, 1.5) if kind == 1 else \
+                run.rng.uniform(3.5, 5.0)
+            nd.sigstop()
+            time.sleep(down)
+            nd.sigcont()
+            run.quiet()
+            what = "SIGSTOP for %.1fs" % down
+        w = run.wait_node_serving(nd, "after " + what.split(",")[0])
+        run.event("%s %s during range %s (led %d keys): serving %s after"
+                  % (nd.addr, what, doing, len(vkeys), secs(w)))
+        run.later(lambda vkeys=vkeys, t=t_fault: (
+            "(fault at %.1fs) first write acked on its keys %s after" % (
+                (t - run.t0) / 1e9, secs(F.first_ack_after(run.hist, vkeys,
+                                                           t)))))
+        if w is None or (kind == 2 and not run.settle("after SIGCONT")):
+            break
+        time.sleep(run.rng.uniform(0.3, 1.0))
+    run.event(ed.finish())
+    if not run.liveness:
+        run.settle("after the last fault")
+    view = c.slots()
+    run.event("%d ranges at the end" % len(view or ()))
+    ok, _ = wait_until(lambda: len({repr(sorted(v.items())) for v in
+                                    range_counts(c).values()}) == 1, 30, 0.5)
+    counts = range_counts(c)
+    run.finish()
+    assert ed.done["split"] + ed.done["merge"] >= 3, ed.finish()
+    assert ok, "replicas disagree on keys per range: %r" % counts
