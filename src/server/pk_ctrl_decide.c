@@ -349,10 +349,12 @@ static void handoff(pk_ctrl *c, const pk_pmap *m, uint32_t l,
 /*
  * Range scheme: the ranges flagged PK_PART_MERGING go to the leader of
  * their left neighbour when it is one of their followers (pk_split.h:
- * merges), into todo / want, the counts adjusted.  Returns how many.
+ * merges), into todo / want, the counts adjusted; both are pinned (pin:
+ * balancing by counts leaves them, or it could take the neighbour away
+ * as fast as the range follows it).  Returns how many.
  */
 static uint32_t colocate(const pk_pmap *m, const uint8_t *ask, uint32_t *cnt,
-                         uint8_t *todo, uint32_t *want)
+                         uint8_t *todo, uint32_t *want, uint8_t *pin)
 {
     pk_range *idx = NULL;
     uint32_t n = 0;
@@ -366,7 +368,10 @@ static uint32_t colocate(const pk_pmap *m, const uint8_t *ask, uint32_t *cnt,
         if (!(qt->flags & PK_PART_MERGING) || qt->nreplicas < 2 ||
             qt->lo_len == 0 ||
             pk_range_lookup_below(idx, qt->lo, qt->lo_len, &p) != PK_OK ||
-            (x = pk_pmap_leader(m, p)) == PK_NODE_NONE || x == l || !ask[x])
+            (x = pk_pmap_leader(m, p)) == PK_NODE_NONE)
+            continue;
+        pin[p] = pin[q] = 1;
+        if (x == l || !ask[x])
             continue;
         for (int i = 1; i < qt->nreplicas; i++)
             follows |= qt->replicas[i] == x;
@@ -395,7 +400,7 @@ int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
 {
     uint32_t np = m->npartitions, nn = m->nnodes ? m->nnodes : 1;
     uint32_t *cnt = calloc(nn, sizeof(*cnt)), *want = NULL;
-    uint8_t *todo = NULL, *ask = calloc(nn, 1);
+    uint8_t *todo = NULL, *pin = NULL, *ask = calloc(nn, 1);
     uint32_t total = 0, up = 0, n = 0, changed = 0, to;
 
     if (cnt == NULL || ask == NULL || ++c->balance_tick < BALANCE_EVERY)
@@ -421,15 +426,15 @@ int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
     if (up == 0 || total == 0)
         goto out;
     todo = calloc(np, 1);
+    pin = calloc(np, 1);
     want = calloc(np, sizeof(*want));
-    if (todo == NULL || want == NULL)
+    if (todo == NULL || pin == NULL || want == NULL)
         goto out;
-    n = colocate(m, ask, cnt, todo, want);
+    n = colocate(m, ask, cnt, todo, want, pin);
     for (uint32_t p = 0; p < np && n < BALANCE_MAX; p++) {
         const pk_partition *pt = &m->parts[p];
         uint32_t l = pt->replicas[0], x = PK_NODE_NONE;
-        if (pt->nreplicas < 2 || cnt[l] * up <= total || todo[p] ||
-            (pt->flags & PK_PART_MERGING))
+        if (pt->nreplicas < 2 || cnt[l] * up <= total || pin[p])
             continue; /* not above its share, or to be merged */
         for (int i = 1; i < pt->nreplicas; i++) {
             uint32_t f = pt->replicas[i];
@@ -460,6 +465,7 @@ out:
     free(cnt);
     free(want);
     free(todo);
+    free(pin);
     free(ask);
     return (int)changed;
 }

@@ -1148,6 +1148,23 @@ static int u64_arg(const pk_arg *a, uint64_t *v)
     return 1;
 }
 
+/*
+ * Range scheme: whether records from a leader with map epoch mapep must
+ * wait until this node has that map.  A split or merge relabels a range's
+ * keys when a replica installs its map (pk_split.h); a record written by
+ * the new map and applied before that relabel would be overwritten by it
+ * (a key of the split's upper part, of the merged right range) or undone
+ * (a delete).  The leader starts the partition over with a hello and
+ * sends again.  A node without a map yet (just started) waits for it in
+ * every scheme.
+ */
+static int map_behind(const pk_server *s, uint64_t mapep)
+{
+    const pk_pmap *m = s->cluster.map;
+
+    return m == NULL || (m->scheme == PK_SCHEME_RANGE && m->epoch < mapep);
+}
+
 /* One entry of a PUSH; appends its result. */
 static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
                        uint64_t mapep, const pk_arg *a)
@@ -1179,6 +1196,10 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
             rp->state_dirty = 1;
         }
         rp->fenced_from[p] = 0;
+    }
+    if ((kind == 'L' || kind == 'S') && map_behind(x->srv, mapep)) {
+        pk_reply_error(x->out, "TRYAGAIN this follower's map is older");
+        return;
     }
     switch (kind) {
     case 'H':

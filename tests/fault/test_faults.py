@@ -577,38 +577,44 @@ def test_kill_and_stop(fcluster, tmp_path):
     c = fcluster()
     run = Run(c, tmp_path, "killstop").start()
     for cycle in range(n_of(3, 18)):
-        nd = run.rng.choice(c.nodes)
-        vkeys = run.keys_led_by(nd)
-        kind = cycle % 3
-        t_fault = F.now_ns()
-        if kind == 0:
-            nd.kill9()
-            down = run.rng.uniform(0.2, 2.0)
-            time.sleep(down)
-            nd.start()
-            run.quiet()
-            what = "kill -9, restarted after %.1fs" % down
-        else:
-            down = run.rng.uniform(0.5, 1.5) if kind == 1 else \
-                run.rng.uniform(3.5, 5.0)
-            nd.sigstop()
-            time.sleep(down)
-            nd.sigcont()
-            run.quiet()
-            what = "SIGSTOP for %.1fs" % down
-        w = run.wait_node_serving(nd, "after " + what.split(",")[0])
-        run.event("%s %s (led %d keys): serving %s after" % (
-            nd.addr, what, len(vkeys), secs(w)))
-        run.later(lambda vkeys=vkeys, t=t_fault: (
-            "(fault at %.1fs) first write acked on its keys %s after" % (
-                (t - run.t0) / 1e9, secs(F.first_ack_after(run.hist, vkeys,
-                                                           t)))))
-        if w is None or (kind == 2 and not run.settle("after SIGCONT")):
+        if not kill_or_stop(run, run.rng.choice(c.nodes), cycle % 3):
             break
         time.sleep(run.rng.uniform(0.3, 1.0))
     if not run.liveness:
         run.settle("after the last fault")
     run.finish()
+
+
+def kill_or_stop(run, nd, kind, during=""):
+    """One fault of nd: kind 0 kill -9 (started again by hand after
+    0.2-2 s), 1 SIGSTOP for 0.5-1.5 s, 2 SIGSTOP for 3.5-5 s (then the
+    cluster must settle); recorded as events.  False when the run must
+    stop there (a liveness finding)."""
+    vkeys = run.keys_led_by(nd)
+    t_fault = F.now_ns()
+    if kind == 0:
+        nd.kill9()
+        down = run.rng.uniform(0.2, 2.0)
+        time.sleep(down)
+        nd.start()
+        run.quiet()
+        what = "kill -9, restarted after %.1fs" % down
+    else:
+        down = run.rng.uniform(0.5, 1.5) if kind == 1 else \
+            run.rng.uniform(3.5, 5.0)
+        nd.sigstop()
+        time.sleep(down)
+        nd.sigcont()
+        run.quiet()
+        what = "SIGSTOP for %.1fs" % down
+    w = run.wait_node_serving(nd, "after " + what.split(",")[0])
+    run.event("%s %s%s (led %d keys): serving %s after" % (
+        nd.addr, what, during, len(vkeys), secs(w)))
+    run.later(lambda: (
+        "(fault at %.1fs) first write acked on its keys %s after" % (
+            (t_fault - run.t0) / 1e9,
+            secs(F.first_ack_after(run.hist, vkeys, t_fault)))))
+    return w is not None and (kind != 2 or run.settle("after SIGCONT"))
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,8 @@ in three, with splits and merges running the whole time -- an editor
 thread runs `partkv range split` at a random key and `partkv range merge`
 of a random range, keeping 3 to 8 ranges -- while nodes, leaders
 included, are killed with kill -9 (and started again) and stopped with
-SIGSTOP (within their lease, and past it: their ranges fail over).  A
+SIGSTOP (within their lease, and past it: their ranges fail over), and
+the coordinator (etcd) is killed with kill -9 and started again.  A
 fault so lands before, during or after every step of some split or merge
 (fence, drain, map edit, relabel, the move a merge may need first).
 
@@ -28,7 +29,7 @@ import time
 import faultlib as F
 import server as pkserver
 from cluster import wait_until
-from test_faults import SEED, Run, n_of, secs
+from test_faults import SEED, Run, kill_or_stop, n_of
 
 
 class Editor:
@@ -94,10 +95,24 @@ def range_counts(c):
     return out
 
 
+def kill_coordinator(run, during):
+    """kill -9 of the coordinator (the one etcd member), started again
+    after 0.3-1.5 s: map edits under way wait for it and retry."""
+    c = run.c
+    c.etcd.kill_member(0)
+    down = run.rng.uniform(0.3, 1.5)
+    time.sleep(down)
+    c.etcd.start_member(0)
+    c.etcd.wait_ready()
+    run.quiet()
+    run.event("etcd kill -9, restarted after %.1fs%s" % (down, during))
+
+
 def test_range_kill_and_stop_during_edits(fcluster, tmp_path):
     """kill -9 (restarted after 0.2-2 s), SIGSTOP for 0.5-1.5 s and for
     3.5-5 s of a node -- the leader of the range the editor works on, or
-    another -- in turn, while splits and merges run."""
+    another -- and kill -9 of the coordinator, in turn, while splits and
+    merges run."""
     name = "rks"
     c = fcluster(presplit="%s-3,%s-6" % (name, name),
                  extra=["--split-qps", "0", "--split-size", "0",
@@ -105,39 +120,16 @@ def test_range_kill_and_stop_during_edits(fcluster, tmp_path):
     run = Run(c, tmp_path, name, per_node=5).start()
     ed = Editor(c, name, SEED).start()
     time.sleep(1.0)
-    for cycle in range(n_of(6, 24)):
+    for cycle in range(n_of(8, 32)):
         key = (ed.last or ("", name + "-0"))[1]
         lead = c.leader_port(key)
         nodes = [nd for nd in c.nodes if nd.port == lead] \
             if cycle % 2 == 0 and lead else c.nodes
         nd = run.rng.choice(nodes or c.nodes)
-        vkeys = run.keys_led_by(nd)
-        kind = cycle % 3
-        doing = "%s %s" % ed.last if ed.last else "-"
-        t_fault = F.now_ns()
-        if kind == 0:
-            nd.kill9()
-            down = run.rng.uniform(0.2, 2.0)
-            time.sleep(down)
-            nd.start()
-            run.quiet()
-            what = "kill -9, restarted after %.1fs" % down
-        else:
-            down = run.rng.uniform(0.5, 1.5) if kind == 1 else \
-                run.rng.uniform(3.5, 5.0)
-            nd.sigstop()
-            time.sleep(down)
-            nd.sigcont()
-            run.quiet()
-            what = "SIGSTOP for %.1fs" % down
-        w = run.wait_node_serving(nd, "after " + what.split(",")[0])
-        run.event("%s %s during range %s (led %d keys): serving %s after"
-                  % (nd.addr, what, doing, len(vkeys), secs(w)))
-        run.later(lambda vkeys=vkeys, t=t_fault: (
-            "(fault at %.1fs) first write acked on its keys %s after" % (
-                (t - run.t0) / 1e9, secs(F.first_ack_after(run.hist, vkeys,
-                                                           t)))))
-        if w is None or (kind == 2 and not run.settle("after SIGCONT")):
+        doing = " during range %s %s" % ed.last if ed.last else ""
+        if cycle % 4 == 3:
+            kill_coordinator(run, doing)
+        elif not kill_or_stop(run, nd, cycle % 4, doing):
             break
         time.sleep(run.rng.uniform(0.3, 1.0))
     run.event(ed.finish())
