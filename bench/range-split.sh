@@ -595,7 +595,7 @@ def cmd_case2(a):
     mon_ev = [e for e in bound_events([s for s in ss if s["t"] >= t0 - 2]) if e[0] <= t1 + 2]
     last_range = lambda s: next((r for r in s["ranges"] if r["hi"] is None and "load_split" in r), None)
     seen = verdicts(ss, t0, t1, last_range)
-    final = last_range(nearest([s for s in ss if s["t"] <= t1], t1)) or {}
+    final = last_range(nearest([s for s in ss if s["t"] <= t1 - 2], t1 - 2)) or {}
     print("case 2: load splits by log %d, bounds added per range list %d; hot (last) "
           "range's load_split over %d samples: %s; at the end: %s" % (
               len(sp), sum(1 for e in mon_ev if e[1] == "split"), sum(seen.values()),

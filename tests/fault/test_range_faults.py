@@ -26,6 +26,9 @@ import subprocess
 import threading
 import time
 
+import pytest
+import redis
+
 import faultlib as F
 import server as pkserver
 from cluster import wait_until
@@ -34,10 +37,11 @@ from test_faults import SEED, Run, kill_or_stop, n_of
 
 class Editor:
     """Splits and merges on c, one at a time, from a thread, through the
-    CLI on a node that runs (not stopped); counts outcomes."""
+    CLI on a node that runs (not stopped), at keys from keyfn(rng), keeping
+    lo to hi ranges; counts outcomes."""
 
-    def __init__(self, c, name, seed):
-        self.c, self.name = c, name
+    def __init__(self, c, keyfn, seed, lo=3, hi=8):
+        self.c, self.keyfn, self.lo, self.hi = c, keyfn, lo, hi
         self.rng = random.Random(seed)
         self.stop = threading.Event()
         self.done = {"split": 0, "merge": 0}
@@ -57,9 +61,9 @@ class Editor:
                 time.sleep(0.2)
                 continue
             n = len(view)
-            verb = "split" if n <= 3 or (n < 8 and self.rng.random() < 0.5) \
-                else "merge"
-            key = "%s-%d" % (self.name, self.rng.randint(0, 999))
+            verb = "split" if n <= self.lo or (
+                n < self.hi and self.rng.random() < 0.5) else "merge"
+            key = self.keyfn(self.rng)
             self.last = (verb, key)
             try:
                 p = subprocess.run(
@@ -118,7 +122,8 @@ def test_range_kill_and_stop_during_edits(fcluster, tmp_path):
                  extra=["--split-qps", "0", "--split-size", "0",
                         "--merge-delay", "0"])
     run = Run(c, tmp_path, name, per_node=5).start()
-    ed = Editor(c, name, SEED).start()
+    ed = Editor(c, lambda rng: "%s-%d" % (name, rng.randint(0, 999)),
+                SEED).start()
     time.sleep(1.0)
     for cycle in range(n_of(8, 32)):
         key = (ed.last or ("", name + "-0"))[1]
@@ -143,3 +148,82 @@ def test_range_kill_and_stop_during_edits(fcluster, tmp_path):
     run.finish()
     assert ed.done["split"] + ed.done["merge"] >= 3, ed.finish()
     assert ok, "replicas disagree on keys per range: %r" % counts
+
+
+def read_range(c, rng, page=2000):
+    """Every key of PK.RANGE - + in pages, each page from a random running
+    node (a page that meets TRYAGAIN or a failing node is asked again);
+    (keys, pages)."""
+    out, start, pages = [], b"-", 0
+    conns = {}
+    while True:
+        for attempt in range(200):
+            nd = rng.choice([n for n in c.nodes
+                             if n.alive() and not n.stopped])
+            r = conns.get(nd.port)
+            if r is None:
+                r = conns[nd.port] = redis.Redis(
+                    host=nd.host, port=nd.port, socket_timeout=5)
+            try:
+                cont, items = r.execute_command("PK.RANGE", start, b"+",
+                                                "LIMIT", page)
+                break
+            except (redis.ResponseError, redis.ConnectionError,
+                    redis.TimeoutError) as e:
+                if isinstance(e, redis.ResponseError) and \
+                        "TRYAGAIN" not in str(e) and "forwarding" not in str(e):
+                    raise
+                conns.pop(nd.port, None)
+                time.sleep(0.05)
+        else:
+            raise AssertionError("no page at %r" % start)
+        pages += 1
+        out += items
+        if cont == b"":
+            return out, pages
+        start = cont
+
+
+@pytest.mark.skipif(not F.LONG, reason="the long schedule (make test-faults)")
+def test_range_read_million(fcluster, tmp_path):
+    """The acceptance read: 1,000,000 keys in 40 ranges, read whole with
+    PK.RANGE (pages of 500 from random nodes) three times while splits and
+    merges run
+    and the controller moves leaderships (balancing, merges' handoffs):
+    every key once, in order, equal to the model."""
+    n = 1000000
+    keys = [b"k%07d" % i for i in range(n)]
+    bounds = ",".join("k%07d" % (i * n // 40) for i in range(1, 40))
+    c = fcluster(presplit=bounds, extra=["--split-qps", "0", "--split-size",
+                                         "0", "--merge-delay", "0"])
+    t0 = time.monotonic()
+    conns = [redis.Redis(host=nd.host, port=nd.port, socket_timeout=30)
+             for nd in c.nodes]
+    for b in range(0, n, 5000):
+        pipe = conns[(b // 5000) % 3].pipeline(transaction=False)
+        for k in keys[b:b + 5000]:
+            pipe.set(k, k)
+        assert all(pipe.execute())
+    load_s = time.monotonic() - t0
+    assert len(c.slots()) == 40
+    ed = Editor(c, lambda rng: "k%07d" % rng.randrange(n), SEED, lo=30,
+                hi=50).start()
+    rng = random.Random(SEED)
+    try:
+        time.sleep(2)
+        for i in range(3):
+            t = time.monotonic()
+            before = dict(ed.done)
+            got, pages = read_range(c, rng, page=500)
+            edits = sum(ed.done.values()) - sum(before.values())
+            F.note("million: read %d: %d keys in %d pages, %.1fs, %d edits "
+                   "done meanwhile (load took %.1fs)" % (
+                       i, len(got), pages, time.monotonic() - t, edits,
+                       load_s))
+            assert len(got) == n and got == keys, (
+                len(got), len(set(got)), next((j for j, (a, b) in enumerate(
+                    zip(got, keys)) if a != b), None))
+            assert edits >= 2, "too few splits/merges during the read"
+    finally:
+        F.note("million: " + ed.finish() + "; %d ranges at the end"
+               % len(c.slots() or ()))
