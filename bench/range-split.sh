@@ -263,7 +263,8 @@ def worker(j, nproc, mode, spec, dur, nkeys, page, ports, t0, counts, errs, extr
         replies = c.call(b"".join(parts), len(parts))
         for i, r in enumerate(replies):
             if isinstance(r, Err):
-                word = r.split(b" ", 1)[0].decode(errors="replace")
+                word = "%s: %s" % (parts[i].split(b"\r\n")[2].decode(),
+                                   r[:60].decode(errors="replace"))
                 kinds[word] = kinds.get(word, 0) + 1
                 errs[j] += 1
             elif who and who[i] >= 0 and isinstance(r, list) and r:
@@ -332,7 +333,7 @@ def cmd_load(a):
             pass
     want = target_total(spec, dur)
     body = [c for s, t, c in per if 1 < s <= dur]  # whole seconds inside
-    errtxt = " ".join("%s %d" % kv for kv in sorted(kinds.items()))
+    errtxt = ", ".join("%d x %s" % (v, k) for k, v in sorted(kinds.items()))
     print("load %s: %d requests in %.0f s = %.0f/s (target %.0f/s, %.1f%%); "
           "per second min %d max %d; dropped backlog %d; errors %d%s%s" % (
               mode, tot, dur, tot / dur, want / dur, 100.0 * tot / max(want, 1),

@@ -395,5 +395,6 @@ void pk_ctrl_stop(pk_ctrl *c)
     free(c->peers);
     free(c->downs);
     free(c->pend);
+    free(c->load);
     free(c);
 }

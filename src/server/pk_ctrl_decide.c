@@ -387,20 +387,124 @@ static uint32_t colocate(const pk_pmap *m, const uint8_t *ask, uint32_t *cnt,
     return n;
 }
 
+#define LOAD_EVERY 5     /* balancing rounds between polls of the load */
+#define LOAD_HOLD 10     /* rounds after a handoff by load before another */
+#define LOAD_FLOOR 100.0 /* requests/s: a smaller gain is not worth one */
+
+/* A field of a PK.PARTITIONS entry (name, value, ...) as a number. */
+static double entry_number(const pk_rr *e, const char *name)
+{
+    for (size_t i = 0; e->type == PK_RR_ARRAY && i + 1 < e->n; i += 2) {
+        const pk_rr *k = &e->elems[i], *v = &e->elems[i + 1];
+        if (k->str == NULL || strcmp(k->str, name) != 0)
+            continue;
+        return v->type == PK_RR_INT ? (double)v->integer
+               : v->str             ? atof(v->str)
+                                    : 0;
+    }
+    return -1;
+}
+
+/* Range scheme: every node's PK.PARTITIONS, each range's reads + writes
+ * per second from its leader into c->load.  1 when every node answered. */
+static int poll_loads(pk_ctrl *c, const pk_pmap *m, const uint8_t *ask)
+{
+    const char *argv[] = {"PK.PARTITIONS"};
+
+    if (c->nload < m->npartitions) {
+        double *n = realloc(c->load, m->npartitions * sizeof(*n));
+        if (n == NULL)
+            return 0;
+        memset(n + c->nload, 0, (m->npartitions - c->nload) * sizeof(*n));
+        c->load = n;
+        c->nload = m->npartitions;
+    }
+    for (uint32_t p = 0; p < m->npartitions; p++)
+        c->load[p] = 0; /* a range without data is not listed */
+    for (uint32_t id = 0; id < m->nnodes; id++) {
+        pk_sclient **cli;
+        pk_rr *r = NULL;
+        if (!ask[id])
+            continue;
+        if ((cli = pk__ctrl_peer_of(c, m->nodes[id].addr)) == NULL ||
+            pk__ctrl_call_for(cli, &r, 1, argv, NULL, SHORT_CALL_MS) != PK_OK)
+            return 0;
+        for (size_t i = 0; r->type == PK_RR_ARRAY && i < r->n; i++) {
+            double p = entry_number(&r->elems[i], "partition");
+            if (p >= 0 && p < m->npartitions &&
+                pk_pmap_leader(m, (uint32_t)p) == id)
+                c->load[(uint32_t)p] =
+                    entry_number(&r->elems[i], "reads_per_sec") +
+                    entry_number(&r->elems[i], "writes_per_sec");
+        }
+        pk_rr_free(r);
+    }
+    return 1;
+}
+
+/*
+ * One handoff that evens the load (range scheme): of the ranges the node
+ * with the most load leads, the one whose move to one of its followers
+ * lowers the larger of the two nodes' loads the most -- if by at least
+ * LOAD_FLOOR and a tenth.  nl (per node) and cnt follow it.  Returns 1 or 0.
+ */
+static uint32_t load_move(const pk_ctrl *c, const pk_pmap *m,
+                          const uint8_t *ask, const uint8_t *pin, double *nl,
+                          uint32_t *cnt, uint8_t *todo, uint32_t *want)
+{
+    uint32_t h = PK_NODE_NONE, bp = 0, bf = PK_NODE_NONE;
+    double gain = 0;
+
+    for (uint32_t id = 0; id < m->nnodes; id++)
+        if (ask[id] && (h == PK_NODE_NONE || nl[id] > nl[h]))
+            h = id;
+    for (uint32_t p = 0; h != PK_NODE_NONE && p < m->npartitions; p++) {
+        const pk_partition *pt = &m->parts[p];
+        double l = c->load[p];
+        if (pt->nreplicas < 2 || pt->replicas[0] != h || pin[p] || todo[p] ||
+            l <= 0)
+            continue;
+        for (int i = 1; i < pt->nreplicas; i++) {
+            uint32_t f = pt->replicas[i];
+            double after = nl[h] - l > nl[f] + l ? nl[h] - l : nl[f] + l;
+            if (ask[f] && nl[h] - after > gain) {
+                gain = nl[h] - after;
+                bp = p;
+                bf = f;
+            }
+        }
+    }
+    if (bf == PK_NODE_NONE || gain < LOAD_FLOOR || gain < nl[h] / 10)
+        return 0;
+    todo[bp] = 1;
+    want[bp] = bf;
+    cnt[h]--;
+    cnt[bf]++;
+    nl[h] -= c->load[bp];
+    nl[bf] += c->load[bp];
+    return 1;
+}
+
 /*
  * With every node up and nothing moving, hands leaderships from nodes that
  * lead more than their share to followers that lead less (a node that came
  * back after a failover leads nothing), and ranges to be merged to their
  * left neighbour's leader (colocate; those are not balanced otherwise).
- * The leader stops serving those partitions and releases them to its
- * followers (PK.REPL HANDOFF); the promotion is then the failover's.
- * Returns the partitions changed.
+ * On the range scheme it balances the load too: every LOAD_EVERY rounds it
+ * asks each node for its ranges' rates; a range may go from the node with
+ * the most load to a follower (load_move, at most one every LOAD_HOLD
+ * rounds), and balancing by counts moves no range to a node that would
+ * then carry more load than the one it leaves, so the two do not undo
+ * each other.  The leader stops serving those partitions and releases
+ * them to its followers (PK.REPL HANDOFF); the promotion is then the
+ * failover's.  Returns the partitions changed.
  */
 int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
 {
     uint32_t np = m->npartitions, nn = m->nnodes ? m->nnodes : 1;
     uint32_t *cnt = calloc(nn, sizeof(*cnt)), *want = NULL;
     uint8_t *todo = NULL, *pin = NULL, *ask = calloc(nn, 1);
+    double *nl = NULL; /* range scheme: the load each node leads */
     uint32_t total = 0, up = 0, n = 0, changed = 0, to;
 
     if (cnt == NULL || ask == NULL || ++c->balance_tick < BALANCE_EVERY)
@@ -431,15 +535,31 @@ int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
     if (todo == NULL || pin == NULL || want == NULL)
         goto out;
     n = colocate(m, ask, cnt, todo, want, pin);
+    if (m->scheme == PK_SCHEME_RANGE && (nl = calloc(nn, sizeof(*nl)))) {
+        if (++c->load_round >= LOAD_EVERY || !c->load_ok) {
+            c->load_round = 0;
+            c->load_ok = poll_loads(c, m, ask);
+        }
+        for (uint32_t p = 0; c->load_ok && p < np && p < c->nload; p++)
+            if (m->parts[p].nreplicas > 0)
+                nl[m->parts[p].replicas[0]] += c->load[p];
+        if (c->load_hold > 0)
+            c->load_hold--;
+        else if (c->load_ok && n == 0 &&
+                 (n = load_move(c, m, ask, pin, nl, cnt, todo, want)))
+            c->load_hold = LOAD_HOLD;
+    }
     for (uint32_t p = 0; p < np && n < BALANCE_MAX; p++) {
         const pk_partition *pt = &m->parts[p];
         uint32_t l = pt->replicas[0], x = PK_NODE_NONE;
-        if (pt->nreplicas < 2 || cnt[l] * up <= total || pin[p])
+        double lp = nl && p < c->nload ? c->load[p] : 0;
+        if (pt->nreplicas < 2 || cnt[l] * up <= total || pin[p] || todo[p])
             continue; /* not above its share, or to be merged */
         for (int i = 1; i < pt->nreplicas; i++) {
             uint32_t f = pt->replicas[i];
             if (ask[f] && cnt[f] + 2 <= cnt[l] &&
                 (uint64_t)cnt[f] * up < total &&
+                (nl == NULL || nl[f] + lp <= nl[l] - lp) &&
                 (x == PK_NODE_NONE || cnt[f] < cnt[x]))
                 x = f;
         }
@@ -449,6 +569,10 @@ int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
         want[p] = x;
         cnt[l]--;
         cnt[x]++;
+        if (nl) {
+            nl[l] -= lp;
+            nl[x] += lp;
+        }
         n++;
     }
     if (n == 0)
@@ -466,6 +590,7 @@ out:
     free(want);
     free(todo);
     free(pin);
+    free(nl);
     free(ask);
     return (int)changed;
 }

@@ -53,6 +53,13 @@ struct pk_ctrl {
     uint64_t *pend; /* 2 * (leader epoch + 1 fenced at) + 1 if for a
                      * handoff, or 0 */
     uint32_t npend;
+    /* Range scheme: each range's reads + writes per second as its leader
+     * last said (pk_ctrl_decide.c, balancing by load), nload entries. */
+    double *load;
+    uint32_t nload;
+    int load_round; /* balancing rounds since the last poll */
+    int load_ok;    /* load holds a poll of every node */
+    int load_hold;  /* rounds left before the next handoff by load */
 };
 
 int64_t pk__ctrl_mono_ms(void);

@@ -694,3 +694,67 @@ def test_scan_in_key_order():
     finally:
         for _ in gen:
             pass
+
+
+def test_leaders_follow_load():
+    """Balancing by load: two busy ranges led by one node (of six ranges,
+    two per node by count) end up led by different nodes, while the
+    leader counts stay within one of each other."""
+    import threading
+    c = pkcluster.Cluster(nodes=3, base_port=0, replicas=3,
+                          extra=["--scheme", "range", "--presplit-keys",
+                                 "b,d,f,h,j", "--split-qps", "0",
+                                 "--merge-delay", "0"])
+    gen = pkcluster.serving(c)
+    next(gen)
+    stop = threading.Event()
+    try:
+        def settled():
+            rows = json.loads(range_list(c.nodes[0], "--json").stdout)
+            per = {}
+            for x in rows:
+                per.setdefault(x["leader"], []).append(x["lo"])
+            return per if sorted(map(len, per.values())) == [2, 2, 2] \
+                else None
+        per, _ = pkcluster.wait_until(settled, 30, interval=0.5)
+        assert per, range_list(c.nodes[0]).stdout
+        busy = next(iter(per.values()))  # the two ranges of one node
+        keys = [(b"a" if lo is None else lo.encode()) + b"x%03d" % i
+                for lo in busy for i in range(50)]
+        r = client(c.nodes[0], decode=False)
+        pipe = r.pipeline(transaction=False)
+        for k in keys:
+            pipe.set(k, k)
+        pipe.execute()
+
+        def load():
+            w = client(c.nodes[1], decode=False)
+            while not stop.is_set():
+                p = w.pipeline(transaction=False)
+                for k in keys:
+                    p.get(k)
+                try:
+                    p.execute()
+                except redis.RedisError:
+                    time.sleep(0.05)  # a leader change: TRYAGAIN
+        threads = [threading.Thread(target=load, daemon=True)
+                   for _ in range(2)]
+        for t in threads:
+            t.start()
+
+        def spread():
+            rows = json.loads(range_list(c.nodes[0], "--json").stdout)
+            lead = {x["lo"]: x["leader"] for x in rows}
+            counts = {}
+            for x in rows:
+                counts[x["leader"]] = counts.get(x["leader"], 0) + 1
+            return lead[busy[0]] != lead[busy[1]] and \
+                max(counts.values()) - min(counts.values()) <= 1 and \
+                len(counts) == 3
+        ok, waited = pkcluster.wait_until(spread, 40, interval=0.5)
+        assert ok, range_list(c.nodes[0]).stdout + c.logs()[-3000:]
+        assert "handed over" in c.logs()
+    finally:
+        stop.set()
+        for _ in gen:
+            pass
