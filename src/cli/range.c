@@ -18,8 +18,9 @@
  * figures taken from its leader.
  *
  * The last column is the load split finder's verdict for a range over
- * the nodes' --split-qps ("off" below it): "found at KEY", "wait", "hot
- * key at KEY", "increasing", "decreasing", "spanning" or "imbalanced".
+ * the nodes' --split-qps ("off" below it; --json adds "hot": true over
+ * it): "found at KEY", "wait", "hot key at KEY", "increasing",
+ * "decreasing", "spanning" or "imbalanced".
  *
  * Bounds print as text with bytes outside printable ASCII (and '\')
  * as \xNN; the first range starts at -inf and the last ends at +inf.
@@ -182,6 +183,9 @@ static void print_row(json_t *arr, uint32_t id, const char *lo, const char *hi,
             json_object_set_new(o, "reads_per_sec", json_real(r->reads));
             json_object_set_new(o, "writes_per_sec", json_real(r->writes));
             json_object_set_new(o, "load_split", json_string(r->load));
+            /* Over --split-qps: its finder samples it. */
+            json_object_set_new(o, "hot",
+                                json_boolean(strcmp(r->load, "off") != 0));
             json_object_set_new(o, "split_key",
                                 r->key ? json_string(r->key) : json_null());
         }
