@@ -309,6 +309,8 @@ def cmd_load(a):
     signal.signal(signal.SIGTERM, bye)
     f = open(out, "w", buffering=1)
     time.sleep(max(0.0, t0 - time.monotonic()))
+    with open(out + ".t", "w") as tf:  # the load's start and end, Unix time
+        tf.write("%.3f %.3f\n" % (time.time(), time.time() + dur))
     last, last_e, sec, per = 0, 0, 0, []
     while any(p.is_alive() for p in procs):
         sec += 1
@@ -641,17 +643,22 @@ def cmd_case4(a):
     for _, kind, b in ev:
         per_bound[b] = per_bound.get(b, 0) + 1
     nev = len(sp) + len(mg)
+    hand = 0
+    for x, y in zip(during, during[1:]):
+        lx = {r["range"]: r["leader"] for r in x["ranges"]}
+        hand += sum(1 for r in y["ranges"] if r["range"] in lx and lx[r["range"]] != r["leader"])
     worst = max(per.values()) if per else 0
     print("case 4: during the load %d splits and %d merges by log, %d bound changes by range "
-          "list; at most %d ranges; events per range of that layout: %s; most events at one "
-          "bound: %d; events in time: %s" % (
-              len(sp), len(mg), len(ev), maxr,
+          "list, %d leader changes; at most %d ranges; events per range of that layout: %s; "
+          "most events at one bound: %d; events in time: %s" % (
+              len(sp), len(mg), len(ev), hand, maxr,
               " ".join("r%s:%d" % kv for kv in sorted(per.items())) or "-",
               max(per_bound.values()) if per_bound else 0,
               " ".join("%.0fs:%s" % (t - t0, k) for t, k, _ in ev) or "-"), file=sys.stderr)
     row("4", "split/merge events per range, %s s alternating" % secs,
         "max %d per range (%d events / %d ranges max = %.1f)" % (worst, nev, maxr, nev / maxr),
         "<= 2", "PASS" if worst <= 2 and nev / maxr <= 2 else "FAIL")
+    row("4", "(leader changes of a range during the load)", hand, "-", "-")
     if t_back == "never":
         row("4", "merge back after the load stops", "not within %.0f s" % (delay + 180),
             "<= %.0f s" % (delay + 120), "FAIL")
@@ -818,9 +825,8 @@ case2() {
     echo "== case 2: monotonic inserts at $rate/s for 60 s, --split-qps $QPS, --split-size 1 GiB"
     cluster c2 --split-qps "$QPS" --split-size 1073741824
     monitor_start
-    t0=$(now)
     rs load mono "$work/c2.load" 60 "$rate" 2 "$NKEYS" "$SCAN_PAGE" "${pkc_ports[@]}"
-    t1=$(now)
+    read -r t0 t1 <"$work/c2.load.t"
     sleep 2
     monitor_stop
     rs case2 "$work/$cname.mon" "$work/$cname.log" "$t0" "$t1" >>"$results"
@@ -837,9 +843,8 @@ case3() {
     monitor_start
     sleep 3
     echo "after the preload: $(nranges) range(s)"
-    t0=$(now)
     rs load scan "$work/c3.load" "$SCAN_S" "$rate" 2 "$NKEYS" "$SCAN_PAGE" "${pkc_ports[@]}"
-    t1=$(now)
+    read -r t0 t1 <"$work/c3.load.t"
     sleep 2
     monitor_stop
     rs case3 "$work/$cname.mon" "$work/$cname.log" "$t0" "$t1" "$SCAN_S" >>"$results"
@@ -858,9 +863,8 @@ case4() {
     sleep 3
     n0=$(nranges)
     echo "after the preload: $n0 range(s)"
-    t0=$(now)
     rs load uniform "$work/c4.load" "$ALT_S" "alt:$lo:$hi:30" 2 "$NKEYS" "$SCAN_PAGE" "${pkc_ports[@]}"
-    t1=$(now)
+    read -r t0 t1 <"$work/c4.load.t"
     echo "at the end of the load: $(nranges) ranges; waiting up to $((MERGE_DELAY + 180)) s for them to merge back to $n0"
     for ((i = 0; i < MERGE_DELAY + 180; i++)); do
         sleep 1
