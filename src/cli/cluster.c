@@ -10,7 +10,7 @@
  *                     [--secret S] [--fsync always|everysec|no]
  *                     [--acks leader|quorum|all] [--replace-after SECONDS]
  *                     [--split-qps N] [--split-size BYTES]
- *                     [--merge-delay SECONDS]
+ *                     [--merge-delay SECONDS] [--hotkeys-sample RATE]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -76,6 +76,7 @@ typedef struct up_args {
     const char *split_qps;     /* --split-qps for every node, or NULL */
     const char *split_size;    /* --split-size for every node, or NULL */
     const char *merge_delay;   /* --merge-delay for every node, or NULL */
+    const char *hot_sample;    /* --hotkeys-sample for every node, or NULL */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
 } up_args;
 
@@ -174,6 +175,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"split-qps", required_argument, NULL, 'Q'},
         {"split-size", required_argument, NULL, 'Z'},
         {"merge-delay", required_argument, NULL, 'M'},
+        {"hotkeys-sample", required_argument, NULL, 'Y'},
         {"presplit", required_argument, NULL, 'T'},
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
@@ -234,6 +236,9 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'X':
             a->split_sample = optarg;
+            break;
+        case 'Y': /* checked by each node */
+            a->hot_sample = optarg;
             break;
         case 'P': /* --partitions P */
         case 'T': /* --presplit N */
@@ -423,6 +428,10 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
     if (a->merge_delay) {
         argv[k++] = "--merge-delay";
         argv[k++] = (char *)a->merge_delay;
+    }
+    if (a->hot_sample) {
+        argv[k++] = "--hotkeys-sample";
+        argv[k++] = (char *)a->hot_sample;
     }
     if (a->coordinator) { /* every node reaches etcd itself */
         argv[k++] = "--coordinator";

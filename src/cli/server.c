@@ -11,7 +11,7 @@
  *                 [--route redirect|forward] [--announce-replicas yes|no]
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
  *                 [--split-qps N] [--split-size BYTES]
- *                 [--merge-delay SECONDS]
+ *                 [--merge-delay SECONDS] [--hotkeys-sample RATE]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,6 +94,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"split-qps", required_argument, NULL, 'q'},
         {"split-size", required_argument, NULL, 'z'},
         {"merge-delay", required_argument, NULL, 'g'},
+        {"hotkeys-sample", required_argument, NULL, 'H'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -200,6 +201,16 @@ static int parse(int argc, char **argv, pk_server_config *c)
             rc = num("--split-size", optarg, 0, 1ull << 50, &v);
             c->split_size = v;
             break;
+        case 'H': {
+            char *end = NULL;
+            double f = strtod(optarg, &end);
+            if (end == optarg || *end || !(f >= 0 && f <= 1))
+                rc = bad("--hotkeys-sample", optarg,
+                         "must be a fraction from 0 (off) to 1");
+            else
+                c->hotkeys_sample = f;
+            break;
+        }
         case 'g':
             rc = num("--merge-delay", optarg, 0, 86400 * 365, &v);
             c->merge_delay_ms = v * 1000;

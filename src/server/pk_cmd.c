@@ -6,6 +6,7 @@
  */
 #include "server/pk_cmd.h"
 #include "server/pk_block.h"
+#include "server/pk_hot.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
@@ -159,6 +160,7 @@ static const pk_cmd table[] = {
     {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping, NULL},
     {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth, NULL},
     {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord, NULL},
+    {"pk.hotkeys", -1, R, 0, 0, 0, "read slow", pk_cmd_pk_hotkeys, NULL},
     {"pk.map", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_map, NULL},
     {"pk.merge", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
     {"pk.move", -2, N, 0, 0, 0, "slow", pk_cmd_pk_move, NULL},
@@ -594,6 +596,7 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
         return;
     }
     pk_cmd_run(x, cmd);
+    pk_hot_note(x, cmd->first, (cmd->flags & PK_CMD_WRITE) != 0);
     if (x->have_part)
         pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);
     if (x->srv->dispatch_depth == 0)

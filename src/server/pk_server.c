@@ -20,6 +20,7 @@
 #include "server/pk_agent.h"
 #include "server/pk_block.h"
 #include "server/pk_ctrl.h"
+#include "server/pk_hot.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
@@ -61,6 +62,7 @@ void pk_server_config_default(pk_server_config *c)
     c->replace_after_ms = 60000;
     c->split_qps = 2500; /* CockroachDB's kv.range_split.load_qps_threshold */
     c->merge_delay_ms = 300000;
+    c->hotkeys_sample = 0.01;
     c->split_size = 64ull << 20;
 }
 
@@ -294,6 +296,7 @@ static void on_rate(uv_timer_t *t)
     pk_txn_abort(txn);
     tend_finders(s);
     pk_split_tend(s);
+    pk_hot_tick(s);
 }
 
 static void sync_work(uv_work_t *w)
@@ -598,7 +601,9 @@ int pk_server_run(const pk_server_config *cfg)
     s->cfg = *cfg;
     pk_config_init(s);
     s->rates = calloc(PK_SLOTS, sizeof(*s->rates));
-    if (s->rates == NULL || uv_loop_init(&s->loop) != 0) {
+    if (s->rates == NULL || pk_hot_init(s) != PK_OK ||
+        uv_loop_init(&s->loop) != 0) {
+        pk_hot_free(s);
         free(s->rates);
         free(s);
         return 1;
@@ -644,6 +649,7 @@ out:
     pk_coord_free(s->coord);
     pk_watch_free(s);
     pk_split_free(s);
+    pk_hot_free(s);
     for (uint32_t p = 0; s->rates && p < PK_SLOTS; p++)
         free(s->rates[p].finder);
     free(s->rates);

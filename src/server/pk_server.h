@@ -73,6 +73,9 @@ typedef struct pk_server_config {
      * second and bytes, summed, stay under half of --split-qps and half
      * of --split-size this long merge (0: never). */
     uint64_t merge_delay_ms;
+    /* The fraction of keyed commands sampled for PK.HOTKEYS (pk_hot.h;
+     * 0: off). */
+    double hotkeys_sample;
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */

@@ -161,6 +161,8 @@ struct pk_server {
      * and the pk_cmd_dispatch calls under way (retries run at 0). */
     struct pk_block *block;
     struct pk_splitter *splitter; /* pk_split.c, owned, NULL until used */
+    struct pk_topk *hot;          /* pk_hot.c, owned, NULL when off */
+    uint64_t hot_rng;             /* its sampling draws */
     int dispatch_depth;
 };
 

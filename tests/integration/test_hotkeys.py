@@ -1,0 +1,130 @@
+"""PK.HOTKEYS: a node's hottest keys by sampled requests -- on a skewed
+load the hot keys come first with their read and write rates, the error
+bound covers the estimate, SLOT filters by partition, bad arguments and
+tracking switched off give errors.  Rates are checked loosely (the test
+machine is shared), the ranking strictly."""
+import random
+import time
+
+import pytest
+import redis
+
+import cluster as pkcluster
+
+pytestmark = pytest.mark.partkv_only
+
+
+def entries(rep):
+    """PK.HOTKEYS (RESP2) as a list of dicts."""
+    out = []
+    for e in rep:
+        d = {e[i]: e[i + 1] for i in range(0, len(e), 2)}
+        for k in ("reads_per_sec", "writes_per_sec", "error_per_sec"):
+            d[k] = float(d[k])
+        out.append(d)
+    return out
+
+
+class SkewedLoad:
+    """From a thread: about a third of the requests GET one key, a sixth
+    INCR another, the rest GET 10,000 others; n counts them."""
+
+    def __init__(self, port, hot_reads=b"celebrity", hot_writes=b"counter"):
+        import threading
+        self.r = redis.Redis(port=port)
+        self.keys = (hot_reads, hot_writes)
+        self.n, self.stop = 0, threading.Event()
+        self.th = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        rnd = random.Random(5)
+        while not self.stop.is_set():
+            pipe = self.r.pipeline(transaction=False)
+            for _ in range(300):
+                x = rnd.random()
+                if x < 1 / 3:
+                    pipe.get(self.keys[0])
+                elif x < 0.5:
+                    pipe.incr(self.keys[1])
+                else:
+                    pipe.get(b"k%05d" % rnd.randrange(10000))
+            pipe.execute()
+            self.n += 300
+
+    def __enter__(self):
+        self.th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.th.join(10)
+        return False
+
+
+def test_hot_keys_ranked(server_factory):
+    srv = server_factory(extra=["--hotkeys-sample", "0.1"])
+    r = srv.client()
+    r.set("celebrity", "x")
+    with SkewedLoad(srv.port) as load:
+        time.sleep(3)
+        n0, t0 = load.n, time.monotonic()
+        time.sleep(2)
+        got = entries(r.execute_command("PK.HOTKEYS", "COUNT", "5"))
+        rate = (load.n - n0) / (time.monotonic() - t0)
+    assert [e["key"] for e in got[:2]] == ["celebrity", "counter"], got
+    reads, writes = got[0], got[1]
+    assert reads["writes_per_sec"] == 0 and writes["reads_per_sec"] == 0
+    # Rates: a third and a sixth of the request rate, within 30 % (the
+    # load's own rate varies on a shared machine; the tracker's accuracy
+    # is test_topk's).
+    assert abs(reads["reads_per_sec"] - rate / 3) < 0.3 * rate / 3, \
+        (rate, got)
+    assert abs(writes["writes_per_sec"] - rate / 6) < 0.3 * rate / 6, \
+        (rate, got)
+    assert all(e["error_per_sec"] >= 0 and e["partition"] == 0 for e in got)
+    assert len(got) == 5
+    assert len(entries(r.execute_command("PK.HOTKEYS"))) == 10
+    for bad in (["COUNT", "0"], ["COUNT", "129"], ["COUNT"], ["SLOT", "-1"],
+                ["NOPE", "1"]):
+        with pytest.raises(redis.ResponseError, match="syntax"):
+            r.execute_command("PK.HOTKEYS", *bad)
+
+
+def test_tracking_off(server_factory):
+    srv = server_factory(extra=["--hotkeys-sample", "0"])
+    with pytest.raises(redis.ResponseError, match="off"):
+        srv.client().execute_command("PK.HOTKEYS")
+
+
+def test_bad_sample_flag(partkv):
+    p = partkv("server", "--hotkeys-sample", "2", check=False, timeout=10)
+    assert p.returncode == 2 and "--hotkeys-sample" in p.stderr
+
+
+def test_slot_filter_on_a_cluster():
+    """On a cluster each node tracks the keys it leads (forwarded commands
+    count where they run); SLOT keeps one partition's."""
+    c = pkcluster.Cluster(nodes=3, base_port=0, replicas=1,
+                          extra=["--hotkeys-sample", "1"])
+    gen = pkcluster.serving(c)
+    next(gen)
+    try:
+        cl = redis.RedisCluster(host=c.nodes[0].host, port=c.nodes[0].port)
+        for _ in range(3):
+            for _ in range(200):
+                cl.incr("counter")
+            time.sleep(0.4)
+        time.sleep(1.2)
+        slot = pkcluster.keyslot("counter")
+        found = []
+        for nd in c.nodes:
+            r = redis.Redis(host=nd.host, port=nd.port, decode_responses=True)
+            got = entries(r.execute_command("PK.HOTKEYS", "SLOT", slot))
+            found += [(nd.addr, e) for e in got]
+            assert all(e["partition"] == slot for e in got)
+        assert len(found) == 1 and found[0][1]["key"] == "counter", found
+        assert found[0][1]["node"] == found[0][0]
+        assert found[0][1]["writes_per_sec"] > 0
+    finally:
+        for _ in gen:
+            pass
