@@ -743,9 +743,12 @@ rb_start() {
 rb_stop() { stop_ours "$rb_pid" "$work/"; }
 
 # rb_windows LOG: 3 windows of WINDOW_S; prints "median_total
-# median_set_share% exits w1 w2 w3"
+# median_set_share% exits node_cpus w1 w2 w3" (node_cpus: the CPUs the three
+# nodes used over the windows, of the machine's 2)
 rb_windows() {
-    local log=$1 i a b w tot=() share=() ex=0 line
+    local log=$1 i a b w tot=() share=() ex=0 line c0 c1 a0
+    a0=$(now)
+    c0=$(sum_ticks cpu_ticks "${pkc_pids[@]}" 2>/dev/null) || c0=""
     for ((i = 0; i < 3; i++)); do
         a=$(now)
         sleep "$WINDOW_S"
@@ -757,7 +760,13 @@ rb_windows() {
         ex=$((ex + w[3]))
     done
     line=$("$PY" -c "import statistics,sys;v=[float(x) for x in sys.argv[1:4]];s=[float(x) for x in sys.argv[4:]];print('%.0f %.1f' % (statistics.median(v), statistics.median(s)))" "${tot[@]}" "${share[@]}")
-    echo "$line $ex ${tot[*]}"
+    c1=$(sum_ticks cpu_ticks "${pkc_pids[@]}" 2>/dev/null) || c1=""
+    if [[ -n $c0 && -n $c1 ]]; then # CPUs the three nodes used, of 2
+        c1=$("$PY" -c "import os,sys,time;print('%.2f' % ((int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK') / (time.time() - float(sys.argv[3]))))" "$c0" "$c1" "$a0")
+    else
+        c1="?"
+    fi
+    echo "$line $ex $c1 ${tot[*]}"
 }
 
 result() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }
@@ -775,14 +784,14 @@ case1() {
     read -ra w <<<"$(rb_windows "$work/c1-get.rb")"
     rb_stop
     get_rate=${w[0]}
-    echo "GET only, one range, no splits: ${w[0]} req/s (windows ${w[*]:3}; redis-benchmark restarts ${w[2]})"
+    echo "GET only, one range, no splits: ${w[0]} req/s (windows ${w[*]:4}; redis-benchmark restarts ${w[2]}; nodes used ${w[3]} CPUs)"
     rb_start "$work/c1-base.rb" "get:$C_GET" "set:$C_SET"
     sleep 3
     read -ra w <<<"$(rb_windows "$work/c1-base.rb")"
     rb_stop
     base=${w[0]}
     base_share=${w[1]}
-    echo "95/5 mix, one range, no splits: ${w[0]} req/s, SET share ${w[1]}% (windows ${w[*]:3}; restarts ${w[2]})"
+    echo "95/5 mix, one range, no splits: ${w[0]} req/s, SET share ${w[1]}% (windows ${w[*]:4}; restarts ${w[2]}; nodes used ${w[3]} CPUs)"
     monitor_stop
     stop_cluster
     qps=$((${get_rate%.*} / 4))
@@ -810,7 +819,7 @@ case1() {
     read -ra w <<<"$(rb_windows "$work/c1-split.rb")"
     rb_stop
     after=${w[0]}
-    echo "95/5 mix after splitting: ${w[0]} req/s, SET share ${w[1]}% (windows ${w[*]:3}; restarts ${w[2]}, in the whole run $(grep -c EXIT "$work/c1-split.rb" || true))"
+    echo "95/5 mix after splitting: ${w[0]} req/s, SET share ${w[1]}% (windows ${w[*]:4}; restarts ${w[2]}, in the whole run $(grep -c EXIT "$work/c1-split.rb" || true); nodes used ${w[3]} CPUs)"
     monitor_stop
     rs case1 "$work/$cname.mon" "$work/$cname.log" "$t0" "$qps" "$base" "$after" "$get_rate" >>"$results"
     result 1 "(load: GET rate, --split-qps, SET share)" \

@@ -674,6 +674,8 @@ void pk_cmd_cluster(pk_cmd_ctx *x)
         cluster_info(x, m);
     } else if (pk_arg_eq(sub, "shards") && x->argc == 2) {
         cluster_shards(x, m);
+    } else if (pk_arg_eq(sub, "slot-stats")) {
+        pk_cmd_cluster_slot_stats(x);
     } else {
         pk_reply_errorf(x->out,
                         "ERR unknown subcommand or wrong number of arguments "

@@ -75,4 +75,7 @@ void pk_cmd_readonly(pk_cmd_ctx *x);
 void pk_cmd_readwrite(pk_cmd_ctx *x);
 void pk_cmd_asking(pk_cmd_ctx *x);
 
+/* CLUSTER SLOT-STATS (pk_cmd_slotstats.c), on a node with a map. */
+void pk_cmd_cluster_slot_stats(struct pk_cmd_ctx *x);
+
 #endif

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core/pk_err.h"
 #include "store/pk_str.h"
@@ -561,9 +562,45 @@ void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd)
     pk_block_after(x, cmd, &mark);
 }
 
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Decimal digits of n. */
+static size_t digits(size_t n)
+{
+    size_t d = 1;
+
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+/* A command that ran on x->part: its CPU time, and its request's RESP
+ * bytes and its reply's, to the partition's counters. */
+static void account(const pk_cmd_ctx *x, uint64_t t0, size_t out0)
+{
+    pk_part_rate *r = &x->srv->rates[x->part];
+    size_t in = 3 + digits((size_t)x->argc), out = pk_obuf_pending(x->out);
+
+    for (int i = 0; i < x->argc; i++)
+        in += 5 + digits(x->argv[i].len) + x->argv[i].len;
+    r->cpu_us += mono_us() - t0;
+    r->net_in += in;
+    r->net_out += out > out0 ? out - out0 : 0;
+}
+
 void pk_cmd_dispatch(pk_cmd_ctx *x)
 {
     const pk_cmd *cmd = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
+    uint64_t t0;
+    size_t out0;
 
     x->have_part = 0;
     if (cmd == NULL) {
@@ -595,7 +632,11 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
         pk_multi_reject(x->c);
         return;
     }
+    t0 = x->have_part ? mono_us() : 0;
+    out0 = pk_obuf_pending(x->out);
     pk_cmd_run(x, cmd);
+    if (x->have_part && x->part < PK_SLOTS)
+        account(x, t0, out0);
     pk_hot_note(x, cmd->first, (cmd->flags & PK_CMD_WRITE) != 0);
     if (x->have_part)
         pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);

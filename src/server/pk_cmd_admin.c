@@ -294,7 +294,7 @@ void pk_cmd_pk_partitions(pk_cmd_ctx *x)
         pk_splitfind_result lf = {PK_SPLITFIND_WAIT, NULL, 0, 1, 0};
         if (r && r->finder)
             pk_splitfind_key(r->finder, NOW(x), &lf);
-        pk_reply_map(x->out, x->proto, 7);
+        pk_reply_map(x->out, x->proto, 10);
         pk_reply_bulk_str(x->out, "partition");
         pk_reply_int(x->out, part);
         pk_reply_bulk_str(x->out, "keys");
@@ -315,6 +315,14 @@ void pk_cmd_pk_partitions(pk_cmd_ctx *x)
             pk_reply_bulk(x->out, lf.key, lf.len);
         else
             pk_reply_null(x->out, x->proto);
+        /* Of the commands run here on it since start (CLUSTER
+         * SLOT-STATS has the same). */
+        pk_reply_bulk_str(x->out, "cpu_usec");
+        pk_reply_int(x->out, r ? (int64_t)r->cpu_us : 0);
+        pk_reply_bulk_str(x->out, "network_bytes_in");
+        pk_reply_int(x->out, r ? (int64_t)r->net_in : 0);
+        pk_reply_bulk_str(x->out, "network_bytes_out");
+        pk_reply_int(x->out, r ? (int64_t)r->net_out : 0);
         n++;
     }
     pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY, n);

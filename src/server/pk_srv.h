@@ -110,6 +110,9 @@ typedef struct pk_part_rate {
     uint64_t bytes;
     uint64_t cold_since, pair_since;
     uint32_t pair_with;
+    /* Since start, of the commands run here on it (pk_cmd_dispatch): CPU
+     * time, request and reply bytes (CLUSTER SLOT-STATS, PK.PARTITIONS). */
+    uint64_t cpu_us, net_in, net_out;
 } pk_part_rate;
 
 struct pk_server {

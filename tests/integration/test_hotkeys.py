@@ -128,3 +128,55 @@ def test_slot_filter_on_a_cluster():
     finally:
         for _ in gen:
             pass
+
+
+def slot_stats(r, *args):
+    """CLUSTER SLOT-STATS (RESP2) as [(slot, {metric: value})]."""
+    rep = r.execute_command("CLUSTER", "SLOT-STATS", *args)
+    return [(s, {m[i]: m[i + 1] for i in range(0, len(m), 2)})
+            for s, m in rep]
+
+
+def test_slot_stats_and_partitions():
+    """CLUSTER SLOT-STATS in Redis 8.2's shape: the slots a node leads,
+    key counts, CPU time and the exact RESP bytes of requests and
+    replies; ORDERBY sorts; PK.PARTITIONS carries the same figures."""
+    c = pkcluster.Cluster(nodes=3, base_port=0, replicas=1)
+    gen = pkcluster.serving(c)
+    next(gen)
+    try:
+        cl = redis.RedisCluster(host=c.nodes[0].host, port=c.nodes[0].port)
+        slot = pkcluster.keyslot("{t}a")
+        for i in range(20):
+            cl.set("{t}%02d" % i, "v")  # 28 + 2 bytes in, 5 out each
+        owner = next(nd for nd in c.nodes
+                     if redis.Redis(host=nd.host, port=nd.port).execute_command(
+                         "CLUSTER", "COUNTKEYSINSLOT", slot) == 20)
+        r = redis.Redis(host=owner.host, port=owner.port,
+                        decode_responses=True)
+        got = dict(slot_stats(r, "SLOTSRANGE", slot, slot))
+        assert got[slot]["key-count"] == 20
+        assert got[slot]["cpu-usec"] >= 0
+        # *3 set {t}NN v in RESP: 4 + 9 + 11 + 7 = 31 bytes; +OK: 5
+        assert got[slot]["network-bytes-in"] == 20 * 31, got
+        assert got[slot]["network-bytes-out"] == 20 * 5, got
+        top = slot_stats(r, "ORDERBY", "key-count", "LIMIT", "1")
+        assert top == [(slot, got[slot])]
+        asc = slot_stats(r, "ORDERBY", "key-count", "LIMIT", "3", "ASC")
+        assert [s for s, _ in asc] == sorted(s for s, _ in asc)
+        assert all(m["key-count"] == 0 for _, m in asc)
+        whole = slot_stats(r, "SLOTSRANGE", 0, 16383)
+        assert 5000 < len(whole) < 6000  # a third of the slots
+        parts = {e[1]: dict(zip(e[::2], e[1::2]))
+                 for e in r.execute_command("PK.PARTITIONS")}
+        assert parts[slot]["network_bytes_in"] == 20 * 31
+        for bad, msg in ((["SLOTSRANGE", 5, 2], "greater"),
+                         (["SLOTSRANGE", 0, 16384], "out of range"),
+                         (["ORDERBY", "bogus"], "Unrecognized"),
+                         (["ORDERBY", "cpu-usec", "LIMIT", 0], "Limit"),
+                         (["NOPE"], "syntax")):
+            with pytest.raises(redis.ResponseError, match=msg):
+                r.execute_command("CLUSTER", "SLOT-STATS", *bad)
+    finally:
+        for _ in gen:
+            pass
