@@ -895,6 +895,8 @@ machine_info
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 IFS=, read -ra todo <<<"$CASES"
 for c in "${todo[@]}"; do
+    echo
+    echo "load average before case $c: $(cut -d' ' -f1-3 /proc/loadavg)"
     case $c in
     1) case1 ;;
     2) case2 ;;

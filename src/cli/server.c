@@ -12,6 +12,7 @@
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
  *                 [--split-qps N] [--split-size BYTES]
  *                 [--merge-delay SECONDS] [--hotkeys-sample RATE]
+ *                 [--metrics-port P]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -95,6 +96,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"split-size", required_argument, NULL, 'z'},
         {"merge-delay", required_argument, NULL, 'g'},
         {"hotkeys-sample", required_argument, NULL, 'H'},
+        {"metrics-port", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -211,6 +213,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
                 c->hotkeys_sample = f;
             break;
         }
+        case 'W':
+            rc = num("--metrics-port", optarg, 0, 65535, &v);
+            c->metrics_port = (int)v;
+            break;
         case 'g':
             rc = num("--merge-delay", optarg, 0, 86400 * 365, &v);
             c->merge_delay_ms = v * 1000;

@@ -582,16 +582,28 @@ static size_t digits(size_t n)
     return d;
 }
 
-/* A command that ran on x->part: its CPU time, and its request's RESP
- * bytes and its reply's, to the partition's counters. */
-static void account(const pk_cmd_ctx *x, uint64_t t0, size_t out0)
+/* A command ran, from t0 on: its duration to the latency histogram; if
+ * it ran on a partition, its time, and its request's RESP bytes and its
+ * reply's, to that partition's counters. */
+static void account(pk_cmd_ctx *x, const pk_cmd *cmd, uint64_t t0, size_t out0)
 {
-    pk_part_rate *r = &x->srv->rates[x->part];
+    uint64_t us = mono_us() - t0;
+    pk_part_rate *r;
     size_t in = 3 + digits((size_t)x->argc), out = pk_obuf_pending(x->out);
 
+    pk_metrics_observe(&x->srv->lat,
+                       (cmd->flags & PK_CMD_WRITE)      ? PK_LAT_WRITE
+                       : (cmd->flags & PK_CMD_READONLY) ? PK_LAT_READ
+                                                        : PK_LAT_OTHER,
+                       us);
+    /* A single node keeps every key in partition 0. */
+    if (x->have_part ? x->part >= PK_SLOTS
+                     : x->srv->cluster.enabled || cmd->first <= 0)
+        return;
+    r = &x->srv->rates[x->have_part ? x->part : 0];
     for (int i = 0; i < x->argc; i++)
         in += 5 + digits(x->argv[i].len) + x->argv[i].len;
-    r->cpu_us += mono_us() - t0;
+    r->cpu_us += us;
     r->net_in += in;
     r->net_out += out > out0 ? out - out0 : 0;
 }
@@ -632,11 +644,10 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
         pk_multi_reject(x->c);
         return;
     }
-    t0 = x->have_part ? mono_us() : 0;
+    t0 = mono_us();
     out0 = pk_obuf_pending(x->out);
     pk_cmd_run(x, cmd);
-    if (x->have_part && x->part < PK_SLOTS)
-        account(x, t0, out0);
+    account(x, cmd, t0, out0);
     pk_hot_note(x, cmd->first, (cmd->flags & PK_CMD_WRITE) != 0);
     if (x->have_part)
         pk_repl_note(x, (cmd->flags & PK_CMD_WRITE) != 0);

@@ -63,6 +63,7 @@ void pk_server_config_default(pk_server_config *c)
     c->split_qps = 2500; /* CockroachDB's kv.range_split.load_qps_threshold */
     c->merge_delay_ms = 300000;
     c->hotkeys_sample = 0.01;
+    c->metrics_port = -1;
     c->split_size = 64ull << 20;
 }
 
@@ -500,32 +501,39 @@ void pk_srv_shutdown(pk_server *s)
     uv_stop(&s->loop);
 }
 
-static int listen_on(pk_server *s)
+int pk_srv_listen(pk_server *s, uv_tcp_t *tcp, int port, uv_connection_cb cb,
+                  const char *what, int *bound)
 {
     struct sockaddr_storage addr;
     int len = sizeof(addr);
     int rc;
 
-    if (uv_ip4_addr(s->cfg.bind, s->cfg.port, (struct sockaddr_in *)&addr) &&
-        uv_ip6_addr(s->cfg.bind, s->cfg.port, (struct sockaddr_in6 *)&addr)) {
+    if (uv_ip4_addr(s->cfg.bind, port, (struct sockaddr_in *)&addr) &&
+        uv_ip6_addr(s->cfg.bind, port, (struct sockaddr_in6 *)&addr)) {
         fprintf(stderr, "partkv: bad --bind address '%s'\n", s->cfg.bind);
         return -1;
     }
-    uv_tcp_init(&s->loop, &s->listener);
-    s->listener.data = s;
-    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
+    uv_tcp_init(&s->loop, tcp);
+    tcp->data = s;
+    rc = uv_tcp_bind(tcp, (struct sockaddr *)&addr, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&s->listener, 511, pk_conn_accept);
+        rc = uv_listen((uv_stream_t *)tcp, 511, cb);
     if (rc != 0) {
-        fprintf(stderr, "partkv: cannot listen on %s:%d: %s\n", s->cfg.bind,
-                s->cfg.port, uv_strerror(rc));
+        fprintf(stderr, "partkv: cannot listen%s on %s:%d: %s\n", what,
+                s->cfg.bind, port, uv_strerror(rc));
         return -1;
     }
-    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&addr, &len);
-    s->port = ntohs(addr.ss_family == AF_INET6
-                        ? ((struct sockaddr_in6 *)&addr)->sin6_port
-                        : ((struct sockaddr_in *)&addr)->sin_port);
+    uv_tcp_getsockname(tcp, (struct sockaddr *)&addr, &len);
+    *bound = ntohs(addr.ss_family == AF_INET6
+                       ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                       : ((struct sockaddr_in *)&addr)->sin_port);
     return 0;
+}
+
+static int listen_on(pk_server *s)
+{
+    return pk_srv_listen(s, &s->listener, s->cfg.port, pk_conn_accept, "",
+                         &s->port);
 }
 
 static void init_handles(pk_server *s)
@@ -577,6 +585,7 @@ static void teardown(pk_server *s)
     while (s->conns)
         pk_conn_close(s->conns);
     pk_link_close_all(s);
+    pk_metrics_stop(s);
     /* The etcd backend's handles close with it, before the loop's. */
     pk_coord_free(s->coord);
     s->coord = NULL;
@@ -624,7 +633,7 @@ int pk_server_run(const pk_server_config *cfg)
                                  : "");
         goto out;
     }
-    if (listen_on(s) != 0)
+    if (listen_on(s) != 0 || pk_metrics_start(s) != 0)
         goto out;
     init_handles(s);
     if (start_cluster(s) != 0)
@@ -650,6 +659,7 @@ out:
     pk_watch_free(s);
     pk_split_free(s);
     pk_hot_free(s);
+    pk_metrics_free(s);
     for (uint32_t p = 0; s->rates && p < PK_SLOTS; p++)
         free(s->rates[p].finder);
     free(s->rates);

@@ -76,6 +76,9 @@ typedef struct pk_server_config {
     /* The fraction of keyed commands sampled for PK.HOTKEYS (pk_hot.h;
      * 0: off). */
     double hotkeys_sample;
+    /* Prometheus text on GET /metrics at this port of --bind (pk_metrics.h;
+     * 0: a free one, logged; -1: off). */
+    int metrics_port;
 } pk_server_config;
 
 /* Defaults as Redis has them where the option exists there. */

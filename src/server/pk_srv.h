@@ -20,6 +20,7 @@
 #include "proto/pk_resp.h"
 #include "server/pk_cluster.h"
 #include "server/pk_config.h"
+#include "server/pk_metrics.h"
 #include "server/pk_server.h"
 #include "store/pk_store.h"
 #include "store/pk_store_part.h"
@@ -165,6 +166,8 @@ struct pk_server {
     struct pk_block *block;
     struct pk_splitter *splitter; /* pk_split.c, owned, NULL until used */
     struct pk_topk *hot;          /* pk_hot.c, owned, NULL when off */
+    struct pk_metrics *metrics;   /* pk_metrics.c, owned, NULL when off */
+    pk_latency lat;               /* command durations (pk_metrics.h) */
     uint64_t hot_rng;             /* its sampling draws */
     int dispatch_depth;
 };
@@ -247,5 +250,12 @@ void pk_coord_conn_closed(pk_conn *c);
 void pk_cmd_dispatch(pk_cmd_ctx *x);
 /* Replies the error of a store call that returned rc != 0. */
 void pk_cmd_store_error(pk_cmd_ctx *x, int rc);
+
+/*
+ * Listens on tcp at port (0: a free one) of --bind for cb; *bound is the
+ * port.  Returns 0, or -1 after a message (what: " for metrics", ...).
+ */
+int pk_srv_listen(pk_server *s, uv_tcp_t *tcp, int port, uv_connection_cb cb,
+                  const char *what, int *bound);
 
 #endif
