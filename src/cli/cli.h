@@ -17,6 +17,17 @@ int pk_cli_host_port(const char *s);
  * when s is not one. */
 int pk_cli_split_host_port(const char *s, char *host, size_t cap, int *port);
 int pk_cli_range(int argc, char **argv);
+int pk_cli_top(int argc, char **argv);
+
+struct pk_rr;
+
+/* One call to the node at "host:port" (2 s timeouts): 0 with *r (the
+ * caller frees it), or an error. */
+int pk_cli_call(const char *addr, int argc, const char *const *argv,
+                struct pk_rr **r);
+
+/* A reply value as a number (integer, double or numeric text; 0 else). */
+double pk_cli_number(const struct pk_rr *v);
 int pk_cli_sim_compare(int argc, char **argv);
 int pk_cli_server(int argc, char **argv);
 int pk_cli_cluster(int argc, char **argv);

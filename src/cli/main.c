@@ -38,7 +38,13 @@ static void usage(FILE *f)
             "                           the ranges of a range-scheme\n"
             "                           cluster: bounds, leader, keys,\n"
             "                           bytes, reads/s and writes/s\n"
-            "  range split KEY --cluster HOST:PORT  split a range there\n"
+            "  range split|merge|unsplit KEY --cluster HOST:PORT\n"
+            "                           split a range there, merge it\n"
+            "                           with its right neighbour, clear\n"
+            "                           a split's stickiness\n"
+            "  top --cluster HOST:PORT [--interval S] [--once] [--json]\n"
+            "                           live view: nodes, partition heat,\n"
+            "                           hot keys, moves\n"
             "  sim reference            run the reference experiments\n"
             "  sim compare [options]    compare placements on your keys\n"
             "  help                     this text\n");
@@ -64,6 +70,8 @@ int main(int argc, char **argv)
         return pk_cli_rebalance(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") == 0)
         return pk_cli_range(argc - 1, argv + 1);
+    if (strcmp(argv[1], "top") == 0)
+        return pk_cli_top(argc - 1, argv + 1);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage(stdout);

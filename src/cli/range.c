@@ -39,7 +39,6 @@
 #include "proto/pk_rreply.h"
 #include "server/pk_sclient.h"
 
-#define CALL_MS 2000
 #define SPLIT_WAIT_MS 15000 /* the leader drains for up to 5 s */
 #define MERGE_WAIT_MS 75000 /* and a merge may wait 60 s for a move */
 
@@ -51,22 +50,6 @@ typedef struct range_row {
     char *key;     /* owned: its split (or hot) key as text, or NULL */
     uint8_t flags; /* PK_PART_* from the map */
 } range_row;
-
-/* One call to host:port; 0 with *r (caller frees), or an error. */
-static int call(const char *addr, int argc, const char *const *argv, pk_rr **r)
-{
-    char host[64];
-    int port, rc;
-    pk_sclient *c = NULL;
-
-    if (pk_cli_split_host_port(addr, host, sizeof(host), &port) != 0)
-        return PK_EINVAL;
-    rc = pk_sclient_connect(host, port, CALL_MS, &c);
-    if (rc == PK_OK)
-        rc = pk_sclient_call(c, argc, argv, NULL, r);
-    pk_sclient_free(c);
-    return rc;
-}
 
 /* A bound as text (see the top); "-inf"/"+inf" for the open ends. */
 static char *bound_text(const uint8_t *b, size_t len, int open, int low)
@@ -89,47 +72,26 @@ static char *bound_text(const uint8_t *b, size_t len, int open, int low)
     return out;
 }
 
-/* A field of one PK.PARTITIONS entry (RESP2: a flat key, value array). */
-static const pk_rr *field(const pk_rr *e, const char *name)
-{
-    size_t n = e->type == PK_RR_MAP ? 2 * e->n : e->n;
-
-    for (size_t i = 0; i + 1 < n; i += 2)
-        if (e->elems[i].str && strcmp(e->elems[i].str, name) == 0)
-            return &e->elems[i + 1];
-    return NULL;
-}
-
-static double number(const pk_rr *v)
-{
-    if (v == NULL)
-        return 0;
-    if (v->type == PK_RR_INT)
-        return (double)v->integer;
-    if (v->type == PK_RR_DOUBLE)
-        return v->dbl;
-    return v->str ? atof(v->str) : 0;
-}
-
 /* Fills rows[p] for every partition p node leads, from its PK.PARTITIONS. */
 static void node_rows(const pk_pmap *m, uint32_t node, range_row *rows)
 {
     const char *argv[] = {"PK.PARTITIONS"};
     pk_rr *r = NULL;
 
-    if (call(m->nodes[node].addr, 1, argv, &r) == PK_OK &&
+    if (pk_cli_call(m->nodes[node].addr, 1, argv, &r) == PK_OK &&
         r->type == PK_RR_ARRAY) {
         for (size_t i = 0; i < r->n; i++) {
             const pk_rr *e = &r->elems[i];
-            uint32_t p = (uint32_t)number(field(e, "partition"));
+            uint32_t p = (uint32_t)pk_cli_number(pk__rb_field(e, "partition"));
             if (p >= m->npartitions || pk_pmap_leader(m, p) != node)
                 continue;
             rows[p].known = 1;
-            rows[p].keys = (long long)number(field(e, "keys"));
-            rows[p].bytes = (long long)number(field(e, "bytes"));
-            rows[p].reads = number(field(e, "reads_per_sec"));
-            rows[p].writes = number(field(e, "writes_per_sec"));
-            const pk_rr *v = field(e, "load_split"), *k = field(e, "split_key");
+            rows[p].keys = (long long)pk_cli_number(pk__rb_field(e, "keys"));
+            rows[p].bytes = (long long)pk_cli_number(pk__rb_field(e, "bytes"));
+            rows[p].reads = pk_cli_number(pk__rb_field(e, "reads_per_sec"));
+            rows[p].writes = pk_cli_number(pk__rb_field(e, "writes_per_sec"));
+            const pk_rr *v = pk__rb_field(e, "load_split"),
+                        *k = pk__rb_field(e, "split_key");
             snprintf(rows[p].load, sizeof(rows[p].load), "%s",
                      v && v->str ? v->str : "off");
             free(rows[p].key);
@@ -147,7 +109,7 @@ static int fetch_map(const char *target, pk_pmap **m)
 {
     const char *argv[] = {"PK.MAP"};
     pk_rr *r = NULL;
-    int rc = call(target, 1, argv, &r);
+    int rc = pk_cli_call(target, 1, argv, &r);
 
     if (rc == PK_OK && r->type == PK_RR_BULK)
         rc = pk_pmap_decode((const uint8_t *)r->str, r->len, m);

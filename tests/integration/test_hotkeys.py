@@ -180,3 +180,44 @@ def test_slot_stats_and_partitions():
     finally:
         for _ in gen:
             pass
+
+
+def test_partkv_top(partkv):
+    """partkv top --once (plain lines off a terminal) and --json: every
+    node, the loaded partitions, the hot key of the load first."""
+    import json
+    c = pkcluster.Cluster(nodes=3, base_port=0, replicas=1,
+                          extra=["--hotkeys-sample", "1"])
+    gen = pkcluster.serving(c)
+    next(gen)
+    try:
+        cl = redis.RedisCluster(host=c.nodes[0].host, port=c.nodes[0].port)
+        for _ in range(3):
+            for i in range(300):
+                cl.incr("counter")
+                cl.get("k%d" % (i % 50))
+            time.sleep(0.3)
+        time.sleep(1.1)
+        p = partkv("top", "--cluster", c.nodes[0].addr, "--json")
+        view = json.loads(p.stdout)
+        assert sorted(n["addr"] for n in view["nodes"]) == \
+            sorted(n.addr for n in c.nodes)
+        assert all(n["answered"] and n["state"] == "up" for n in view["nodes"])
+        assert sum(n["leads"] for n in view["nodes"]) == 16384
+        assert view["hot_keys"][0]["key"] == "counter", view["hot_keys"]
+        slot = pkcluster.keyslot("counter")
+        assert any(x["partition"] == slot and x["keys"] == 1
+                   for x in view["loaded_partitions"])
+        p = partkv("top", "--cluster", c.nodes[0].addr, "--once")
+        assert "\033" not in p.stdout  # not a terminal: plain lines
+        assert "hot keys" in p.stdout and "counter" in p.stdout
+        for n in c.nodes:
+            assert n.addr in p.stdout
+        p = partkv("top", "--once", check=False)
+        assert p.returncode == 2 and "--cluster" in p.stderr
+        p = partkv("top", "--cluster", c.nodes[0].addr, "--interval", "0",
+                   check=False)
+        assert p.returncode == 2
+    finally:
+        for _ in gen:
+            pass
