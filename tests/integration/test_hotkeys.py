@@ -101,33 +101,40 @@ def test_bad_sample_flag(partkv):
     assert p.returncode == 2 and "--hotkeys-sample" in p.stderr
 
 
-def test_slot_filter_on_a_cluster():
-    """On a cluster each node tracks the keys it leads (forwarded commands
-    count where they run); SLOT keeps one partition's."""
+@pytest.fixture(scope="module")
+def hot3():
+    """Three nodes tracking every command; a load of INCR counter and
+    GETs of 50 other keys has run (and a tick has passed)."""
     c = pkcluster.Cluster(nodes=3, base_port=0, replicas=1,
                           extra=["--hotkeys-sample", "1"])
     gen = pkcluster.serving(c)
-    next(gen)
-    try:
-        cl = redis.RedisCluster(host=c.nodes[0].host, port=c.nodes[0].port)
-        for _ in range(3):
-            for _ in range(200):
-                cl.incr("counter")
-            time.sleep(0.4)
-        time.sleep(1.2)
-        slot = pkcluster.keyslot("counter")
-        found = []
-        for nd in c.nodes:
-            r = redis.Redis(host=nd.host, port=nd.port, decode_responses=True)
-            got = entries(r.execute_command("PK.HOTKEYS", "SLOT", slot))
-            found += [(nd.addr, e) for e in got]
-            assert all(e["partition"] == slot for e in got)
-        assert len(found) == 1 and found[0][1]["key"] == "counter", found
-        assert found[0][1]["node"] == found[0][0]
-        assert found[0][1]["writes_per_sec"] > 0
-    finally:
-        for _ in gen:
-            pass
+    c = next(gen)
+    cl = redis.RedisCluster(host=c.nodes[0].host, port=c.nodes[0].port)
+    for _ in range(3):
+        for i in range(300):
+            cl.incr("counter")
+            cl.get("k%d" % (i % 50))
+        time.sleep(0.3)
+    time.sleep(1.1)
+    yield c
+    for _ in gen:
+        pass
+
+
+def test_slot_filter_on_a_cluster(hot3):
+    """On a cluster each node tracks the keys it leads (forwarded commands
+    count where they run); SLOT keeps one partition's."""
+    c = hot3
+    slot = pkcluster.keyslot("counter")
+    found = []
+    for nd in c.nodes:
+        r = redis.Redis(host=nd.host, port=nd.port, decode_responses=True)
+        got = entries(r.execute_command("PK.HOTKEYS", "SLOT", slot))
+        found += [(nd.addr, e) for e in got]
+        assert all(e["partition"] == slot for e in got)
+    assert len(found) == 1 and found[0][1]["key"] == "counter", found
+    assert found[0][1]["node"] == found[0][0]
+    assert found[0][1]["writes_per_sec"] > 0
 
 
 def slot_stats(r, *args):
@@ -182,42 +189,28 @@ def test_slot_stats_and_partitions():
             pass
 
 
-def test_partkv_top(partkv):
+def test_partkv_top(partkv, hot3):
     """partkv top --once (plain lines off a terminal) and --json: every
     node, the loaded partitions, the hot key of the load first."""
     import json
-    c = pkcluster.Cluster(nodes=3, base_port=0, replicas=1,
-                          extra=["--hotkeys-sample", "1"])
-    gen = pkcluster.serving(c)
-    next(gen)
-    try:
-        cl = redis.RedisCluster(host=c.nodes[0].host, port=c.nodes[0].port)
-        for _ in range(3):
-            for i in range(300):
-                cl.incr("counter")
-                cl.get("k%d" % (i % 50))
-            time.sleep(0.3)
-        time.sleep(1.1)
-        p = partkv("top", "--cluster", c.nodes[0].addr, "--json")
-        view = json.loads(p.stdout)
-        assert sorted(n["addr"] for n in view["nodes"]) == \
-            sorted(n.addr for n in c.nodes)
-        assert all(n["answered"] and n["state"] == "up" for n in view["nodes"])
-        assert sum(n["leads"] for n in view["nodes"]) == 16384
-        assert view["hot_keys"][0]["key"] == "counter", view["hot_keys"]
-        slot = pkcluster.keyslot("counter")
-        assert any(x["partition"] == slot and x["keys"] == 1
-                   for x in view["loaded_partitions"])
-        p = partkv("top", "--cluster", c.nodes[0].addr, "--once")
-        assert "\033" not in p.stdout  # not a terminal: plain lines
-        assert "hot keys" in p.stdout and "counter" in p.stdout
-        for n in c.nodes:
-            assert n.addr in p.stdout
-        p = partkv("top", "--once", check=False)
-        assert p.returncode == 2 and "--cluster" in p.stderr
-        p = partkv("top", "--cluster", c.nodes[0].addr, "--interval", "0",
-                   check=False)
-        assert p.returncode == 2
-    finally:
-        for _ in gen:
-            pass
+    c = hot3
+    p = partkv("top", "--cluster", c.nodes[0].addr, "--json")
+    view = json.loads(p.stdout)
+    assert sorted(n["addr"] for n in view["nodes"]) == \
+        sorted(n.addr for n in c.nodes)
+    assert all(n["answered"] and n["state"] == "up" for n in view["nodes"])
+    assert sum(n["leads"] for n in view["nodes"]) == 16384
+    assert view["hot_keys"][0]["key"] == "counter", view["hot_keys"]
+    slot = pkcluster.keyslot("counter")
+    assert any(x["partition"] == slot and x["keys"] == 1
+               for x in view["loaded_partitions"])
+    p = partkv("top", "--cluster", c.nodes[0].addr, "--once")
+    assert "\033" not in p.stdout  # not a terminal: plain lines
+    assert "hot keys" in p.stdout and "counter" in p.stdout
+    for n in c.nodes:
+        assert n.addr in p.stdout
+    p = partkv("top", "--once", check=False)
+    assert p.returncode == 2 and "--cluster" in p.stderr
+    p = partkv("top", "--cluster", c.nodes[0].addr, "--interval", "0",
+               check=False)
+    assert p.returncode == 2
