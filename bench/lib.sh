@@ -130,13 +130,14 @@ need_tools() {
     done
 }
 
-# start_partkv_node DIR: a single node with --fsync everysec in DIR, its
-# output in DIR.out/DIR.err; waits for its ready line and sets pk_pid and
-# pk_port (the caller stops it by PID).
+# start_partkv_node DIR [ARG...]: a single node with --fsync everysec (and
+# ARGs) in DIR, its output in DIR.out/DIR.err; waits for its ready line and
+# sets pk_pid and pk_port (the caller stops it by PID).
 start_partkv_node() {
     local dir=$1 i
+    shift
     : >"$dir.out" # exists before the job's redirect runs
-    "$PARTKV" server --port 0 --dir "$dir" --fsync everysec \
+    "$PARTKV" server --port 0 --dir "$dir" --fsync everysec "$@" \
         >"$dir.out" 2>"$dir.err" &
     pk_pid=$!
     pk_port=""

@@ -154,7 +154,7 @@ void pk_topk_add(pk_topk *t, const void *key, size_t len, uint64_t hash,
         i = find_slot(t, key, len, hash);
     }
     e = &t->e[x];
-    memset(e, 0, sizeof(*e));
+    e->count[0] = e->count[1] = e->tick[0] = e->tick[1] = 0;
     e->hash = hash;
     e->len = (uint16_t)(len < PK_TOPK_KEY_MAX ? len : PK_TOPK_KEY_MAX);
     e->truncated = len > PK_TOPK_KEY_MAX;
