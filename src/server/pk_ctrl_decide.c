@@ -349,12 +349,15 @@ static void handoff(pk_ctrl *c, const pk_pmap *m, uint32_t l,
 /*
  * Range scheme: the ranges flagged PK_PART_MERGING go to the leader of
  * their left neighbour when it is one of their followers (pk_split.h:
- * merges), into todo / want, the counts adjusted; both are pinned (pin:
+ * merges) and the two together are under half of --split-qps by the last
+ * poll of the load, into todo / want, the counts adjusted; both are
+ * pinned (pin:
  * balancing by counts leaves them, or it could take the neighbour away
  * as fast as the range follows it).  Returns how many.
  */
-static uint32_t colocate(const pk_pmap *m, const uint8_t *ask, uint32_t *cnt,
-                         uint8_t *todo, uint32_t *want, uint8_t *pin)
+static uint32_t colocate(const pk_ctrl *c, const pk_pmap *m, const uint8_t *ask,
+                         uint32_t *cnt, uint8_t *todo, uint32_t *want,
+                         uint8_t *pin)
 {
     pk_range *idx = NULL;
     uint32_t n = 0;
@@ -371,7 +374,13 @@ static uint32_t colocate(const pk_pmap *m, const uint8_t *ask, uint32_t *cnt,
             (x = pk_pmap_leader(m, p)) == PK_NODE_NONE)
             continue;
         pin[p] = pin[q] = 1;
-        if (x == l || !ask[x])
+        /* Not while the pair is busy: its leader would only hand it back
+         * when the load returns (the node that flagged q knows q's load,
+         * not p's). */
+        if (x == l || !ask[x] ||
+            (c->load_ok && c->srv->cfg.split_qps > 0 && q < c->nload &&
+             p < c->nload &&
+             c->load[p] + c->load[q] >= (double)c->srv->cfg.split_qps / 2))
             continue;
         for (int i = 1; i < qt->nreplicas; i++)
             follows |= qt->replicas[i] == x;
@@ -534,12 +543,13 @@ int pk__ctrl_balance(pk_ctrl *c, pk_pmap *m, const char *names)
     want = calloc(np, sizeof(*want));
     if (todo == NULL || pin == NULL || want == NULL)
         goto out;
-    n = colocate(m, ask, cnt, todo, want, pin);
-    if (m->scheme == PK_SCHEME_RANGE && (nl = calloc(nn, sizeof(*nl)))) {
-        if (++c->load_round >= LOAD_EVERY || !c->load_ok) {
-            c->load_round = 0;
-            c->load_ok = poll_loads(c, m, ask);
-        }
+    if (m->scheme == PK_SCHEME_RANGE && (nl = calloc(nn, sizeof(*nl))) &&
+        (++c->load_round >= LOAD_EVERY || !c->load_ok)) {
+        c->load_round = 0;
+        c->load_ok = poll_loads(c, m, ask);
+    }
+    n = colocate(c, m, ask, cnt, todo, want, pin);
+    if (nl) {
         for (uint32_t p = 0; c->load_ok && p < np && p < c->nload; p++)
             if (m->parts[p].nreplicas > 0)
                 nl[m->parts[p].replicas[0]] += c->load[p];
