@@ -26,6 +26,12 @@ struct pk_rr;
 int pk_cli_call(const char *addr, int argc, const char *const *argv,
                 struct pk_rr **r);
 
+struct pk_pmap;
+
+/* The map of the node at target (PK.MAP, decoded): 0, or 1 after a
+ * message naming who. */
+int pk_cli_fetch_map(const char *who, const char *target, struct pk_pmap **m);
+
 /* A reply value as a number (integer, double or numeric text; 0 else). */
 double pk_cli_number(const struct pk_rr *v);
 int pk_cli_sim_compare(int argc, char **argv);

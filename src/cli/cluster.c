@@ -405,34 +405,21 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
         argv[k++] = "--announce-replicas";
         argv[k++] = "yes";
     }
-    if (a->fsync) {
-        argv[k++] = "--fsync";
-        argv[k++] = (char *)a->fsync;
-    }
-    if (a->acks) {
-        argv[k++] = "--acks";
-        argv[k++] = (char *)a->acks;
-    }
-    if (a->replace_after) {
-        argv[k++] = "--replace-after";
-        argv[k++] = (char *)a->replace_after;
-    }
-    if (a->split_qps) {
-        argv[k++] = "--split-qps";
-        argv[k++] = (char *)a->split_qps;
-    }
-    if (a->split_size) {
-        argv[k++] = "--split-size";
-        argv[k++] = (char *)a->split_size;
-    }
-    if (a->merge_delay) {
-        argv[k++] = "--merge-delay";
-        argv[k++] = (char *)a->merge_delay;
-    }
-    if (a->hot_sample) {
-        argv[k++] = "--hotkeys-sample";
-        argv[k++] = (char *)a->hot_sample;
-    }
+    /* The flags every node takes as cluster up was given them. */
+    const struct {
+        const char *flag, *val;
+    } pass[] = {{"--fsync", a->fsync},
+                {"--acks", a->acks},
+                {"--replace-after", a->replace_after},
+                {"--split-qps", a->split_qps},
+                {"--split-size", a->split_size},
+                {"--merge-delay", a->merge_delay},
+                {"--hotkeys-sample", a->hot_sample}};
+    for (size_t j = 0; j < sizeof(pass) / sizeof(pass[0]); j++)
+        if (pass[j].val) {
+            argv[k++] = (char *)pass[j].flag;
+            argv[k++] = (char *)pass[j].val;
+        }
     if (a->coordinator) { /* every node reaches etcd itself */
         argv[k++] = "--coordinator";
         argv[k++] = (char *)a->coordinator;

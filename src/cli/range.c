@@ -107,20 +107,8 @@ static void node_rows(const pk_pmap *m, uint32_t node, range_row *rows)
 /* The map of the node at target; 0, or 1 after a message. */
 static int fetch_map(const char *target, pk_pmap **m)
 {
-    const char *argv[] = {"PK.MAP"};
-    pk_rr *r = NULL;
-    int rc = pk_cli_call(target, 1, argv, &r);
-
-    if (rc == PK_OK && r->type == PK_RR_BULK)
-        rc = pk_pmap_decode((const uint8_t *)r->str, r->len, m);
-    else if (rc == PK_OK)
-        rc = PK_ENOTFOUND;
-    pk_rr_free(r);
-    if (rc != PK_OK) {
-        fprintf(stderr, "partkv range: no map from %s: %s\n", target,
-                pk_strerror(rc));
+    if (pk_cli_fetch_map("partkv range", target, m) != 0)
         return 1;
-    }
     if ((*m)->scheme != PK_SCHEME_RANGE) {
         fprintf(stderr, "partkv range: %s is not a range-scheme cluster\n",
                 target);

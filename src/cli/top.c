@@ -170,21 +170,9 @@ static void poll_node(view *v, uint32_t id)
 
 static int gather(const char *target, view *v)
 {
-    const char *argv[] = {"PK.MAP"};
-    pk_rr *r = NULL;
-    int rc = pk_cli_call(target, 1, argv, &r);
-
     memset(v, 0, sizeof(*v));
-    if (rc == PK_OK && r->type == PK_RR_BULK)
-        rc = pk_pmap_decode((const uint8_t *)r->str, r->len, &v->m);
-    else if (rc == PK_OK)
-        rc = PK_ENOTFOUND;
-    pk_rr_free(r);
-    if (rc != PK_OK) {
-        fprintf(stderr, "partkv top: no map from %s: %s\n", target,
-                pk_strerror(rc));
+    if (pk_cli_fetch_map("partkv top", target, &v->m) != 0)
         return 1;
-    }
     v->nodes = calloc(v->m->nnodes + 1, sizeof(*v->nodes));
     v->load = calloc(v->m->npartitions, sizeof(*v->load));
     v->keys = calloc(v->m->npartitions, sizeof(*v->keys));
