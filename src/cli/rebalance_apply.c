@@ -52,10 +52,12 @@ typedef struct driver {
     rb_mapcache mc; /* the map as of the last tick */
 } driver;
 
-/* A leader move to start, sorted so moves between one pair of nodes go
- * together (the nodes copy them in one session). */
+/* A leader move to start.  Moves between one pair of nodes go together
+ * (the nodes copy them in one session), and the pairs share the room for
+ * moves in flight: rank is a move's place among its pair's, so that one
+ * node's long list does not hold back every other node's moves. */
 typedef struct cand {
-    uint32_t from, to, part, idx;
+    uint32_t rank, from, to, part, idx;
 } cand;
 
 static int parse_apply(int argc, char **argv, apply_args *a)
@@ -114,6 +116,8 @@ static int cmp_cand(const void *x, const void *y)
 {
     const cand *a = x, *b = y;
 
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
     if (a->from != b->from)
         return a->from < b->from ? -1 : 1;
     if (a->to != b->to)
@@ -187,10 +191,14 @@ static int round_edit(pk_pmap *m, void *ctx)
             rc = edit_move(d, m, i);
             edits++;
         } else {
-            cs[nc++] = (cand){mv->from, mv->to, mv->part, i};
+            cs[nc++] = (cand){0, mv->from, mv->to, mv->part, i};
         }
     }
-    qsort(cs, nc, sizeof(*cs), cmp_cand);
+    qsort(cs, nc, sizeof(*cs), cmp_cand); /* by pair (every rank is 0) */
+    for (uint32_t i = 1; i < nc; i++)
+        if (cs[i].from == cs[i - 1].from && cs[i].to == cs[i - 1].to)
+            cs[i].rank = cs[i - 1].rank + 1;
+    qsort(cs, nc, sizeof(*cs), cmp_cand); /* pairs interleaved */
     room = d->run.max_concurrent > flight ? d->run.max_concurrent - flight : 0;
     for (uint32_t i = 0; i < nc && i < room && rc == PK_OK; i++, edits++)
         rc = begin_move(d, m, &cs[i]);

@@ -145,15 +145,13 @@ static int route_slot(pk_cmd_ctx *x, int slot, int write, int forward)
     }
     if (leader == cl->self) {
         /* A write to a partition in the switch of a move waits for it,
-         * then runs here or is redirected to the new owner. */
-        if (write && (pk_move_fenced(x->srv, (uint32_t)slot) ||
-                      pk_split_fenced(x->srv, (uint32_t)slot))) {
+         * and any command waits out a handoff of its leadership (the new
+         * leader's map releases it): then it runs here or goes to the new
+         * owner, or after a bounded wait is answered -TRYAGAIN. */
+        if ((write && (pk_move_fenced(x->srv, (uint32_t)slot) ||
+                       pk_split_fenced(x->srv, (uint32_t)slot))) ||
+            pk_repl_handing_off(x->srv, (uint32_t)slot)) {
             pk_conn_hold(x);
-            return 0;
-        }
-        if (pk_repl_handing_off(x->srv, (uint32_t)slot)) {
-            pk_reply_error(x->out, "TRYAGAIN the partition's leader is "
-                                   "changing; retry");
             return 0;
         }
         x->have_part = 1;

@@ -312,6 +312,7 @@ void pk_conn_release_all(pk_server *s)
     while (c) {
         pk_conn *next = c->held_next;
         pk_arg *argv = c->held;
+        uint64_t since = c->held_ms;
         pk_cmd_ctx x = {.srv = s, .c = c, .out = &c->out, .proto = c->proto};
         c->held = NULL;
         c->held_next = NULL;
@@ -321,6 +322,8 @@ void pk_conn_release_all(pk_server *s)
         x.argc = c->nheld;
         x.argv = argv;
         pk_cmd_dispatch(&x); /* may hold again, or forward */
+        if (c->held)
+            c->held_ms = since; /* held again: the wait stays bounded */
         free(argv);
         process(c);
         c = next;

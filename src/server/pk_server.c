@@ -378,6 +378,8 @@ int pk_srv_set_map(pk_server *s, pk_pmap *m, int polled)
     pk_move_map_changed(s, polled);
     pk_watch_map_changed(s);
     pk_block_map_changed(s); /* waiters on keys that moved get MOVED */
+    if (s->held) /* a handoff ended here: its commands run or go on */
+        pk_conn_release_all(s);
     return 1;
 }
 

@@ -839,9 +839,12 @@ def test_cancel_mid_move(cl3, procs):
     before = converged_owners(nodes)
     ap = Apply(cl, procs, plan["id"], "--rate", "4MB/s")
     wait_heavy_copy(cl.nodes[1])
-    st = status(cl)
-    assert st["state"] == "running" and st["moves"]["done"] > 0 and \
-        st["moves"]["in_flight"] > 0, st
+    # The other nodes' small moves finish while the heavy ones copy.
+    st, waited = wait_until(
+        lambda: (lambda st: st if st["moves"]["done"] > 0 else None)(
+            status(cl)), 30, interval=0.1)
+    assert st, "no move done %.1fs after the heavy copy began" % waited
+    assert st["state"] == "running" and st["moves"]["in_flight"] > 0, st
     p = cli(cl, "rebalance", "cancel")
     assert p.returncode == 0, p.stderr
     assert "cancelled plan %s" % plan["id"] in p.stdout, p.stdout
