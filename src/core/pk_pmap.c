@@ -51,6 +51,9 @@ void pk_pmap_free(pk_pmap *m)
     }
     free(m->parts);
     free(m->nodes);
+    for (uint32_t i = 0; i < m->nsalts; i++)
+        free(m->salts[i].key);
+    free(m->salts);
     free(m);
 }
 
@@ -76,6 +79,19 @@ int pk_pmap_clone(const pk_pmap *m, pk_pmap **out)
         return PK_ENOMEM;
     *c = *m;
     c->nodes = NULL;
+    c->salts = NULL;
+    c->nsalts = 0;
+    if (m->nsalts) {
+        c->salts = calloc(m->nsalts, sizeof(*c->salts));
+        if (c->salts == NULL)
+            goto fail;
+        for (; c->nsalts < m->nsalts; c->nsalts++) {
+            pk_salt *d = &c->salts[c->nsalts];
+            *d = m->salts[c->nsalts];
+            if (dup_bytes(m->salts[c->nsalts].key, d->len, &d->key) != PK_OK)
+                goto fail;
+        }
+    }
     c->parts = calloc(m->npartitions, sizeof(*c->parts));
     if (c->parts == NULL)
         goto fail;
@@ -270,10 +286,13 @@ static int ids_ok(const pk_pmap *m, const uint32_t *ids, uint32_t n,
     return 1;
 }
 
+static int salts_valid(const pk_pmap *m);
+
 int pk_pmap_validate(const pk_pmap *m)
 {
     if (m->replicas == 0 || m->replicas > PK_REPLICAS_MAX ||
-        m->scheme > PK_SCHEME_RANGE || pk_hash_get(m->hash) == NULL)
+        m->scheme > PK_SCHEME_RANGE || pk_hash_get(m->hash) == NULL ||
+        !salts_valid(m))
         return PK_ECORRUPT;
     for (uint32_t i = 0; i < m->nnodes; i++) {
         const pk_node *n = &m->nodes[i];
@@ -307,6 +326,108 @@ int pk_pmap_validate(const pk_pmap *m)
             return PK_ECORRUPT;
     }
     return PK_OK;
+}
+
+/* Where key's salt entry is (1) or would go (0), in *at. */
+static int salt_pos(const pk_pmap *m, const void *key, size_t len, uint32_t *at)
+{
+    uint32_t lo = 0, hi = m->nsalts;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c =
+            bytes_cmp(m->salts[mid].key, m->salts[mid].len, key, (uint32_t)len);
+        if (c == 0) {
+            *at = mid;
+            return 1;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return 0;
+}
+
+const pk_salt *pk_pmap_salt_find(const pk_pmap *m, const void *key, size_t len)
+{
+    uint32_t at;
+
+    return m->nsalts && salt_pos(m, key, len, &at) ? &m->salts[at] : NULL;
+}
+
+/* Whether one entry is well formed (n a power of two, a known state). */
+static int salt_ok(const pk_salt *s)
+{
+    return s->len >= 1 && s->len <= PK_SALT_KEY_MAX && s->n >= 2 &&
+           s->n <= PK_SALT_PARTS_MAX && (s->n & (s->n - 1)) == 0 &&
+           s->state <= PK_SALT_FOLDING;
+}
+
+int pk_pmap_salt_set(pk_pmap *m, const pk_salt *s)
+{
+    uint32_t at;
+    uint8_t *key;
+
+    if (m->scheme == PK_SCHEME_RANGE || !salt_ok(s))
+        return PK_EINVAL;
+    if (dup_bytes(s->key, s->len, &key) != PK_OK)
+        return PK_ENOMEM;
+    if (salt_pos(m, s->key, s->len, &at)) {
+        free(m->salts[at].key);
+    } else {
+        pk_salt *g;
+        if (m->nsalts >= PK_SALTS_MAX) {
+            free(key);
+            return PK_EFULL;
+        }
+        g = realloc(m->salts, (m->nsalts + 1) * sizeof(*g));
+        if (g == NULL) {
+            free(key);
+            return PK_ENOMEM;
+        }
+        m->salts = g;
+        memmove(&g[at + 1], &g[at], (m->nsalts - at) * sizeof(*g));
+        m->nsalts++;
+    }
+    m->salts[at] = *s;
+    m->salts[at].key = key;
+    memset(&m->salts[at].tags[s->n], 0,
+           (PK_SALT_PARTS_MAX - s->n) * sizeof(s->tags[0]));
+    m->salts[at].tags[0] = 0;
+    return PK_OK;
+}
+
+int pk_pmap_salt_del(pk_pmap *m, const void *key, size_t len)
+{
+    uint32_t at;
+
+    if (!m->nsalts || !salt_pos(m, key, len, &at))
+        return PK_ENOTFOUND;
+    free(m->salts[at].key);
+    memmove(&m->salts[at], &m->salts[at + 1],
+            (m->nsalts - at - 1) * sizeof(*m->salts));
+    m->nsalts--;
+    return PK_OK;
+}
+
+/* The salt table's invariants: well-formed entries, sorted, unique. */
+static int salts_valid(const pk_pmap *m)
+{
+    if (m->nsalts && m->scheme == PK_SCHEME_RANGE)
+        return 0;
+    if (m->nsalts > PK_SALTS_MAX)
+        return 0;
+    for (uint32_t i = 0; i < m->nsalts; i++) {
+        const pk_salt *s = &m->salts[i];
+        if (!salt_ok(s) || s->tags[0] != 0)
+            return 0;
+        if (i && bytes_cmp(m->salts[i - 1].key, m->salts[i - 1].len, s->key,
+                           s->len) >= 0)
+            return 0;
+    }
+    return 1;
 }
 
 int pk_pmap_retired(const pk_pmap *m, uint32_t p)
@@ -376,8 +497,15 @@ int pk_pmap_equal(const pk_pmap *a, const pk_pmap *b)
 {
     if (a->epoch != b->epoch || a->scheme != b->scheme || a->hash != b->hash ||
         a->replicas != b->replicas || a->nnodes != b->nnodes ||
-        a->npartitions != b->npartitions)
+        a->npartitions != b->npartitions || a->nsalts != b->nsalts)
         return 0;
+    for (uint32_t i = 0; i < a->nsalts; i++) {
+        const pk_salt *x = &a->salts[i], *y = &b->salts[i];
+        if (x->n != y->n || x->state != y->state ||
+            bytes_cmp(x->key, x->len, y->key, y->len) != 0 ||
+            memcmp(x->tags, y->tags, x->n * sizeof(x->tags[0])) != 0)
+            return 0;
+    }
     for (uint32_t i = 0; i < a->nnodes; i++) {
         const pk_node *x = &a->nodes[i], *y = &b->nodes[i];
         if (x->id != y->id || x->state != y->state || x->weight != y->weight ||

@@ -97,6 +97,31 @@ typedef struct pk_partition {
 #define PK_PART_MERGING 0x02
 #define PK_PART_FLAGS (PK_PART_STICKY | PK_PART_MERGING)
 
+/*
+ * A salted key (hash schemes only): a write-hot key whose writes are spread
+ * over n parts.  Part 0 is the key itself; part i >= 1 is the sub-key named
+ * by tags[i] (pk_salt.h), a hash tag chosen so that the parts land on
+ * partitions led by different nodes.  SALTED: writes go to a random part;
+ * FOLDING: writes go to the key, and its leader folds the parts into it.
+ * The table is sorted by key, each key once.
+ */
+#define PK_SALT_PARTS_MAX 64
+#define PK_SALT_KEY_MAX 512
+#define PK_SALTS_MAX 1024
+
+typedef enum pk_salt_state {
+    PK_SALT_SALTED = 0,
+    PK_SALT_FOLDING = 1,
+} pk_salt_state;
+
+typedef struct pk_salt {
+    uint8_t *key; /* owned */
+    uint32_t len;
+    uint8_t n;     /* parts, a power of two, 2..PK_SALT_PARTS_MAX */
+    uint8_t state; /* pk_salt_state */
+    uint32_t tags[PK_SALT_PARTS_MAX]; /* [0] unused (the key itself) */
+} pk_salt;
+
 typedef struct pk_pmap {
     uint64_t epoch;       /* bumped on every change of the map */
     uint8_t scheme;       /* pk_scheme */
@@ -107,6 +132,8 @@ typedef struct pk_pmap {
     pk_node *nodes;       /* owned */
     uint32_t npartitions; /* fixed at creation for slots/hash */
     pk_partition *parts;  /* owned, npartitions entries */
+    uint32_t nsalts;      /* salted keys, sorted by key */
+    pk_salt *salts;       /* owned */
 } pk_pmap;
 
 /*
@@ -176,6 +203,18 @@ int pk_pmap_compact(const pk_pmap *m, pk_pmap **out, uint32_t **ids);
  */
 int pk_pmap_partition_of(const pk_pmap *m, const void *key, size_t len,
                          uint32_t *p);
+
+/* The salt entry of key, or NULL.  Valid until the map is changed. */
+const pk_salt *pk_pmap_salt_find(const pk_pmap *m, const void *key, size_t len);
+
+/*
+ * Adds or replaces the entry of s->key (copied).  Returns 0, PK_EINVAL
+ * (a range map, a bad n, state or key length), PK_EFULL or PK_ENOMEM.
+ */
+int pk_pmap_salt_set(pk_pmap *m, const pk_salt *s);
+
+/* Removes key's entry.  Returns 0 or PK_ENOTFOUND. */
+int pk_pmap_salt_del(pk_pmap *m, const void *key, size_t len);
 
 /* Checks the invariants listed at the top.  Returns 0 or PK_ECORRUPT. */
 int pk_pmap_validate(const pk_pmap *m);

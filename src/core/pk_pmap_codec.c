@@ -14,7 +14,8 @@
  *   4      2    version, 1
  *   6      2    flags: bit 0 PFLAGS (range scheme only: each partition
  *               ends with a u8 of its PK_PART_* flags; set iff one of
- *               them is not 0), the other bits 0
+ *               them is not 0), bit 1 SALTS (the salt table follows the
+ *               partitions; set iff it is not empty), the other bits 0
  *   8      8    epoch
  *   16     1    scheme (pk_scheme)
  *   17     1    hash (pk_hash_kind)
@@ -22,7 +23,8 @@
  *   19     1    reserved, 0
  *   20     4    nnodes (ids are implicit: id == index)
  *   24     4    npartitions
- *   28          node[nnodes], partition[npartitions], u32 CRC32C
+ *   28          node[nnodes], partition[npartitions],
+ *               [SALTS: vu nsalts, salt[nsalts]], u32 CRC32C
  *
  *   node       u8 state | u64 weight (IEEE-754 bits) |
  *              u8 len, name | u8 len, addr | u8 len, zone
@@ -33,6 +35,7 @@
  *   pflags     bit 0-2 nreplicas, 3-5 nlearners,
  *              6 MOVE (set iff move_state or move_target is not "none"),
  *              7 HI (range scheme only: the upper bound is finite)
+ *   salt       vu key_len, key | u8 n | u8 state | vu tags[1..n-1]
  *   vu         unsigned varint, big-endian base 128: most significant
  *              7-bit group first, bit 7 set on every byte but the last, no
  *              leading 0x80 byte (minimal)
@@ -93,7 +96,7 @@ enum {
     PF_HI = 0x80,
 };
 
-enum { MF_PFLAGS = 0x0001 }; /* the header's flags */
+enum { MF_PFLAGS = 0x0001, MF_SALTS = 0x0002 }; /* the header's flags */
 
 /* Whether the range map m needs the MF_PFLAGS form. */
 static int has_pflags(const pk_pmap *m)
@@ -281,7 +284,7 @@ static void wr_map(pk_wr *w, const pk_pmap *m)
     int pflags = has_pflags(m);
 
     wr_be(w, PK__VERSION, 2);
-    wr_be(w, pflags ? MF_PFLAGS : 0, 2);
+    wr_be(w, (pflags ? MF_PFLAGS : 0) | (m->nsalts ? MF_SALTS : 0), 2);
     wr_be(w, m->epoch, 8);
     wr_be(w, m->scheme, 1);
     wr_be(w, m->hash, 1);
@@ -302,6 +305,16 @@ static void wr_map(pk_wr *w, const pk_pmap *m)
     }
     for (uint32_t p = 0; p < m->npartitions; p++)
         wr_part(w, m, &m->parts[p], pflags);
+    if (m->nsalts)
+        wr_vu(w, m->nsalts);
+    for (uint32_t i = 0; i < m->nsalts; i++) {
+        const pk_salt *st = &m->salts[i];
+        wr_bound(w, st->key, st->len);
+        wr_be(w, st->n, 1);
+        wr_be(w, st->state, 1);
+        for (unsigned k = 1; k < st->n; k++)
+            wr_vu(w, st->tags[k]);
+    }
 }
 
 /* ---- checks shared by both directions --------------------------------- */
@@ -524,6 +537,32 @@ static void rd_node(pk_rd *r, pk_node *n, uint32_t id)
         rd_fail(r, PK_ECORRUPT);
 }
 
+/* The salt table: at least one entry; pk_pmap_validate checks the order
+ * and each entry's fields. */
+static void rd_salts(pk_rd *r, pk_pmap *m)
+{
+    uint64_t n = rd_vu(r);
+
+    if (r->err == PK_OK && (n == 0 || n > PK_SALTS_MAX || n > r->len - r->pos))
+        rd_fail(r, PK_ECORRUPT);
+    if (r->err == PK_OK && (m->salts = calloc(n, sizeof(*m->salts))) == NULL)
+        rd_fail(r, PK_ENOMEM);
+    for (; r->err == PK_OK && m->nsalts < n; m->nsalts++) {
+        pk_salt *st = &m->salts[m->nsalts];
+        rd_bound(r, &st->key, &st->len);
+        st->n = rd_u8(r);
+        st->state = rd_u8(r);
+        if (st->n > PK_SALT_PARTS_MAX)
+            rd_fail(r, PK_ECORRUPT);
+        for (unsigned k = 1; r->err == PK_OK && k < st->n; k++) {
+            uint64_t t = rd_vu(r);
+            if (t > UINT32_MAX)
+                rd_fail(r, PK_ECORRUPT);
+            st->tags[k] = (uint32_t)t;
+        }
+    }
+}
+
 static void rd_part(pk_rd *r, const pk_pmap *m, pk_partition *pt, int pflags)
 {
     uint8_t f = rd_u8(r);
@@ -571,8 +610,9 @@ static int rd_map(pk_rd *r, pk_pmap **out)
     reserved = rd_u8(r);
     nnodes = (uint32_t)rd_be(r, 4);
     nparts = (uint32_t)rd_be(r, 4);
-    if (r->err != PK_OK || (flags & ~MF_PFLAGS) ||
-        (flags && scheme != PK_SCHEME_RANGE) || reserved != 0 ||
+    if (r->err != PK_OK || (flags & ~(MF_PFLAGS | MF_SALTS)) ||
+        ((flags & MF_PFLAGS) && scheme != PK_SCHEME_RANGE) ||
+        ((flags & MF_SALTS) && scheme == PK_SCHEME_RANGE) || reserved != 0 ||
         scheme > PK_SCHEME_RANGE || pk_hash_get(hash) == NULL ||
         replicas == 0 || replicas > PK_REPLICAS_MAX || nnodes > PK_NODES_MAX ||
         nparts == 0 || nparts > PK_PARTITIONS_MAX ||
@@ -606,6 +646,8 @@ static int rd_map(pk_rd *r, pk_pmap **out)
         rd_node(r, &m->nodes[i], i);
     for (uint32_t p = 0; p < nparts && r->err == PK_OK; p++)
         rd_part(r, m, &m->parts[p], flags & MF_PFLAGS);
+    if (flags & MF_SALTS)
+        rd_salts(r, m);
     if (r->err == PK_OK && r->pos != r->len)
         rd_fail(r, PK_ECORRUPT); /* trailing bytes */
     if (r->err == PK_OK && (flags & MF_PFLAGS) && !has_pflags(m))

@@ -1,0 +1,82 @@
+/* pk_salt: names of a salted key's parts (see pk_salt.h). */
+#include "pk_salt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pk_hash.h"
+
+static const char SUB_MID[] = "}\0salt\0"; /* after "{s<tag>" */
+#define SUB_MID_LEN 7
+static const char MARK_MID[] = "\0salt-folded\0";
+#define MARK_MID_LEN 13
+
+size_t pk_salt_subkey(const void *key, size_t len, uint32_t tag, uint8_t *out,
+                      size_t cap)
+{
+    char head[16];
+    int n = snprintf(head, sizeof(head), "{s%u", (unsigned)tag);
+
+    if ((size_t)n + SUB_MID_LEN + len > cap)
+        return 0;
+    memcpy(out, head, (size_t)n);
+    memcpy(out + n, SUB_MID, SUB_MID_LEN);
+    memcpy(out + n + SUB_MID_LEN, key, len);
+    return (size_t)n + SUB_MID_LEN + len;
+}
+
+size_t pk_salt_marker(const void *key, size_t len, unsigned i, uint8_t *out,
+                      size_t cap)
+{
+    const void *tag;
+    int tagged = pk_hash_tag(key, len, &tag) != len || tag != key;
+    char tail[16];
+    int n = snprintf(tail, sizeof(tail), "%u", i);
+    size_t at = 0, need = len + MARK_MID_LEN + (size_t)n + (tagged ? 0 : 2);
+
+    if (len == 0 || need > cap || (!tagged && memchr(key, '}', len)))
+        return 0;
+    if (!tagged)
+        out[at++] = '{';
+    memcpy(out + at, key, len);
+    at += len;
+    if (!tagged)
+        out[at++] = '}';
+    memcpy(out + at, MARK_MID, MARK_MID_LEN);
+    memcpy(out + at + MARK_MID_LEN, tail, (size_t)n);
+    return need;
+}
+
+int pk_salt_parse(const void *name, size_t len, const void **key, size_t *klen,
+                  uint32_t *tag)
+{
+    const uint8_t *p = name;
+    size_t i = 2;
+    uint64_t t = 0;
+
+    if (len < 3 || p[0] != '{' || p[1] != 's')
+        return 0;
+    for (; i < len && p[i] >= '0' && p[i] <= '9' && i < 12; i++)
+        t = t * 10 + (uint64_t)(p[i] - '0');
+    if (i == 2 || t > UINT32_MAX || (p[2] == '0' && i > 3) ||
+        len - i < SUB_MID_LEN + 1 || memcmp(p + i, SUB_MID, SUB_MID_LEN) != 0)
+        return 0;
+    *key = p + i + SUB_MID_LEN;
+    *klen = len - i - SUB_MID_LEN;
+    *tag = (uint32_t)t;
+    return 1;
+}
+
+int pk_salt_internal(const void *name, size_t len)
+{
+    const void *k;
+    size_t kl;
+    uint32_t t;
+
+    /* Both names hold a NUL; ordinary keys seldom do, so look for that
+     * first. */
+    if (memchr(name, 0, len) == NULL)
+        return 0;
+    return pk_salt_parse(name, len, &k, &kl, &t) ||
+           memmem(name, len, MARK_MID, MARK_MID_LEN) != NULL;
+}

@@ -1,0 +1,46 @@
+/*
+ * pk_salt: the names of a salted key's parts (pk_pmap.h, pk_salt).
+ *
+ * Part i >= 1 of key K is the sub-key
+ *
+ *   "{s<tag>}" NUL "salt" NUL K
+ *
+ * whose hash tag "s<tag>" (tag in decimal) places it: the salter picks
+ * each tag so that the parts land on partitions led by different nodes.
+ * A fold records "part i is in K now" in a marker beside K, in K's own
+ * partition (same hash tag), so that a fold interrupted by a crash never
+ * adds a part twice:
+ *
+ *   K NUL "salt-folded" NUL <i>        when K has a hash tag
+ *   "{" K "}" NUL "salt-folded" NUL <i>  when it has none
+ *
+ * A key without a hash tag that holds '}' has no such name and is never
+ * salted (pk_salt_marker fails).  No I/O.
+ */
+#ifndef PK_CORE_PK_SALT_H
+#define PK_CORE_PK_SALT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PK_SALT_NAME_EXTRA 40 /* a part's or marker's bytes beyond K's */
+
+/* Writes part `tag`'s sub-key name of key into out (cap bytes) and
+ * returns its length, or 0 when it does not fit. */
+size_t pk_salt_subkey(const void *key, size_t len, uint32_t tag, uint8_t *out,
+                      size_t cap);
+
+/* Writes the fold marker of part i of key; returns its length, or 0 when
+ * it does not fit or key cannot have one (see above). */
+size_t pk_salt_marker(const void *key, size_t len, unsigned i, uint8_t *out,
+                      size_t cap);
+
+/* 1 when name is a part's sub-key name, with *key / *klen the salted key
+ * inside it and *tag its tag; else 0. */
+int pk_salt_parse(const void *name, size_t len, const void **key, size_t *klen,
+                  uint32_t *tag);
+
+/* 1 when name is a part's sub-key or a fold marker: an internal key. */
+int pk_salt_internal(const void *name, size_t len);
+
+#endif
