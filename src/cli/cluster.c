@@ -11,6 +11,9 @@
  *                     [--acks leader|quorum|all] [--replace-after SECONDS]
  *                     [--split-qps N] [--split-size BYTES]
  *                     [--merge-delay SECONDS] [--hotkeys-sample RATE]
+ *                     [--hot-key-writes N] [--hot-key-time SECONDS]
+ *                     [--unsalt-after SECONDS]
+ *                     [--salted-incr-reply total|local]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -52,7 +55,7 @@
 #define NODES_MAX 64
 #define REGISTER_TIMEOUT_MS 15000
 #define NODE_START_MS 10000 /* for a node's "ready" line */
-#define NODE_ARGS_MAX 40
+#define NODE_ARGS_MAX 56
 #define RESTART_MIN_MS 200
 #define RESTART_MAX_MS 5000
 #define RESTART_QUICK_MS 5000 /* dying sooner doubles the next delay */
@@ -77,6 +80,8 @@ typedef struct up_args {
     const char *split_size;    /* --split-size for every node, or NULL */
     const char *merge_delay;   /* --merge-delay for every node, or NULL */
     const char *hot_sample;    /* --hotkeys-sample for every node, or NULL */
+    const char *salting[4];    /* --hot-key-writes, --hot-key-time,
+                                * --unsalt-after, --salted-incr-reply */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
 } up_args;
 
@@ -176,6 +181,10 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"split-size", required_argument, NULL, 'Z'},
         {"merge-delay", required_argument, NULL, 'M'},
         {"hotkeys-sample", required_argument, NULL, 'Y'},
+        {"hot-key-writes", required_argument, NULL, '0'},
+        {"hot-key-time", required_argument, NULL, '1'},
+        {"unsalt-after", required_argument, NULL, '2'},
+        {"salted-incr-reply", required_argument, NULL, '3'},
         {"presplit", required_argument, NULL, 'T'},
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
@@ -239,6 +248,12 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'Y': /* checked by each node */
             a->hot_sample = optarg;
+            break;
+        case '0': /* the salting flags: checked by each node */
+        case '1':
+        case '2':
+        case '3':
+            a->salting[ch - '0'] = optarg;
             break;
         case 'P': /* --partitions P */
         case 'T': /* --presplit N */
@@ -414,7 +429,11 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
                 {"--split-qps", a->split_qps},
                 {"--split-size", a->split_size},
                 {"--merge-delay", a->merge_delay},
-                {"--hotkeys-sample", a->hot_sample}};
+                {"--hotkeys-sample", a->hot_sample},
+                {"--hot-key-writes", a->salting[0]},
+                {"--hot-key-time", a->salting[1]},
+                {"--unsalt-after", a->salting[2]},
+                {"--salted-incr-reply", a->salting[3]}};
     for (size_t j = 0; j < sizeof(pass) / sizeof(pass[0]); j++)
         if (pass[j].val) {
             argv[k++] = (char *)pass[j].flag;

@@ -12,7 +12,9 @@
  *                 [--acks leader|quorum|all] [--replace-after SECONDS]
  *                 [--split-qps N] [--split-size BYTES]
  *                 [--merge-delay SECONDS] [--hotkeys-sample RATE]
- *                 [--metrics-port P]
+ *                 [--metrics-port P] [--hot-key-writes N]
+ *                 [--hot-key-time SECONDS] [--unsalt-after SECONDS]
+ *                 [--salted-incr-reply total|local]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -97,6 +99,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"merge-delay", required_argument, NULL, 'g'},
         {"hotkeys-sample", required_argument, NULL, 'H'},
         {"metrics-port", required_argument, NULL, 'W'},
+        {"hot-key-writes", required_argument, NULL, '0'},
+        {"hot-key-time", required_argument, NULL, '1'},
+        {"unsalt-after", required_argument, NULL, '2'},
+        {"salted-incr-reply", required_argument, NULL, '3'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -220,6 +226,25 @@ static int parse(int argc, char **argv, pk_server_config *c)
         case 'g':
             rc = num("--merge-delay", optarg, 0, 86400 * 365, &v);
             c->merge_delay_ms = v * 1000;
+            break;
+        case '0':
+            rc = num("--hot-key-writes", optarg, 0, 1ull << 40, &v);
+            c->hot_key_writes = v;
+            break;
+        case '1':
+            rc = num("--hot-key-time", optarg, 0, 86400, &v);
+            c->hot_key_ms = v * 1000;
+            break;
+        case '2':
+            rc = num("--unsalt-after", optarg, 0, 86400 * 365, &v);
+            c->unsalt_after_ms = v * 1000;
+            break;
+        case '3':
+            if (strcmp(optarg, "total") == 0 || strcmp(optarg, "local") == 0)
+                c->salted_incr_local = strcmp(optarg, "local") == 0;
+            else
+                rc = bad("--salted-incr-reply", optarg,
+                         "must be total or local");
             break;
         case 'A':
             c->announce = optarg;

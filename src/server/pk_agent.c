@@ -362,11 +362,30 @@ static int range_edit(const pk_agent_job *j, pk_pmap *m, uint32_t self)
     }
 }
 
-/* A range edit's attempt on map m (taken). */
+/* A salt table edit (PK_JOB_SALT), answering as range_edit does. */
+static int salt_edit(const pk_agent_job *j, pk_pmap *m, uint32_t self)
+{
+    const pk_salt *want = j->salt, *have;
+
+    have = pk_pmap_salt_find(m, want->key, want->len);
+    if (j->unsalt ? have == NULL
+                  : have && have->n == want->n && have->state == want->state &&
+                        memcmp(have->tags, want->tags,
+                               want->n * sizeof(want->tags[0])) == 0)
+        return 1;
+    if (!led_at(m, j->parts[0], self, j->epoch))
+        return -1;
+    if (j->unsalt)
+        return pk_pmap_salt_del(m, want->key, want->len) == PK_OK ? 0 : -1;
+    return pk_pmap_salt_set(m, want) == PK_OK ? 0 : -1;
+}
+
+/* A range or salt edit's attempt on map m (taken). */
 static int run_range_edit(pk_agent *a, pk_agent_job *j, pk_pmap *m,
                           uint64_t rev, uint32_t self)
 {
-    int rc, r = range_edit(j, m, self);
+    int rc, r = j->kind == PK_JOB_SALT ? salt_edit(j, m, self)
+                                       : range_edit(j, m, self);
 
     j->switched[0] = r == 1;
     if (r != 0) {

@@ -63,6 +63,10 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
  *                    whoever leads it: PK_PART_MERGING asks the
  *                    controller to hand it to its left neighbour's leader).
  *
+ * PK_JOB_SALT edits the salt table (pk_salt.h) for a key of parts[0],
+ * only while this node leads parts[0] at `epoch`: `salt` set (added or
+ * replaced), or with `unsalt` its key's entry removed.
+ *
  * `done` runs on the loop after the new map is installed there; the job
  * stays the submitter's.
  */
@@ -71,6 +75,7 @@ typedef enum pk_job_kind {
     PK_JOB_SPLIT,
     PK_JOB_MERGE,
     PK_JOB_FLAGS,
+    PK_JOB_SALT,
 } pk_job_kind;
 
 typedef struct pk_agent_job {
@@ -84,6 +89,8 @@ typedef struct pk_agent_job {
     uint32_t other;
     uint64_t other_epoch;
     uint8_t flags, clear;
+    const struct pk_salt *salt; /* PK_JOB_SALT, borrowed */
+    int unsalt;
     void (*done)(struct pk_agent_job *j);
     void *ctx;
     struct pk_agent_job *next;

@@ -19,6 +19,7 @@
 #include "server/pk_link.h"
 #include "server/pk_move.h"
 #include "server/pk_repl.h"
+#include "server/pk_salted.h"
 #include "server/pk_split.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
@@ -220,6 +221,8 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
 
     if (!route_keys(x, cmd, &run))
         return run;
+    if (!pk_salted_route(x, cmd))
+        return 0;
     if (!keys_slot(x, cmd, 1, &slot))
         return 0;
     if (slot < 0)
@@ -249,6 +252,8 @@ int pk_cluster_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd, int *slot)
     *slot = -1;
     if (!route_keys(x, cmd, &run))
         return run;
+    if (!pk_salted_route_queued(x, cmd))
+        return 0;
     if (!keys_slot(x, cmd, 0, slot))
         return 0;
     if (*slot < 0)

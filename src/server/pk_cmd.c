@@ -10,6 +10,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_salted.h"
 #include "server/pk_split.h"
 
 #include <assert.h>
@@ -169,8 +170,14 @@ static const pk_cmd table[] = {
     {"pk.partitions", 1, R, 0, 0, 0, "read slow", pk_cmd_pk_partitions, NULL},
     {"pk.range", -3, R | PK_CMD_BOUNDS, 1, 2, 1, "read keyspace slow",
      pk_cmd_pk_range, pk_cmd_keys_pk_range},
+    {"pk.rawkeys", 1, F, 0, 0, 0, "fast connection", pk_cmd_pk_rawkeys, NULL},
     {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
+    {"pk.salt", 3, 0, 1, 1, 1, "slow", pk_cmd_pk_salt, NULL},
+    {"pk.saltadd", 4, W, 1, 1, 1, "write slow", pk_cmd_pk_saltadd, NULL},
+    {"pk.saltdrop", 2, W, 1, 1, 1, "write slow", pk_cmd_pk_saltdrop, NULL},
+    {"pk.salttake", 3, R, 1, 1, 1, "read slow", pk_cmd_pk_salttake, NULL},
     {"pk.split", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
+    {"pk.unsalt", 2, 0, 1, 1, 1, "slow", pk_cmd_pk_salt, NULL},
     {"pk.unsplit", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
     {"psetex", 4, W, 1, 1, 1, "write string slow", pk_cmd_psetex, NULL},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},

@@ -28,6 +28,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_salted.h"
 #include "server/pk_srv.h"
 
 static void process(pk_conn *c);
@@ -369,8 +370,10 @@ void pk_conn_close(pk_conn *c)
     if (c->freed)
         return;
     c->freed = 1;
-    if (c->waiting_fwd)
+    if (c->waiting_fwd) {
         pk_link_forget(s, c);
+        pk_salted_forget(s, c);
+    }
     if (c->held) {
         pk_conn **pp = &s->held;
         while (*pp != c)

@@ -42,7 +42,7 @@ typedef struct pk_link {
     uv_write_t wreq;
     pk_server *srv;
     char addr[64];
-    int calls; /* 1: a link for pk_link_call, kept apart from forwarding */
+    int calls; /* 1: pk_link_call, 2: pk_link_call_raw, 0: forwarding */
     int connected, writing, closed;
     pk_obuf pending; /* requests not yet handed to the socket */
     pk_obuf wire;    /* requests in flight in wreq */
@@ -377,6 +377,22 @@ static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
         pk_obuf_init(&auth->cmd);
         l->head = l->tail = auth;
     }
+    /* A raw link (pk_link_call_raw) reaches keys as they are stored. */
+    if (calls == 2) {
+        pk_fwd *raw = calloc(1, sizeof(*raw));
+        if (raw == NULL ||
+            pk_rr_write_cmdv(&l->pending, "PK.RAWKEYS", NULL) != PK_OK) {
+            free(raw);
+            link_fail(l, "out of memory");
+            return PK_ENOMEM;
+        }
+        pk_obuf_init(&raw->cmd);
+        if (l->tail)
+            l->tail->next = raw;
+        else
+            l->head = raw;
+        l->tail = raw;
+    }
     /* A node bound to its own address connects from it too, so that a
      * link between two nodes can be told apart (fault tests cut them). */
     if (strcmp(s->cfg.bind, "0.0.0.0") != 0) {
@@ -528,12 +544,12 @@ int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
     return PK_OK;
 }
 
-int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
-                 void *ctx)
+static int call(pk_server *s, const char *addr, int kind, pk_obuf *cmd,
+                pk_link_cb cb, void *ctx)
 {
     int rc = PK_OK;
     pk_link *l = NULL;
-    pk_fwd *f = push(s, addr, 1, cmd, &l, &rc);
+    pk_fwd *f = push(s, addr, kind, cmd, &l, &rc);
 
     if (f == NULL)
         return rc;
@@ -545,12 +561,25 @@ int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
     return PK_OK;
 }
 
+int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
+                 void *ctx)
+{
+    return call(s, addr, 1, cmd, cb, ctx);
+}
+
+int pk_link_call_raw(pk_server *s, const char *addr, pk_obuf *cmd,
+                     pk_link_cb cb, void *ctx)
+{
+    return call(s, addr, 2, cmd, cb, ctx);
+}
+
 void pk_link_drop(pk_server *s, const char *addr)
 {
-    pk_link *l = link_find(s, addr, 1);
-
-    if (l)
-        link_fail(l, "dropped");
+    for (int kind = 1; kind <= 2; kind++) {
+        pk_link *l = link_find(s, addr, kind);
+        if (l)
+            link_fail(l, "dropped");
+    }
 }
 
 void pk_link_drop_all_calls(pk_server *s)

@@ -49,6 +49,11 @@ typedef void (*pk_link_cb)(void *ctx, const struct pk_rr *r, const char *err);
 int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
                  void *ctx);
 
+/* pk_link_call on a link of its own that reaches keys as they are stored
+ * (PK.RAWKEYS: a salted key's parts one by one, pk_salted.h). */
+int pk_link_call_raw(pk_server *s, const char *addr, pk_obuf *cmd,
+                     pk_link_cb cb, void *ctx);
+
 /* Fails every call in flight to addr (a stuck peer) and closes the link;
  * pk_link_drop_all_calls does it for every call link. */
 void pk_link_drop(pk_server *s, const char *addr);

@@ -25,6 +25,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_salted.h"
 #include "server/pk_split.h"
 #include "server/pk_srv.h"
 #include "store/pk_store_log.h"
@@ -62,6 +63,9 @@ void pk_server_config_default(pk_server_config *c)
     c->replace_after_ms = 60000;
     c->split_qps = 2500; /* CockroachDB's kv.range_split.load_qps_threshold */
     c->merge_delay_ms = 300000;
+    c->hot_key_writes = 5000;
+    c->hot_key_ms = 2000;
+    c->unsalt_after_ms = 300000;
     c->hotkeys_sample = 0.01;
     c->metrics_port = -1;
     c->split_size = 64ull << 20;
@@ -297,6 +301,7 @@ static void on_rate(uv_timer_t *t)
     pk_txn_abort(txn);
     tend_finders(s);
     pk_split_tend(s);
+    pk_salted_tick(s);
     pk_hot_tick(s);
 }
 
@@ -476,7 +481,8 @@ static int start_cluster(pk_server *s)
         port = atoi(colon + 1);
     }
     if (!c->proxy_of && s->store &&
-        (pk_move_init(s) != PK_OK || pk_repl_init(s) != PK_OK))
+        (pk_move_init(s) != PK_OK || pk_repl_init(s) != PK_OK ||
+         pk_salted_init(s) != PK_OK))
         return -1;
     pthread_mutex_init(&s->map_lock, NULL);
     uv_async_init(&s->loop, &s->map_async, on_map);
@@ -587,6 +593,7 @@ static void teardown(pk_server *s)
     while (s->conns)
         pk_conn_close(s->conns);
     pk_link_close_all(s);
+    pk_salted_free(s); /* after the links: their calls are answered */
     pk_metrics_stop(s);
     /* The etcd backend's handles close with it, before the loop's. */
     pk_coord_free(s->coord);

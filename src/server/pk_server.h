@@ -76,6 +76,12 @@ typedef struct pk_server_config {
     /* The fraction of keyed commands sampled for PK.HOTKEYS (pk_hot.h;
      * 0: off). */
     double hotkeys_sample;
+    /* Salting (pk_salted.h): a key this node leads written more than this
+     * many times a second for hot_key_ms is split into parts (0: never);
+     * folded back once under half of it for unsalt_after_ms (0: never);
+     * salted_incr_local: INCR answers its part's value, not the total. */
+    uint64_t hot_key_writes, hot_key_ms, unsalt_after_ms;
+    int salted_incr_local;
     /* Prometheus text on GET /metrics at this port of --bind (pk_metrics.h;
      * 0: a free one, logged; -1: off). */
     int metrics_port;

@@ -58,6 +58,7 @@ struct pk_conn {
     int asking;      /* ASKING: the next command may be imported */
     int readonly;    /* READONLY: reads may be served by followers */
     int internal;    /* presented the cluster secret (PK.AUTH) */
+    int raw_keys;    /* PK.RAWKEYS: salted keys' parts as stored */
     int waiting_fwd; /* a forwarded command's reply is outstanding */
     int yield;       /* set by a bulk command: run the rest later */
     pk_arg *held;    /* a command waiting on a fence, or NULL */
@@ -144,6 +145,7 @@ struct pk_server {
     struct pk_mover *mover;         /* partition moves (pk_move.h) */
     struct pk_repl *repl;           /* replication (pk_repl.h) */
     struct pk_ctrl *ctrl;           /* failover controller (pk_ctrl.h) */
+    struct pk_salted *salted;       /* salted keys (pk_salted.h), or NULL */
     pk_txn *txn;    /* this iteration's write transaction, or NULL */
     pk_conn *iter;  /* connections touched this iteration */
     pk_conn *conns; /* all connections */

@@ -1,0 +1,1330 @@
+/* pk_salted: salted keys on the command path, salting and folding (see
+ * pk_salted.h). */
+#include "server/pk_salted.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "core/pk_err.h"
+#include "core/pk_salt.h"
+#include "core/pk_topk.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_agent.h"
+#include "server/pk_cmd.h"
+#include "server/pk_link.h"
+#include "server/pk_srv.h"
+#include "store/pk_key.h"
+#include "store/pk_str.h"
+
+#define NAME_CAP (PK_SALT_KEY_MAX + PK_SALT_NAME_EXTRA)
+#define VAL_CAP 64       /* a part's value: a number */
+#define STEP_RETRY_MS 50 /* a fold or salting step that failed goes again */
+#define WATCHED 32       /* keys followed for --hot-key-time / unsalt */
+
+typedef struct sop sop;
+
+/* One call of an operation: the part it asked. */
+typedef struct sop_call {
+    sop *op;
+    int idx;
+} sop_call;
+
+/* What an operation answers its client. */
+enum {
+    R_INT,    /* INCR INCRBY DECR DECRBY: the total as an integer */
+    R_FLOAT,  /* INCRBYFLOAT: the total as a float */
+    R_GET,    /* GET: the total, nil when no part exists */
+    R_EXISTS, /* EXISTS: 1 when a part exists */
+    R_TYPE,   /* TYPE */
+    R_DEL,    /* DEL UNLINK: 1 when a part existed */
+};
+
+/* Phases: the write of one part, the reads of parts 1..n-1, then part 0
+ * with the fold markers (MGET, one partition). */
+enum { PH_WRITE, PH_PARTS, PH_BASE, PH_DEL };
+
+struct sop {
+    pk_server *s;
+    pk_conn *c; /* NULL once the client went away */
+    int want, phase, pending;
+    int fell_back; /* the write went to part 0 after -SALTFOLD */
+    int local;     /* answer the written part's value */
+    pk_salt e;     /* the entry when it started; e.key -> key */
+    uint8_t key[PK_SALT_KEY_MAX];
+    char *err;     /* first error, owned */
+    pk_arg *wargv; /* the write, key argument replaced later */
+    int wargc;
+    char wval[VAL_CAP]; /* the written part's value */
+    size_t wlen;
+    uint8_t have[PK_SALT_PARTS_MAX];   /* part i exists */
+    uint8_t folded[PK_SALT_PARTS_MAX]; /* part i is in part 0 already */
+    char val[PK_SALT_PARTS_MAX][VAL_CAP];
+    uint8_t vlen[PK_SALT_PARTS_MAX];
+    int deleted;
+    sop_call calls[PK_SALT_PARTS_MAX + 1];
+    sop *next;
+};
+
+/* A salting or a fold of one key, run by the leader of its partition. */
+enum {
+    ST_CLEAN,
+    ST_ADD,
+    ST_MARK,
+    ST_TAKE,
+    ST_PUT,
+    ST_DROP,
+    ST_REMOVE,
+    ST_CLEANUP,
+    ST_DONE
+};
+
+typedef struct salting {
+    pk_server *s;
+    int fold;    /* 1: fold back, 0: salt */
+    int step, i; /* the step, and the part it is at */
+    int busy;    /* a call or map edit outstanding */
+    int warned;  /* a failed step was logged */
+    uint64_t retry_ms;
+    pk_salt e; /* the entry to write (salt) or as found (fold) */
+    uint8_t key[PK_SALT_KEY_MAX];
+    uint32_t part; /* the key's partition, led here at epoch */
+    uint64_t epoch;
+    uint64_t map_epoch; /* fold: the FOLDING map's epoch */
+    char val[VAL_CAP];  /* fold: part i's value */
+    size_t vlen;
+    int has_val;
+    pk_conn *c; /* PK.SALT / PK.UNSALT waiting, or NULL */
+    pk_agent_job job;
+    uint8_t switched;
+    struct salting *next;
+} salting;
+
+/* A key followed by the tick: hot (not salted) or cold (salted) since. */
+typedef struct watch {
+    uint8_t key[PK_SALT_KEY_MAX];
+    uint32_t len;
+    uint64_t since_ms;
+    int seen;
+} watch;
+
+typedef struct pk_salted {
+    sop *ops;
+    salting *runs;
+    uv_timer_t timer;
+    uint64_t rng;
+    watch hot[WATCHED], cold[WATCHED];
+} pk_salted;
+
+static uint64_t rnd(pk_salted *sd)
+{
+    sd->rng ^= sd->rng << 13;
+    sd->rng ^= sd->rng >> 7;
+    sd->rng ^= sd->rng << 17;
+    return sd->rng;
+}
+
+/* ---- names and places ---------------------------------------------- */
+
+/* Part i's key name into out (part 0: the key itself); its length. */
+static size_t part_name(const pk_salt *e, int i, uint8_t *out)
+{
+    if (i == 0) {
+        memcpy(out, e->key, e->len);
+        return e->len;
+    }
+    return pk_salt_subkey(e->key, e->len, e->tags[i], out, NAME_CAP);
+}
+
+/* The address of the leader of name's partition, or NULL. */
+static const char *leader_of(const pk_server *s, const void *name, size_t len)
+{
+    const pk_cluster *cl = &s->cluster;
+    uint32_t p = pk_cluster_part(cl, name, len);
+    uint32_t l = pk_pmap_leader(cl->map, p);
+
+    return l == PK_NODE_NONE ? NULL : cl->map->nodes[l].addr;
+}
+
+static int leads(const pk_server *s, const void *key, size_t len,
+                 uint32_t *part)
+{
+    const pk_cluster *cl = &s->cluster;
+
+    *part = pk_cluster_part(cl, key, len);
+    return pk_pmap_leader(cl->map, *part) == cl->self;
+}
+
+/* Sends argv (argc items) on a raw link to addr; cb gets ctx. */
+static int send_raw(pk_server *s, const char *addr, int argc,
+                    const char *const *argv, const size_t *lens, pk_link_cb cb,
+                    void *ctx)
+{
+    pk_obuf ob;
+    int rc;
+
+    if (addr == NULL)
+        return PK_ENOTFOUND;
+    pk_obuf_init(&ob);
+    rc = pk_rr_write_cmd(&ob, argc, argv, lens);
+    if (rc == PK_OK)
+        rc = pk_link_call_raw(s, addr, &ob, cb, ctx);
+    pk_obuf_free(&ob);
+    return rc;
+}
+
+/* ---- numbers ----------------------------------------------------------- */
+
+/* A value as an int64 (1), a finite float (2), or neither (0). */
+static int parse_num(const char *v, size_t len, int64_t *i, long double *f)
+{
+    char buf[VAL_CAP], *end;
+
+    if (len == 0 || len >= sizeof(buf))
+        return 0;
+    memcpy(buf, v, len);
+    buf[len] = '\0';
+    errno = 0;
+    *i = strtoll(buf, &end, 10);
+    if (*end == '\0' && errno == 0 && !(buf[0] == '0' && len > 1) &&
+        !(buf[0] == '-' && (len == 1 || buf[1] == '0')) && buf[0] != '+' &&
+        buf[0] != ' ') {
+        *f = (long double)*i;
+        return 1;
+    }
+    errno = 0;
+    *f = strtold(buf, &end);
+    if (*end != '\0' || errno != 0 || isspace((unsigned char)buf[0]) ||
+        !isfinite(*f))
+        return 0;
+    return 2;
+}
+
+/* A float as Redis' INCRBYFLOAT prints it: "%.17Lf", trailing zeros and
+ * point dropped. */
+static size_t fmt_float(long double f, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%.17Lf", f);
+
+    if (n <= 0 || (size_t)n >= cap)
+        return 0;
+    if (strchr(out, '.')) {
+        while (n > 0 && out[n - 1] == '0')
+            n--;
+        if (n > 0 && out[n - 1] == '.')
+            n--;
+    }
+    out[n] = '\0';
+    return (size_t)n;
+}
+
+/* ---- operations on a salted key ---------------------------------------- */
+
+static void op_free(sop *op)
+{
+    pk_salted *sd = op->s->salted;
+
+    for (sop **pp = &sd->ops; *pp; pp = &(*pp)->next)
+        if (*pp == op) {
+            *pp = op->next;
+            break;
+        }
+    free(op->wargv);
+    free(op->err);
+    free(op);
+}
+
+static void op_fail(sop *op, const char *err)
+{
+    /* A part's leader that says MOVED has a newer map than ours: the
+     * client tries again (Redis clients retry TRYAGAIN). */
+    if (strncmp(err, "MOVED", 5) == 0)
+        err = "TRYAGAIN a part of the salted key is moving; retry";
+    if (op->err == NULL)
+        op->err = strdup(err);
+}
+
+/* The total of the parts read, as the reply wants it. */
+static void reply_total(sop *op, pk_obuf *out)
+{
+    int64_t isum = 0, iv;
+    long double fsum = 0, fv;
+    int any = 0, floats = 0;
+    char buf[VAL_CAP];
+    size_t n;
+
+    for (int i = 0; i < op->e.n; i++) {
+        int k;
+        if (!op->have[i] || (i > 0 && op->folded[i]))
+            continue;
+        any = 1;
+        if (op->want == R_EXISTS || op->want == R_TYPE)
+            continue;
+        k = parse_num(op->val[i], op->vlen[i], &iv, &fv);
+        if (k == 0) {
+            pk_reply_error(out, "ERR a part of the salted key is not a "
+                                "number");
+            return;
+        }
+        floats |= k == 2;
+        fsum += fv;
+        if (k == 1 && __builtin_add_overflow(isum, iv, &isum)) {
+            pk_reply_error(out, "ERR increment or decrement would overflow");
+            return;
+        }
+    }
+    switch (op->want) {
+    case R_EXISTS:
+        pk_reply_int(out, any);
+        return;
+    case R_TYPE:
+        pk_reply_simple(out, any ? "string" : "none");
+        return;
+    case R_INT:
+        if (floats)
+            pk_reply_error(out, "ERR value is not an integer or out of range");
+        else
+            pk_reply_int(out, isum);
+        return;
+    default:
+        break;
+    }
+    if (!any && op->want == R_GET) {
+        pk_reply_null(out, op->c ? op->c->proto : 2);
+        return;
+    }
+    if (floats || op->want == R_FLOAT)
+        n = fmt_float(fsum, buf, sizeof(buf));
+    else
+        n = (size_t)snprintf(buf, sizeof(buf), "%lld", (long long)isum);
+    pk_reply_bulk(out, buf, n);
+}
+
+/* Answers the client (if still there) and frees op. */
+static void op_finish(sop *op)
+{
+    pk_conn *c = op->c;
+
+    if (c) {
+        if (op->err)
+            pk_reply_error(&c->out, op->err);
+        else if (op->want == R_DEL)
+            pk_reply_int(&c->out, op->deleted > 0);
+        else if (op->local)
+            op->want == R_INT
+                ? pk_reply_int(&c->out, strtoll(op->wval, NULL, 10))
+                : pk_reply_bulk(&c->out, op->wval, op->wlen);
+        else
+            reply_total(op, &c->out);
+        c->waiting_fwd = 0;
+        pk_conn_resume(c);
+    }
+    op_free(op);
+}
+
+static void on_op_reply(void *ctx, const pk_rr *r, const char *err);
+
+/* Sends part idx's request: argv with the part's name at argument 1. */
+static int op_send(sop *op, int idx, int argc, const char **argv, size_t *lens)
+{
+    uint8_t name[NAME_CAP];
+    size_t len = part_name(&op->e, idx, name);
+    int rc;
+
+    if (len == 0)
+        return PK_ERANGE;
+    argv[1] = (const char *)name;
+    lens[1] = len;
+    op->calls[idx] = (sop_call){op, idx};
+    rc = send_raw(op->s, leader_of(op->s, name, len), argc, argv, lens,
+                  on_op_reply, &op->calls[idx]);
+    op->pending += rc == PK_OK;
+    return rc;
+}
+
+/* The read of parts 1..n-1 (phase PARTS); returns the calls pending. */
+static int op_read_parts(sop *op)
+{
+    op->phase = PH_PARTS;
+    for (int i = 1; i < op->e.n; i++) {
+        const char *argv[2] = {"GET", NULL};
+        size_t lens[2] = {3, 0};
+        if (op_send(op, i, 2, argv, lens) != PK_OK)
+            op_fail(op, "ERR a part of the salted key is not reachable");
+    }
+    return op->pending;
+}
+
+/* Part 0 and the fold markers, in one MGET of one partition. */
+static int op_read_base(sop *op)
+{
+    uint8_t marks[PK_SALT_PARTS_MAX][NAME_CAP];
+    const char *argv[PK_SALT_PARTS_MAX + 1];
+    size_t lens[PK_SALT_PARTS_MAX + 1];
+
+    op->phase = PH_BASE;
+    argv[0] = "MGET";
+    lens[0] = 4;
+    for (int i = 1; i < op->e.n; i++) {
+        lens[i + 1] = pk_salt_marker(op->e.key, op->e.len, (unsigned)i,
+                                     marks[i], NAME_CAP);
+        argv[i + 1] = (const char *)marks[i];
+    }
+    if (op_send(op, 0, op->e.n + 1, argv, lens) != PK_OK)
+        op_fail(op, "ERR the salted key's partition is not reachable");
+    return op->pending;
+}
+
+static void keep_value(char *dst, uint8_t *dlen, const pk_rr *r)
+{
+    size_t n = r->type == PK_RR_INT ? (size_t)snprintf(dst, VAL_CAP, "%lld",
+                                                       (long long)r->integer)
+               : r->len < VAL_CAP   ? r->len
+                                    : VAL_CAP - 1;
+
+    if (r->type != PK_RR_INT)
+        memcpy(dst, r->str, n);
+    *dlen = (uint8_t)n;
+}
+
+static void on_op_reply(void *ctx, const pk_rr *r, const char *err)
+{
+    sop_call *call = ctx;
+    sop *op = call->op;
+    int i = call->idx;
+
+    op->pending--;
+    if (err == NULL && r->type == PK_RR_ERROR)
+        err = r->str;
+    if (op->phase == PH_WRITE) {
+        if (err && strncmp(err, "SALTFOLD", 8) == 0 && !op->fell_back) {
+            /* The part's leader does not take it (its map says folding,
+             * or it has not the salting yet): part 0 takes any write. */
+            op->fell_back = 1;
+            const char *argv[8];
+            size_t lens[8];
+            for (int k = 0; k < op->wargc; k++) {
+                argv[k] = op->wargv[k].ptr;
+                lens[k] = op->wargv[k].len;
+            }
+            if (op_send(op, 0, op->wargc, argv, lens) == PK_OK)
+                return;
+            err = "ERR the salted key's partition is not reachable";
+        }
+        if (err) {
+            op_fail(op, err);
+        } else {
+            uint8_t n = 0;
+            keep_value(op->wval, &n, r);
+            op->wlen = n;
+            op->wval[n] = '\0';
+            if (!op->local && op_read_parts(op) > 0)
+                return;
+        }
+        op_finish(op);
+        return;
+    }
+    if (op->phase == PH_DEL) {
+        if (err)
+            op_fail(op, err);
+        else if (r->type == PK_RR_INT)
+            op->deleted += r->integer > 0;
+        if (op->pending == 0)
+            op_finish(op);
+        return;
+    }
+    if (err)
+        op_fail(op, err);
+    else if (op->phase == PH_PARTS && r->type != PK_RR_NIL) {
+        op->have[i] = 1;
+        keep_value(op->val[i], &op->vlen[i], r);
+    } else if (op->phase == PH_BASE && r->type == PK_RR_ARRAY &&
+               r->n == (size_t)op->e.n) {
+        if (r->elems[0].type != PK_RR_NIL) {
+            op->have[0] = 1;
+            keep_value(op->val[0], &op->vlen[0], &r->elems[0]);
+        }
+        for (int k = 1; k < op->e.n; k++)
+            op->folded[k] = r->elems[k].type != PK_RR_NIL;
+    } else if (op->phase == PH_BASE) {
+        op_fail(op, "ERR unexpected reply from the salted key's partition");
+    }
+    if (op->pending > 0)
+        return;
+    if (op->phase == PH_PARTS && !op->err && op_read_base(op) > 0)
+        return;
+    op_finish(op);
+}
+
+static sop *op_new(pk_cmd_ctx *x, const pk_salt *e, int want)
+{
+    sop *op = calloc(1, sizeof(*op));
+
+    if (op == NULL)
+        return NULL;
+    op->s = x->srv;
+    op->want = want;
+    op->e = *e;
+    memcpy(op->key, e->key, e->len);
+    op->e.key = op->key;
+    return op;
+}
+
+/* op was started from x: x's connection waits for it, or (nothing sent)
+ * x gets the error now. */
+static int op_started(pk_cmd_ctx *x, sop *op)
+{
+    pk_salted *sd = x->srv->salted;
+
+    if (op->pending == 0) {
+        pk_reply_error(x->out, op->err ? op->err
+                                       : "ERR the salted key's parts are "
+                                         "not reachable");
+        op->c = NULL;
+        op_free(op);
+        return 0;
+    }
+    op->c = x->c;
+    x->c->waiting_fwd = 1;
+    x->c->iter_cmds--; /* its reply comes when the parts have answered */
+    op->next = sd->ops;
+    sd->ops = op;
+    return 0;
+}
+
+/* The write of one random part, then (unless local) the total. */
+static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want)
+{
+    pk_salted *sd = x->srv->salted;
+    sop *op = op_new(x, e, want);
+    const char *argv[8];
+    size_t lens[8];
+    int part;
+
+    if (op == NULL || x->argc > 8 ||
+        (op->wargv = pk_conn_args_copy(x->argc, x->argv)) == NULL) {
+        if (op)
+            op_free(op);
+        pk_reply_error(x->out, "ERR out of memory");
+        return 0;
+    }
+    /* argv is the parser's until the next read: the fall-back to part 0
+     * sends the copy. */
+    op->wargc = x->argc;
+    op->local = x->srv->cfg.salted_incr_local;
+    for (int k = 0; k < x->argc; k++) {
+        argv[k] = x->argv[k].ptr;
+        lens[k] = x->argv[k].len;
+    }
+    part = (int)(rnd(sd) % e->n);
+    op->phase = PH_WRITE;
+    if (op_send(op, part, x->argc, argv, lens) != PK_OK)
+        op_fail(op, "ERR a part of the salted key is not reachable");
+    return op_started(x, op);
+}
+
+static int start_read(pk_cmd_ctx *x, const pk_salt *e, int want)
+{
+    sop *op = op_new(x, e, want);
+
+    if (op == NULL) {
+        pk_reply_error(x->out, "ERR out of memory");
+        return 0;
+    }
+    if (op_read_parts(op) == 0 && !op->err)
+        op_read_base(op);
+    return op_started(x, op);
+}
+
+static int start_del(pk_cmd_ctx *x, const pk_salt *e)
+{
+    sop *op = op_new(x, e, R_DEL);
+
+    if (op == NULL) {
+        pk_reply_error(x->out, "ERR out of memory");
+        return 0;
+    }
+    op->phase = PH_DEL;
+    for (int i = 0; i < e->n; i++) {
+        const char *argv[2] = {"DEL", NULL};
+        size_t lens[2] = {3, 0};
+        if (op_send(op, i, 2, argv, lens) != PK_OK)
+            op_fail(op, "ERR a part of the salted key is not reachable");
+    }
+    return op_started(x, op);
+}
+
+/* ---- salting and folding, at the key's leader --------------------------- */
+
+static void run_step(salting *r);
+
+static salting *run_find(pk_salted *sd, const void *key, size_t len)
+{
+    for (salting *r = sd->runs; r; r = r->next)
+        if (r->e.len == len && memcmp(r->key, key, len) == 0)
+            return r;
+    return NULL;
+}
+
+static void run_end(salting *r, const char *err)
+{
+    pk_salted *sd = r->s->salted;
+
+    if (r->c) {
+        if (err)
+            pk_reply_error(&r->c->out, err);
+        else
+            pk_reply_simple(&r->c->out, "OK");
+        r->c->waiting_fwd = 0;
+        pk_conn_resume(r->c);
+    }
+    if (err)
+        fprintf(stderr, "partkv: %s of a %u-byte key stopped: %s\n",
+                r->fold ? "fold" : "salting", (unsigned)r->e.len, err);
+    else
+        fprintf(stderr, "partkv: a %u-byte key %s\n", (unsigned)r->e.len,
+                r->fold ? "folded back into one" : "salted");
+    for (salting **pp = &sd->runs; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    free(r);
+}
+
+/* A step failed: the same step again a little later (a part's leader
+ * changing, a map not there yet), unless the key's partition left us. */
+static void run_retry(salting *r, const char *why)
+{
+    const pk_pmap *m = r->s->cluster.map;
+
+    r->busy = 0;
+    if (m == NULL || pk_pmap_leader(m, r->part) != r->s->cluster.self ||
+        m->parts[r->part].leader_epoch != r->epoch) {
+        run_end(r, "this node no longer leads the key's partition");
+        return;
+    }
+    if (!r->warned) /* once per run: the step is retried until it goes */
+        fprintf(stderr,
+                "partkv: %s of a %u-byte key waits (step %d, part "
+                "%d): %s\n",
+                r->fold ? "fold" : "salting", (unsigned)r->e.len, r->step, r->i,
+                why);
+    r->warned = 1;
+    r->retry_ms = pk_srv_wall_ms() + STEP_RETRY_MS;
+}
+
+static void on_run_job(pk_agent_job *j)
+{
+    salting *r = j->ctx;
+
+    r->busy = 0;
+    if (!r->switched) {
+        run_end(r, "the map changed under it");
+        return;
+    }
+    if (!r->fold) { /* salting: the entry is in the map */
+        run_end(r, NULL);
+        return;
+    }
+    if (r->step == ST_MARK) {
+        r->map_epoch = r->s->cluster.map->epoch;
+        r->i = 1;
+    }
+    r->step++;
+    run_step(r);
+}
+
+static void submit(salting *r, int unsalt)
+{
+    r->job = (pk_agent_job){0};
+    r->job.kind = PK_JOB_SALT;
+    r->job.n = 1;
+    r->job.parts = &r->part;
+    r->job.switched = &r->switched;
+    r->job.epoch = r->epoch;
+    r->job.salt = &r->e;
+    r->job.unsalt = unsalt;
+    r->job.done = on_run_job;
+    r->job.ctx = r;
+    r->switched = 0;
+    r->busy = 1;
+    pk_agent_commit(r->s->agent, &r->job);
+}
+
+static void on_run_reply(void *ctx, const pk_rr *rr, const char *err)
+{
+    salting *r = ctx;
+
+    if (err == NULL && rr->type == PK_RR_ERROR)
+        err = rr->str;
+    if (err) {
+        run_retry(r, err);
+        return;
+    }
+    if (r->step == ST_TAKE) {
+        r->has_val = rr->type != PK_RR_NIL;
+        r->vlen = 0;
+        if (r->has_val) {
+            uint8_t n;
+            keep_value(r->val, &n, rr);
+            r->vlen = n;
+        }
+    }
+    r->busy = 0;
+    if (r->step == ST_DROP && ++r->i < r->e.n) {
+        r->step = ST_TAKE;
+    } else {
+        r->step++;
+    }
+    run_step(r);
+}
+
+/* DEL of the key's fold markers (before salting, after folding). */
+static int send_clean(salting *r)
+{
+    uint8_t marks[PK_SALT_PARTS_MAX][NAME_CAP];
+    const char *argv[PK_SALT_PARTS_MAX];
+    size_t lens[PK_SALT_PARTS_MAX];
+
+    argv[0] = "DEL";
+    lens[0] = 3;
+    for (int i = 1; i < r->e.n; i++) {
+        lens[i] =
+            pk_salt_marker(r->e.key, r->e.len, (unsigned)i, marks[i], NAME_CAP);
+        argv[i] = (const char *)marks[i];
+    }
+    return send_raw(r->s, leader_of(r->s, r->e.key, r->e.len), r->e.n, argv,
+                    lens, on_run_reply, r);
+}
+
+/* Runs r's current step (its call or map edit outstanding after). */
+static void run_step(salting *r)
+{
+    pk_server *s = r->s;
+    uint8_t name[NAME_CAP];
+    char num[24], ix[8];
+    size_t len = 0;
+    int rc = PK_OK;
+
+    r->busy = 1;
+    if (r->step >= ST_TAKE && r->step <= ST_DROP)
+        len = part_name(&r->e, r->i, name);
+    switch (r->step) {
+    case ST_CLEAN: /* salting: no marker left from an earlier fold */
+    case ST_CLEANUP:
+        rc = send_clean(r);
+        break;
+    case ST_ADD: /* salting: the entry goes in */
+        submit(r, 0);
+        return;
+    case ST_MARK: { /* fold: writes go to part 0 from now on */
+        const pk_salt *cur =
+            pk_pmap_salt_find(s->cluster.map, r->e.key, r->e.len);
+        if (cur && cur->state == PK_SALT_FOLDING) {
+            r->map_epoch = s->cluster.map->epoch;
+            r->step = ST_TAKE;
+            r->i = 1;
+            run_step(r);
+            return;
+        }
+        r->e.state = PK_SALT_FOLDING;
+        submit(r, 0);
+        return;
+    }
+    case ST_TAKE: {
+        const char *argv[3] = {"PK.SALTTAKE", (const char *)name, num};
+        size_t lens[3] = {11, len, 0};
+        lens[2] = (size_t)snprintf(num, sizeof(num), "%llu",
+                                   (unsigned long long)r->map_epoch);
+        rc = send_raw(s, leader_of(s, name, len), 3, argv, lens, on_run_reply,
+                      r);
+        break;
+    }
+    case ST_PUT: {
+        const char *argv[4] = {"PK.SALTADD", (const char *)r->e.key, ix,
+                               r->val};
+        size_t lens[4] = {10, r->e.len, 0, r->has_val ? r->vlen : 0};
+        lens[2] = (size_t)snprintf(ix, sizeof(ix), "%d", r->i);
+        rc = send_raw(s, leader_of(s, r->e.key, r->e.len), 4, argv, lens,
+                      on_run_reply, r);
+        break;
+    }
+    case ST_DROP: {
+        const char *argv[2] = {"PK.SALTDROP", (const char *)name};
+        size_t lens[2] = {11, len};
+        rc = send_raw(s, leader_of(s, name, len), 2, argv, lens, on_run_reply,
+                      r);
+        break;
+    }
+    case ST_REMOVE:
+        submit(r, 1);
+        return;
+    default: /* ST_DONE */
+        r->busy = 0;
+        run_end(r, NULL);
+        return;
+    }
+    if (rc != PK_OK)
+        run_retry(r, pk_strerror(rc));
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    pk_salted *sd = t->data;
+    uint64_t now = pk_srv_wall_ms();
+
+    for (salting *r = sd->runs, *next; r; r = next) {
+        next = r->next;
+        if (!r->busy && r->retry_ms && now >= r->retry_ms) {
+            r->retry_ms = 0;
+            run_step(r);
+        }
+    }
+}
+
+static salting *run_new(pk_server *s, const void *key, size_t len, int fold)
+{
+    pk_salted *sd = s->salted;
+    salting *r = calloc(1, sizeof(*r));
+
+    if (r == NULL)
+        return NULL;
+    r->s = s;
+    r->fold = fold;
+    memcpy(r->key, key, len);
+    r->e.key = r->key;
+    r->e.len = (uint32_t)len;
+    r->part = pk_cluster_part(&s->cluster, key, len);
+    r->epoch = s->cluster.map->parts[r->part].leader_epoch;
+    r->next = sd->runs;
+    sd->runs = r;
+    return r;
+}
+
+/* Starts folding key back (its partition is led here); NULL or why not. */
+static const char *fold_start(pk_server *s, const void *key, size_t len,
+                              pk_conn *c)
+{
+    const pk_salt *e = pk_pmap_salt_find(s->cluster.map, key, len);
+    salting *r = run_find(s->salted, key, len);
+    uint32_t part;
+
+    if (e == NULL)
+        return "ERR the key is not salted";
+    if (!leads(s, key, len, &part))
+        return "ERR this node does not lead the key's partition: ask its "
+               "leader";
+    if (r && r->fold)
+        return c ? "TRYAGAIN the key is being folded back" : NULL;
+    if (r)
+        return "TRYAGAIN the key is being salted";
+    if ((r = run_new(s, key, len, 1)) == NULL)
+        return "ERR out of memory";
+    r->e = *e;
+    r->e.key = r->key;
+    r->step = ST_MARK;
+    r->c = c;
+    run_step(r);
+    return NULL;
+}
+
+/* The tags of n parts: part i >= 1 on a partition led by another node
+ * where there is one (round robin over the live nodes, this one last),
+ * never the key's own partition, no two parts on one partition. */
+static int pick_tags(pk_server *s, uint32_t kpart, pk_salt *e)
+{
+    const pk_cluster *cl = &s->cluster;
+    const pk_pmap *m = cl->map;
+    uint32_t order[64], nn = 0, used[PK_SALT_PARTS_MAX];
+    uint32_t j = (uint32_t)(rnd(s->salted) % 1000000u);
+
+    for (uint32_t id = 0; id < m->nnodes && nn < 63; id++)
+        if (id != cl->self && (m->nodes[id].state == PK_NODE_UP ||
+                               m->nodes[id].state == PK_NODE_DRAINING))
+            order[nn++] = id;
+    order[nn++] = cl->self;
+    used[0] = kpart;
+    for (int i = 1; i < e->n; i++) {
+        uint32_t want = order[(uint32_t)(i - 1) % nn], tries = 0, p = 0;
+        int ok = 0;
+        for (; tries < 400000 && !ok; tries++, j++) {
+            char tag[16];
+            int n = snprintf(tag, sizeof(tag), "s%u", (unsigned)j);
+            p = pk_cluster_part(cl, tag, (size_t)n);
+            ok = pk_pmap_leader(m, p) == want || tries >= 200000;
+            for (int k = 0; ok && k < i; k++)
+                ok = used[k] != p;
+        }
+        if (!ok)
+            return PK_ENOTFOUND;
+        used[i] = p;
+        e->tags[i] = j - 1;
+    }
+    return PK_OK;
+}
+
+/* Why key cannot be salted into n parts here, or NULL. */
+static const char *salt_refusal(pk_server *s, pk_txn *t, const void *key,
+                                size_t len, int n)
+{
+    uint8_t mark[NAME_CAP];
+    uint32_t part;
+    pk_slice v;
+    int64_t iv;
+    long double fv;
+    int rc;
+
+    if (s->cluster.map->scheme == PK_SCHEME_RANGE)
+        return "ERR the range scheme does not salt keys";
+    if (n < 2 || n > PK_SALT_PARTS_MAX || (n & (n - 1)))
+        return "ERR the parts must be a power of two from 2 to 64";
+    if (len > PK_SALT_KEY_MAX || pk_salt_internal(key, len) ||
+        pk_salt_marker(key, len, 1, mark, sizeof(mark)) == 0)
+        return "ERR this key cannot be salted (too long, or a '}' without "
+               "a hash tag)";
+    if (!leads(s, key, len, &part))
+        return "ERR this node does not lead the key's partition: ask its "
+               "leader";
+    if (pk_pmap_salt_find(s->cluster.map, key, len))
+        return "ERR the key is salted already";
+    if (run_find(s->salted, key, len))
+        return "TRYAGAIN the key is being folded back or salted";
+    if (s->cluster.map->nsalts >= PK_SALTS_MAX)
+        return "ERR too many salted keys";
+    rc = pk_str_get(t, part, key, len, s->now_ms, &v);
+    if (rc == PK_STORE_WRONGTYPE ||
+        (rc == PK_OK && parse_num(v.ptr, v.len, &iv, &fv) == 0))
+        return "ERR only counters (integers and floats) are salted";
+    if (rc != PK_OK && rc != PK_ENOTFOUND)
+        return "ERR cannot read the key";
+    return NULL;
+}
+
+static const char *salt_start(pk_server *s, pk_txn *t, const void *key,
+                              size_t len, int n, pk_conn *c)
+{
+    const char *why = salt_refusal(s, t, key, len, n);
+    salting *r;
+
+    if (why)
+        return why;
+    if ((r = run_new(s, key, len, 0)) == NULL)
+        return "ERR out of memory";
+    r->e.n = (uint8_t)n;
+    r->e.state = PK_SALT_SALTED;
+    if (pick_tags(s, r->part, &r->e) != PK_OK) {
+        run_end(r, NULL);
+        return "ERR no partitions to place the parts on";
+    }
+    r->c = c;
+    r->step = ST_CLEAN;
+    run_step(r);
+    return NULL;
+}
+
+/* ---- the command path -------------------------------------------------- */
+
+/* Asks the key's leader to fold it back (this node or another). */
+static void ask_fold(pk_server *s, const pk_salt *e)
+{
+    uint32_t part;
+
+    if (leads(s, e->key, e->len, &part)) {
+        fold_start(s, e->key, e->len, NULL);
+        return;
+    }
+    const char *argv[2] = {"PK.UNSALT", (const char *)e->key};
+    size_t lens[2] = {9, e->len};
+    send_raw(s, leader_of(s, e->key, e->len), 2, argv, lens, NULL, NULL);
+}
+
+static int is(const pk_cmd *cmd, const char *name)
+{
+    return strcmp(cmd->name, name) == 0;
+}
+
+/* A raw link's write to a part: taken only while the key is salted in
+ * this node's map with that part. */
+static int raw_check(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    const pk_arg *k = &x->argv[cmd->first];
+    const pk_salt *e;
+    const void *key;
+    size_t klen;
+    uint32_t tag;
+    int ok = 0;
+
+    if (!(cmd->flags & PK_CMD_WRITE) || cmd->fn == pk_cmd_pk_saltdrop ||
+        !pk_salt_parse(k->ptr, k->len, &key, &klen, &tag))
+        return 1;
+    e = pk_pmap_salt_find(x->srv->cluster.map, key, klen);
+    for (int i = 1; e && e->state == PK_SALT_SALTED && i < e->n; i++)
+        ok |= e->tags[i] == tag;
+    if (!ok)
+        pk_reply_error(x->out, "SALTFOLD the key is not salted into this part "
+                               "here");
+    return ok;
+}
+
+int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    const pk_pmap *m = x->srv->cluster.map;
+    const pk_salt *e;
+    const pk_arg *k;
+
+    if (cmd->first <= 0 || x->argc <= cmd->first || x->srv->salted == NULL ||
+        cmd->fn == pk_cmd_pk_salt)
+        return 1;
+    if (x->c->raw_keys)
+        return raw_check(x, cmd);
+    if (m->nsalts == 0)
+        return 1;
+    k = &x->argv[cmd->first];
+    if ((e = pk_pmap_salt_find(m, k->ptr, k->len)) == NULL)
+        return 1;
+    if (is(cmd, "get") || (is(cmd, "exists") && x->argc == 2))
+        return start_read(x, e, is(cmd, "get") ? R_GET : R_EXISTS);
+    if (is(cmd, "type"))
+        return start_read(x, e, R_TYPE);
+    if (e->state == PK_SALT_SALTED) {
+        if (is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
+            is(cmd, "decrby"))
+            return start_write(x, e, R_INT);
+        if (is(cmd, "incrbyfloat"))
+            return start_write(x, e, R_FLOAT);
+        if ((is(cmd, "del") || is(cmd, "unlink")) && x->argc == 2)
+            return start_del(x, e);
+    } else if (is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
+               is(cmd, "decrby") || is(cmd, "incrbyfloat")) {
+        return 1; /* folding: part 0 takes the writes */
+    }
+    /* Anything else runs on the key folded back into one: it waits for
+     * that (pk_conn_hold: released by the map without the entry, or
+     * -TRYAGAIN after a while). */
+    ask_fold(x->srv, e);
+    pk_conn_hold(x);
+    return 0;
+}
+
+int pk_salted_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    const pk_pmap *m = x->srv->cluster.map;
+    const pk_salt *e;
+
+    if (m == NULL || m->nsalts == 0 || cmd->first <= 0 ||
+        x->argc <= cmd->first || x->srv->salted == NULL)
+        return 1;
+    e = pk_pmap_salt_find(m, x->argv[cmd->first].ptr, x->argv[cmd->first].len);
+    if (e == NULL)
+        return 1;
+    ask_fold(x->srv, e);
+    pk_reply_error(x->out, "TRYAGAIN the key is salted and is being folded "
+                           "back for the transaction; retry");
+    return 0;
+}
+
+/* ---- the tick ---------------------------------------------------------- */
+
+static watch *watch_get(watch *w, const void *key, size_t len, uint64_t now)
+{
+    watch *free_slot = NULL;
+
+    for (int i = 0; i < WATCHED; i++) {
+        if (w[i].len == len && memcmp(w[i].key, key, len) == 0)
+            return &w[i];
+        if (w[i].len == 0 && free_slot == NULL)
+            free_slot = &w[i];
+    }
+    if (free_slot) {
+        memcpy(free_slot->key, key, len);
+        free_slot->len = (uint32_t)len;
+        free_slot->since_ms = now;
+    }
+    return free_slot;
+}
+
+/* Forgets the keys not seen this tick; clears the marks of the others. */
+static void watch_sweep(watch *w)
+{
+    for (int i = 0; i < WATCHED; i++) {
+        if (!w[i].seen)
+            w[i].len = 0;
+        w[i].seen = 0;
+    }
+}
+
+/* Parts for a write rate: a power of two, about twice the rate over the
+ * threshold, at most twice the live nodes. */
+static int parts_for(const pk_server *s, double rate)
+{
+    uint32_t live = pk_pmap_live_nodes(s->cluster.map), cap = 2;
+    double want = 2 * rate / (double)s->cfg.hot_key_writes;
+    int n = 2;
+
+    while (cap * 2 <= 2 * live && cap * 2 <= PK_SALT_PARTS_MAX)
+        cap *= 2;
+    while (n < (int)cap && n < want)
+        n *= 2;
+    return n;
+}
+
+void pk_salted_tick(pk_server *s)
+{
+    pk_salted *sd = s->salted;
+    const pk_pmap *m = s->cluster.map;
+    const pk_topk_entry *top[128];
+    uint64_t now = pk_srv_wall_ms();
+    double thr = (double)s->cfg.hot_key_writes;
+    uint32_t nt = 0, part;
+    pk_txn *t = NULL;
+
+    if (sd == NULL || m == NULL || m->scheme == PK_SCHEME_RANGE ||
+        s->agent == NULL)
+        return;
+    if (s->hot)
+        nt = pk_topk_top(s->hot, top, 128);
+    /* Salted keys led here: resume a fold, or fold what stays cold. */
+    for (uint32_t i = 0; i < m->nsalts; i++) {
+        const pk_salt *e = &m->salts[i];
+        double rate = 0;
+        watch *w;
+        if (!leads(s, e->key, e->len, &part) || run_find(sd, e->key, e->len))
+            continue;
+        if (e->state == PK_SALT_FOLDING) {
+            fold_start(s, e->key, e->len, NULL);
+            continue;
+        }
+        if (thr <= 0 || s->cfg.unsalt_after_ms == 0)
+            continue;
+        for (uint32_t k = 0; k < nt; k++)
+            if (!top[k]->truncated && top[k]->len == e->len &&
+                memcmp(top[k]->key, e->key, e->len) == 0)
+                rate = pk_topk_rate(s->hot, top[k], 1) * e->n;
+        if (rate >= thr / 2 ||
+            (w = watch_get(sd->cold, e->key, e->len, now)) == NULL)
+            continue;
+        w->seen = 1;
+        if (now - w->since_ms >= s->cfg.unsalt_after_ms)
+            fold_start(s, e->key, e->len, NULL);
+    }
+    watch_sweep(sd->cold);
+    if (thr <= 0 || s->hot == NULL)
+        return;
+    for (uint32_t k = 0; k < nt; k++) {
+        const pk_topk_entry *te = top[k];
+        double rate = pk_topk_rate(s->hot, te, 1);
+        watch *w;
+        if (rate < thr || te->truncated || pk_salt_internal(te->key, te->len) ||
+            pk_pmap_salt_find(m, te->key, te->len) ||
+            !leads(s, te->key, te->len, &part) ||
+            (w = watch_get(sd->hot, te->key, te->len, now)) == NULL)
+            continue;
+        w->seen = 1;
+        if (now - w->since_ms < s->cfg.hot_key_ms)
+            continue;
+        if (t == NULL && pk_txn_begin(s->store, 1, &t) != PK_OK)
+            break;
+        salt_start(s, s->txn ? s->txn : t, te->key, te->len, parts_for(s, rate),
+                   NULL);
+        w->len = 0;
+    }
+    if (t)
+        pk_txn_abort(t);
+    watch_sweep(sd->hot);
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+void pk_cmd_pk_salt(pk_cmd_ctx *x)
+{
+    int unsalt = x->argv[0].len == 9;
+    int64_t n = 0;
+    const char *why;
+
+    if (!x->srv->cluster.enabled || x->srv->cluster.map == NULL ||
+        x->srv->salted == NULL) {
+        pk_reply_error(x->out, "ERR salting needs a cluster");
+        return;
+    }
+    if ((unsalt && x->argc != 2) ||
+        (!unsalt && (x->argc != 3 || !pk_arg_i64(&x->argv[2], &n)))) {
+        pk_reply_error(x->out, unsalt ? "ERR syntax error: PK.UNSALT key"
+                                      : "ERR syntax error: PK.SALT key parts");
+        return;
+    }
+    if (unsalt) {
+        why = fold_start(x->srv, x->argv[1].ptr, x->argv[1].len,
+                         x->c->raw_keys ? NULL : x->c);
+    } else {
+        TXN_OR_RETURN(x, t);
+        why =
+            salt_start(x->srv, t, x->argv[1].ptr, x->argv[1].len, (int)n, x->c);
+    }
+    if (why) {
+        pk_reply_error(x->out, why);
+        return;
+    }
+    if (x->c->raw_keys && unsalt) {
+        pk_reply_simple(x->out, "OK");
+        return;
+    }
+    x->c->waiting_fwd = 1; /* answered when the map holds the change */
+    x->c->iter_cmds--;
+}
+
+void pk_cmd_pk_rawkeys(pk_cmd_ctx *x)
+{
+    if (!x->c->internal) {
+        pk_reply_error(x->out, "NOPERM PK.RAWKEYS is for cluster nodes");
+        return;
+    }
+    x->c->raw_keys = 1;
+    pk_reply_simple(x->out, "OK");
+}
+
+/* PK.SALTTAKE subkey epoch: the part's value, at a map at least that new
+ * (so no later write reaches it). */
+void pk_cmd_pk_salttake(pk_cmd_ctx *x)
+{
+    int64_t ep;
+    pk_slice v;
+    int rc;
+
+    if (!x->c->raw_keys || !pk_arg_i64(&x->argv[2], &ep) || ep < 0) {
+        pk_reply_error(x->out, "ERR PK.SALTTAKE is for cluster nodes");
+        return;
+    }
+    if (x->srv->cluster.map->epoch < (uint64_t)ep) {
+        pk_reply_errorf(x->out,
+                        "TRYAGAIN this node's map is older (epoch %llu, the "
+                        "fold's %lld)",
+                        (unsigned long long)x->srv->cluster.map->epoch,
+                        (long long)ep);
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    rc = pk_str_get(t, PK_KEY(x, 1), NOW(x), &v);
+    pk_reply_value(x, rc, v);
+}
+
+/* PK.SALTADD key i value: part i's value (empty: none) into part 0,
+ * once: the marker says it is there. */
+void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
+{
+    uint8_t mark[NAME_CAP];
+    int64_t i, iv;
+    long double fv;
+    size_t mlen;
+    int e = 0, done = 0, rc;
+
+    if (!x->c->raw_keys || !pk_arg_i64(&x->argv[2], &i) || i < 1 ||
+        i >= PK_SALT_PARTS_MAX ||
+        (mlen = pk_salt_marker(x->argv[1].ptr, x->argv[1].len, (unsigned)i,
+                               mark, sizeof(mark))) == 0) {
+        pk_reply_error(x->out, "ERR PK.SALTADD is for cluster nodes");
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    rc = pk_key_exists(t, pk_cmd_part(x, 1), mark, mlen, NOW(x), &e);
+    if (rc == PK_OK && !e && x->argv[3].len) {
+        pk_slice out;
+        int k = parse_num(x->argv[3].ptr, x->argv[3].len, &iv, &fv);
+        if (k == 1)
+            rc = pk_str_incrby(t, PK_KEY(x, 1), iv, NOW(x), &iv);
+        /* An integer part into a float part 0 adds as a float. */
+        if (k == 2 || (k == 1 && rc == PK_STORE_NOTINT))
+            rc = pk_str_incrbyfloat(t, PK_KEY(x, 1), x->argv[3].ptr,
+                                    x->argv[3].len, NOW(x), &out);
+    }
+    if (rc == PK_OK && !e)
+        rc = pk_str_set(t, pk_cmd_part(x, 1), mark, mlen, "1", 1, NULL, NOW(x),
+                        &done, NULL);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_simple(x->out, "OK");
+}
+
+void pk_cmd_pk_saltdrop(pk_cmd_ctx *x)
+{
+    int deleted = 0, rc;
+
+    if (!x->c->raw_keys) {
+        pk_reply_error(x->out, "ERR PK.SALTDROP is for cluster nodes");
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    rc = pk_key_del(t, PK_KEY(x, 1), NOW(x), &deleted);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, deleted);
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+int pk_salted_parts(const pk_server *s, const void *key, unsigned len)
+{
+    const pk_salt *e;
+
+    if (s->cluster.map == NULL || s->cluster.map->nsalts == 0)
+        return 0;
+    e = pk_pmap_salt_find(s->cluster.map, key, len);
+    return e ? e->n : 0;
+}
+
+void pk_salted_forget(pk_server *s, pk_conn *c)
+{
+    pk_salted *sd = s->salted;
+
+    if (sd == NULL)
+        return;
+    for (sop *op = sd->ops; op; op = op->next)
+        if (op->c == c)
+            op->c = NULL;
+    for (salting *r = sd->runs; r; r = r->next)
+        if (r->c == c)
+            r->c = NULL;
+}
+
+int pk_salted_init(pk_server *s)
+{
+    pk_salted *sd = calloc(1, sizeof(*sd));
+
+    if (sd == NULL)
+        return PK_ENOMEM;
+    sd->rng = pk_srv_wall_ms() * 2654435761u + (uint64_t)getpid() + 1;
+    uv_timer_init(&s->loop, &sd->timer);
+    sd->timer.data = sd;
+    uv_timer_start(&sd->timer, on_timer, STEP_RETRY_MS, STEP_RETRY_MS);
+    s->salted = sd;
+    return PK_OK;
+}
+
+static void on_timer_close(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+void pk_salted_free(pk_server *s)
+{
+    pk_salted *sd = s->salted;
+
+    if (sd == NULL)
+        return;
+    while (sd->ops)
+        op_free(sd->ops); /* their calls were failed by the links' close */
+    while (sd->runs) {
+        salting *r = sd->runs;
+        sd->runs = r->next;
+        free(r);
+    }
+    s->salted = NULL;
+    uv_close((uv_handle_t *)&sd->timer, on_timer_close);
+}

@@ -1,0 +1,75 @@
+/*
+ * pk_salted: write-hot counters split over several keys, for the user.
+ *
+ * A key whose write rate stays above --hot-key-writes for --hot-key-time
+ * is salted by the leader of its partition: the map's salt table
+ * (core/pk_pmap.h, pk_salt) gives it n parts -- part 0 the key itself,
+ * parts 1..n-1 sub-keys whose hash tags place them on partitions led by
+ * other nodes (core/pk_salt.h) -- so that its writes spread over n
+ * partitions' logs.  Every node routes by the table:
+ *
+ *   INCR INCRBY DECR DECRBY INCRBYFLOAT   INCRBY(FLOAT) of one random part;
+ *                                         the reply is the new total (read
+ *                                         of every part), or with
+ *                                         --salted-incr-reply local the
+ *                                         part's own value
+ *   GET                                   the sum of the parts
+ *   DEL UNLINK EXISTS TYPE                fanned out to every part
+ *   any other command on the key          waits while the key is folded
+ *                                         back into one, then runs as usual
+ *
+ * A part's leader takes a write to a sub-key only while its own map says
+ * the key is salted; else it answers -SALTFOLD and the write goes to part
+ * 0, which every leader takes.  The parts are read first and part 0 last:
+ * a fold (below) only ever moves a value from a part into part 0.
+ *
+ * Folding back, when the key's total write rate (part 0's times n) stays
+ * under half the threshold for --unsalt-after, or by hand (PK.UNSALT):
+ * the entry becomes FOLDING (writes go to part 0 only); then for each part
+ * i, its value is read (PK.SALTTAKE, at a map as new as the FOLDING one),
+ * added to part 0 together with a marker "part i is in" in one transaction
+ * (PK.SALTADD: a marker already there means it was added before a crash),
+ * and the part deleted (PK.SALTDROP); then the entry is removed and the
+ * markers deleted.  Every step may be repeated, so a new leader of the
+ * key's partition simply starts the fold again.
+ *
+ * The table lives in the map, so it has the map's epoch and reaches every
+ * node and the proxy with it.  The range scheme has no salt table.
+ */
+#ifndef PK_SERVER_PK_SALTED_H
+#define PK_SERVER_PK_SALTED_H
+
+typedef struct pk_server pk_server;
+typedef struct pk_cmd_ctx pk_cmd_ctx;
+typedef struct pk_conn pk_conn;
+typedef struct pk_cmd pk_cmd;
+
+int pk_salted_init(pk_server *s);
+void pk_salted_free(pk_server *s);
+
+/* Routing's first look at a keyed command (map held): 1 to route it as
+ * usual, 0 when it was answered, held or sent on to a salted key's parts
+ * here. */
+int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd);
+
+/* The salted key of a MULTI-queued command is folded back first: 0 after
+ * an error reply (the transaction is aborted), else 1. */
+int pk_salted_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd);
+
+/* Every second: salts what is write-hot, folds what is cold, resumes the
+ * folds of keys whose partition this node now leads. */
+void pk_salted_tick(pk_server *s);
+
+/* c is closing: operations waiting for parts' answers drop their reply. */
+void pk_salted_forget(pk_server *s, pk_conn *c);
+
+/* Whether key (one of PK.HOTKEYS) is salted, and into how many parts. */
+int pk_salted_parts(const pk_server *s, const void *key, unsigned len);
+
+void pk_cmd_pk_salt(pk_cmd_ctx *x);     /* PK.SALT key n | PK.UNSALT key */
+void pk_cmd_pk_rawkeys(pk_cmd_ctx *x);  /* PK.RAWKEYS (a raw link) */
+void pk_cmd_pk_salttake(pk_cmd_ctx *x); /* PK.SALTTAKE subkey epoch */
+void pk_cmd_pk_saltadd(pk_cmd_ctx *x);  /* PK.SALTADD key i value|"" */
+void pk_cmd_pk_saltdrop(pk_cmd_ctx *x); /* PK.SALTDROP subkey */
+
+#endif
