@@ -11,6 +11,7 @@
 #include "core/pk_err.h"
 #include "core/pk_topk.h"
 #include "server/pk_cmd.h"
+#include "server/pk_salted.h"
 #include "server/pk_srv.h"
 
 #define HOT_KEYS 128
@@ -75,7 +76,7 @@ static void reply_entry(pk_cmd_ctx *x, const pk_topk_entry *e)
 
     if (cl->map && cl->self < cl->map->nnodes)
         node = cl->map->nodes[cl->self].addr;
-    pk_reply_map(x->out, x->proto, 7);
+    pk_reply_map(x->out, x->proto, 8);
     pk_reply_bulk_str(x->out, "key");
     pk_reply_bulk(x->out, e->key, e->len);
     pk_reply_bulk_str(x->out, "reads_per_sec");
@@ -90,6 +91,9 @@ static void reply_entry(pk_cmd_ctx *x, const pk_topk_entry *e)
     pk_reply_bulk_str(x->out, node);
     pk_reply_bulk_str(x->out, "truncated");
     pk_reply_int(x->out, e->truncated);
+    pk_reply_bulk_str(x->out, "salted"); /* into how many parts, or 0 */
+    pk_reply_int(x->out,
+                 e->truncated ? 0 : pk_salted_parts(x->srv, e->key, e->len));
 }
 
 /*

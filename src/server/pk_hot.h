@@ -5,7 +5,8 @@
  * (core/pk_topk.h: Space-Saving over counts that halve every second),
  * with the command's first key, its partition and whether it writes.
  * PK.HOTKEYS [COUNT k] [SLOT s] lists the hottest: key, estimated reads/s
- * and writes/s, the error bound of the estimate, partition, node.  The
+ * and writes/s, the error bound of the estimate, partition, node, and
+ * into how many parts the key is salted (pk_salted.h; 0: not).  The
  * cost on the command path is one random draw per keyed command, and for
  * a sampled one a hash and a probe of the tracker's index.
  */

@@ -54,6 +54,7 @@ struct sop {
     pk_conn *c; /* NULL once the client went away */
     int want, phase, pending;
     int fell_back; /* the write went to part 0 after -SALTFOLD */
+    int as_float;  /* INCR on float parts: 1 reading, 2 written */
     int local;     /* answer the written part's value */
     pk_salt e;     /* the entry when it started; e.key -> key */
     uint8_t key[PK_SALT_KEY_MAX];
@@ -249,35 +250,60 @@ static void op_fail(sop *op, const char *err)
         op->err = strdup(err);
 }
 
-/* The total of the parts read, as the reply wants it. */
-static void reply_total(sop *op, pk_obuf *out)
+/* The sum of the parts read: 0, or -1 with out replied an error (a part
+ * not a number, an overflow).  *floats: a part holds a float. */
+static int sum_parts(sop *op, int64_t *isum, long double *fsum, int *floats,
+                     int *any, pk_obuf *out)
 {
-    int64_t isum = 0, iv;
-    long double fsum = 0, fv;
-    int any = 0, floats = 0;
-    char buf[VAL_CAP];
-    size_t n;
+    int64_t iv;
+    long double fv;
 
+    *isum = 0;
+    *fsum = 0;
+    *floats = *any = 0;
     for (int i = 0; i < op->e.n; i++) {
         int k;
         if (!op->have[i] || (i > 0 && op->folded[i]))
             continue;
-        any = 1;
+        *any = 1;
         if (op->want == R_EXISTS || op->want == R_TYPE)
             continue;
         k = parse_num(op->val[i], op->vlen[i], &iv, &fv);
         if (k == 0) {
             pk_reply_error(out, "ERR a part of the salted key is not a "
                                 "number");
-            return;
+            return -1;
         }
-        floats |= k == 2;
-        fsum += fv;
-        if (k == 1 && __builtin_add_overflow(isum, iv, &isum)) {
+        *floats |= k == 2;
+        *fsum += fv;
+        if (k == 1 && __builtin_add_overflow(*isum, iv, isum)) {
             pk_reply_error(out, "ERR increment or decrement would overflow");
-            return;
+            return -1;
         }
     }
+    return 0;
+}
+
+/* A float total that is a whole number (INCR takes it, as Redis does). */
+static int whole(long double f, int64_t *v)
+{
+    if (!(f == floorl(f)) || fabsl(f) >= 9.2e18L)
+        return 0;
+    *v = (int64_t)f;
+    return 1;
+}
+
+/* The total of the parts read, as the reply wants it. */
+static void reply_total(sop *op, pk_obuf *out)
+{
+    int64_t isum;
+    long double fsum;
+    int any, floats;
+    char buf[VAL_CAP];
+    size_t n;
+
+    if (sum_parts(op, &isum, &fsum, &floats, &any, out) != 0)
+        return;
     switch (op->want) {
     case R_EXISTS:
         pk_reply_int(out, any);
@@ -286,7 +312,7 @@ static void reply_total(sop *op, pk_obuf *out)
         pk_reply_simple(out, any ? "string" : "none");
         return;
     case R_INT:
-        if (floats)
+        if (floats && !whole(fsum, &isum))
             pk_reply_error(out, "ERR value is not an integer or out of range");
         else
             pk_reply_int(out, isum);
@@ -305,11 +331,15 @@ static void reply_total(sop *op, pk_obuf *out)
     pk_reply_bulk(out, buf, n);
 }
 
+static int float_write(sop *op);
+
 /* Answers the client (if still there) and frees op. */
 static void op_finish(sop *op)
 {
     pk_conn *c = op->c;
 
+    if (op->as_float == 1 && !op->err && float_write(op))
+        return;
     if (c) {
         if (op->err)
             pk_reply_error(&c->out, op->err);
@@ -380,6 +410,50 @@ static int op_read_base(sop *op)
     return op->pending;
 }
 
+/* INCR/DECR/INCRBY/DECRBY of a total that is whole but held in float
+ * parts: the increment goes to part 0 as INCRBYFLOAT; 1 when sent, else
+ * 0 with op->err set. */
+static int float_write(sop *op)
+{
+    int64_t isum;
+    long double fsum;
+    int any, floats;
+    pk_obuf scratch;
+    char delta[40];
+    const pk_arg *a = op->wargv;
+    const char *argv[3] = {"INCRBYFLOAT", NULL, delta};
+    size_t lens[3] = {11, 0, 0};
+    int neg = strncasecmp(a[0].ptr, "decr", 4) == 0;
+
+    pk_obuf_init(&scratch);
+    if (sum_parts(op, &isum, &fsum, &floats, &any, &scratch) != 0 ||
+        (floats && !whole(fsum, &isum))) {
+        pk_obuf_free(&scratch);
+        op_fail(op, "ERR value is not an integer or out of range");
+        return 0;
+    }
+    pk_obuf_free(&scratch);
+    if (a[0].len == 4) /* INCR, DECR */
+        lens[2] = (size_t)snprintf(delta, sizeof(delta), neg ? "-1" : "1");
+    else if (a[2].len < sizeof(delta) - 2 && neg && a[2].len &&
+             a[2].ptr[0] == '-')
+        lens[2] = (size_t)snprintf(delta, sizeof(delta), "%.*s",
+                                   (int)a[2].len - 1, a[2].ptr + 1);
+    else if (a[2].len < sizeof(delta) - 2)
+        lens[2] = (size_t)snprintf(delta, sizeof(delta), "%s%.*s",
+                                   neg ? "-" : "", (int)a[2].len, a[2].ptr);
+    memset(op->have, 0, sizeof(op->have));
+    memset(op->folded, 0, sizeof(op->folded));
+    op->as_float = 2;
+    op->phase = PH_WRITE;
+    op->fell_back = 1; /* part 0 takes it in any state */
+    if (op_send(op, 0, 3, argv, lens) != PK_OK) {
+        op_fail(op, "ERR the salted key's partition is not reachable");
+        return 0;
+    }
+    return 1;
+}
+
 static void keep_value(char *dst, uint8_t *dlen, const pk_rr *r)
 {
     size_t n = r->type == PK_RR_INT ? (size_t)snprintf(dst, VAL_CAP, "%lld",
@@ -416,6 +490,13 @@ static void on_op_reply(void *ctx, const pk_rr *r, const char *err)
                 return;
             err = "ERR the salted key's partition is not reachable";
         }
+        if (err && op->want == R_INT && !op->as_float &&
+            strstr(err, "not an integer")) {
+            /* A part holds a float: INCR goes on if the total is whole. */
+            op->as_float = 1;
+            if (op_read_parts(op) > 0)
+                return;
+        }
         if (err) {
             op_fail(op, err);
         } else {
@@ -430,6 +511,10 @@ static void on_op_reply(void *ctx, const pk_rr *r, const char *err)
         return;
     }
     if (op->phase == PH_DEL) {
+        /* A part's leader whose map is not at this salting (just made, or
+         * folding already) refuses; the client tries again. */
+        if (err && strncmp(err, "SALTFOLD", 8) == 0)
+            err = "TRYAGAIN the salted key is changing; retry";
         if (err)
             op_fail(op, err);
         else if (r->type == PK_RR_INT)
@@ -966,6 +1051,9 @@ static int raw_check(pk_cmd_ctx *x, const pk_cmd *cmd)
     e = pk_pmap_salt_find(x->srv->cluster.map, key, klen);
     for (int i = 1; e && e->state == PK_SALT_SALTED && i < e->n; i++)
         ok |= e->tags[i] == tag;
+    /* A part this map does not know is empty (salted after it, or folded
+     * and dropped before it): deleting it is safe, writing it is not. */
+    ok |= e == NULL && (is(cmd, "del") || is(cmd, "unlink"));
     if (!ok)
         pk_reply_error(x->out, "SALTFOLD the key is not salted into this part "
                                "here");

@@ -1,8 +1,8 @@
 """The partition map as PK.MAP returns it (src/core/pk_pmap_codec.c,
 format 1), decoded for tests that need the range scheme's bounds and
 leaders without going through the CLI.  Only what tests read: nodes'
-addresses, and per partition its replicas (leader first), bounds and
-flags; the checksum is not verified (the node does that)."""
+addresses, per partition its replicas (leader first), bounds and flags,
+and the salt table (salted keys: parts, folding, tags); the checksum is not verified (the node does that)."""
 import struct
 
 STICKY, MERGING = 0x01, 0x02
@@ -36,7 +36,8 @@ class _Reader:
 
 def decode(buf):
     """{"epoch", "scheme", "nodes": [addr], "parts": [{"id", "replicas",
-    "lo", "hi", "flags", "retired"}]}"""
+    "lo", "hi", "flags", "retired"}], "salts": {key: {"parts", "folding",
+    "tags"}}}"""
     r = _Reader(buf)
     assert r.take(4) == b"PKMP" and r.be(2) == 1
     flags = r.be(2)
@@ -69,7 +70,15 @@ def decode(buf):
                 pflags = r.be(1)
         parts.append({"id": p, "replicas": reps, "lo": lo, "hi": hi,
                       "flags": pflags, "retired": hi is not None and lo == hi})
-    return {"epoch": epoch, "scheme": scheme, "nodes": nodes, "parts": parts}
+    salts = {}
+    if flags & 2:
+        for _ in range(r.vu()):
+            key = r.take(r.vu())
+            n, state = r.be(1), r.be(1)
+            salts[key] = {"parts": n, "folding": state == 1,
+                          "tags": [r.vu() for _ in range(n - 1)]}
+    return {"epoch": epoch, "scheme": scheme, "nodes": nodes, "parts": parts,
+            "salts": salts}
 
 
 def ranges(m):

@@ -1,0 +1,248 @@
+"""Salting of write-hot counters (pk_salted.h), on 3 nodes with 3 copies in
+forward mode: PK.SALT splits a counter into parts led by different nodes;
+INCR and friends answer the total and GET reads it from every node;
+PK.UNSALT folds the parts back without losing an increment; a command
+that cannot be split waits for the fold and then runs as Redis runs it;
+concurrent increments through salting and folding are all counted; and a
+key written above --hot-key-writes is salted by itself, then folded back
+once the load stops."""
+import threading
+import time
+
+import pytest
+import redis
+
+import cluster as pkcluster
+import pmap
+
+pytestmark = pytest.mark.partkv_only
+
+
+@pytest.fixture(scope="module")
+def sc3():
+    yield from pkcluster.serving(pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--route", "forward", "--hotkeys-sample", "1",
+               "--hot-key-writes", "0"]))
+
+
+def hotkeys(node):
+    """PK.HOTKEYS of a node as a list of dicts."""
+    out = []
+    for e in node.client(decode_responses=False).execute_command(
+            "PK.HOTKEYS", "COUNT", "128"):
+        out.append({e[i].decode(): e[i + 1] for i in range(0, len(e), 2)})
+    return out
+
+
+def salted_parts(c, key, node=0):
+    """Parts of key in a node's map (0: not salted)."""
+    buf = c.nodes[node].client(decode_responses=False).execute_command(
+        "PK.MAP")
+    e = pmap.decode(buf)["salts"].get(key.encode())
+    return e["parts"] if e else 0
+
+
+def raw_keys(c):
+    """The keys KEYS lists on the nodes, salted parts included (a
+    connection with PK.RAWKEYS)."""
+    out = set()
+    for nd in c.nodes:
+        r = nd.client(decode_responses=False)
+        r.execute_command("PK.AUTH", c.secret)
+        r.execute_command("PK.RAWKEYS")
+        out |= set(r.keys("*"))
+    return out
+
+
+def retry(fn, tries=50):
+    """fn(), again after a TRYAGAIN (as cluster clients do)."""
+    for i in range(tries):
+        try:
+            return fn()
+        except redis.ResponseError as e:
+            if "TRYAGAIN" not in str(e) or i == tries - 1:
+                raise
+            time.sleep(0.05)
+
+
+def test_salt_spreads_writes_and_reads_the_total(sc3):
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    rs[0].set("ctr", 10)
+    assert rs[1].execute_command("PK.SALT", "ctr", 4) == "OK"
+    total = 10
+    for i in range(400):
+        total += 1
+        assert rs[i % 3].incr("ctr") == total  # the total, as Redis says
+    assert rs[2].incrby("ctr", 5) == total + 5
+    assert rs[0].decrby("ctr", 6) == total - 1
+    assert rs[1].decr("ctr") == total - 2
+    total -= 2
+    assert [r.get("ctr") for r in rs] == [str(total)] * 3
+    assert rs[0].type("ctr") == "string" and rs[1].exists("ctr") == 1
+    # The parts' writes ran on every node (part 0 and one part here, one
+    # part on each other node): each node's tracker saw some.
+    time.sleep(1.1)
+    writers = [nd for nd in c.nodes
+               if any(b"ctr" in e["key"] and float(e["writes_per_sec"]) > 0
+                      for e in hotkeys(nd))]
+    assert len(writers) == 3, [hotkeys(nd) for nd in c.nodes]
+    assert salted_parts(c, "ctr") == 4
+    assert max(int(e["salted"]) for nd in c.nodes for e in hotkeys(nd)
+               if e["key"] == b"ctr") == 4
+    stored = raw_keys(c)
+    parts = [k for k in stored if k.endswith(b"\x00salt\x00ctr")]
+    assert len(parts) == 3, stored
+
+    # Folded back: one key, the same value, the parts gone.
+    assert rs[2].execute_command("PK.UNSALT", "ctr") == "OK"
+    assert [r.get("ctr") for r in rs] == [str(total)] * 3
+    assert rs[0].incr("ctr") == total + 1
+    stored = raw_keys(c)
+    assert not [k for k in stored if b"\x00salt" in k], stored
+
+
+def test_float_increments_and_delete(sc3):
+    c = sc3
+    r = c.nodes[0].client()
+    assert r.execute_command("PK.SALT", "fctr", 2) == "OK"
+    vals = [float(r.incrbyfloat("fctr", 0.25)) for _ in range(8)]
+    assert vals[-1] == 2.0
+    for _ in range(20):  # whichever part it lands on: the total is whole
+        r.incr("fctr")
+    assert r.get("fctr") == "22"
+    assert r.incrby("fctr", -19) == 3
+    assert r.get("fctr") == "3"
+    assert retry(lambda: r.delete("fctr")) == 1
+    assert r.get("fctr") is None and r.exists("fctr") == 0
+    assert r.incr("fctr") == 1
+    assert r.execute_command("PK.UNSALT", "fctr") == "OK"
+    assert r.get("fctr") == "1"
+
+
+def test_unsplittable_commands_fold_first(sc3):
+    c = sc3
+    r = c.nodes[1].client()
+    assert r.execute_command("PK.SALT", "sctr", 2) == "OK"
+    for _ in range(20):
+        r.incr("sctr")
+    assert r.append("sctr", "0") == 3  # folded, then run: "20" + "0"
+    assert r.get("sctr") == "200"
+    assert r.execute_command("PK.SALT", "sctr", 2) == "OK"
+    r.incr("sctr")
+    # MULTI is not forwarded: the transaction goes to the key's leader.
+    m = pmap.decode(c.nodes[0].client(decode_responses=False)
+                    .execute_command("PK.MAP"))
+    part = m["parts"][pkcluster.keyslot("sctr")]
+    host, port = m["nodes"][part["replicas"][0]].rsplit(":", 1)
+    lr = redis.Redis(host=host, port=int(port), decode_responses=True)
+    pipe = lr.pipeline(transaction=True)
+    pipe.incr("sctr")
+    with pytest.raises(redis.ResponseError) as ei:
+        pipe.execute()
+    assert "TRYAGAIN" in str(ei.value) or "discarded" in str(ei.value)
+    ok, waited = pkcluster.wait_until(
+        lambda: salted_parts(c, "sctr") == 0, 10, interval=0.2)
+    assert ok, "still salted after %.1fs" % waited
+    pipe = lr.pipeline(transaction=True)
+    pipe.incr("sctr")
+    assert pipe.execute() == [202]
+
+
+def test_refusals(sc3):
+    r = sc3.nodes[0].client()
+    r.set("text", "hello")
+    with pytest.raises(redis.ResponseError, match="only counters"):
+        r.execute_command("PK.SALT", "text", 2)
+    with pytest.raises(redis.ResponseError, match="power of two"):
+        r.execute_command("PK.SALT", "n3", 3)
+    with pytest.raises(redis.ResponseError, match="not salted"):
+        r.execute_command("PK.UNSALT", "never-salted")
+    assert r.execute_command("PK.SALT", "twice", 2) == "OK"
+    with pytest.raises(redis.ResponseError, match="salted already"):
+        r.execute_command("PK.SALT", "twice", 2)
+    assert r.execute_command("PK.UNSALT", "twice") == "OK"
+
+
+def test_no_increment_lost_through_salting_and_folding(sc3):
+    """Three clients, one per node, INCR one key while it is salted and
+    folded back five times; every acknowledged INCR is in the total, and
+    every INCR that failed is reported (none is expected)."""
+    c = sc3
+    stop = threading.Event()
+    acked, failed = [0, 0, 0], [[], [], []]
+
+    def writer(i):
+        r = c.nodes[i].client()
+        while not stop.is_set():
+            try:
+                r.incr("race")
+                acked[i] += 1
+            except redis.RedisError as e:
+                failed[i].append(str(e))
+    ths = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for t in ths:
+        t.start()
+    admin = c.nodes[2].client()
+    try:
+        for parts in (4, 2, 4, 2, 4):
+            time.sleep(0.4)
+            assert admin.execute_command("PK.SALT", "race", parts) == "OK"
+            time.sleep(0.6)
+            assert admin.execute_command("PK.UNSALT", "race") == "OK"
+    finally:
+        stop.set()
+        for t in ths:
+            t.join(15)
+    errors = sum(failed, [])
+    value = int(admin.get("race"))
+    assert sum(acked) <= value <= sum(acked) + len(errors), (acked, errors)
+    assert not [e for e in errors if "TRYAGAIN" not in e], errors
+    assert sum(acked) > 300
+
+
+def test_hot_counter_salted_then_folded_by_itself():
+    """--hot-key-writes 300: a counter INCRed faster than that for over
+    --hot-key-time is salted without being asked; once the load stops it
+    is folded back after --unsalt-after, every increment kept."""
+    gen = pkcluster.serving(pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--route", "forward", "--hotkeys-sample", "1",
+               "--hot-key-writes", "300", "--hot-key-time", "1",
+               "--unsalt-after", "2"]))
+    c = next(gen)
+    stop, count = threading.Event(), [0]
+
+    def load():
+        r = c.nodes[0].client()
+        while not stop.is_set():
+            pipe = r.pipeline(transaction=False)
+            for _ in range(50):
+                pipe.incr("celebrity:likes")
+            pipe.execute()
+            count[0] += 50
+    th = threading.Thread(target=load, daemon=True)
+    th.start()
+    try:
+        t0 = time.monotonic()
+        ok, waited = pkcluster.wait_until(
+            lambda: salted_parts(c, "celebrity:likes") >= 2, 20, interval=0.2)
+        assert ok, "not salted after %.1fs: %r" % (
+            waited, [hotkeys(nd)[:3] for nd in c.nodes])
+        salted_after = time.monotonic() - t0
+        time.sleep(1.5)  # a while salted, under load
+    finally:
+        stop.set()
+        th.join(15)
+    r = c.nodes[1].client()
+    assert int(r.get("celebrity:likes")) == count[0]
+    # Folded back after --unsalt-after (2 s) once the rate drops.
+    ok, waited = pkcluster.wait_until(
+        lambda: salted_parts(c, "celebrity:likes") == 0, 30, interval=0.5)
+    assert ok, "still salted %.1fs after the load stopped" % waited
+    assert int(r.get("celebrity:likes")) == count[0]
+    assert salted_after < 10, salted_after
+    assert "salted" in c.stderr_text() and "folded back" in c.stderr_text()
+    for _ in gen:
+        pass
