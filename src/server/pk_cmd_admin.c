@@ -12,6 +12,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "core/pk_range.h"
+#include "core/pk_salt.h"
 #include "core/pk_splitfind.h"
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
@@ -153,6 +154,8 @@ static int scan_emit(void *ctx, uint32_t part, pk_slice key)
     scan_out *o = ctx;
 
     (void)part;
+    if (!o->x->c->raw_keys && pk_salt_internal(key.ptr, key.len))
+        return 0; /* a salted key's part: the key is listed once */
     pk_reply_bulk(o->keys, key.ptr, key.len);
     o->n++;
     return 0;

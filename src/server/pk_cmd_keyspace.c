@@ -22,6 +22,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "core/pk_num.h"
+#include "core/pk_salt.h"
 #include "server/pk_cmd.h"
 #include "store/pk_key.h"
 #include "store/pk_keyops.h"
@@ -40,6 +41,8 @@ static int keys_emit(void *ctx, uint32_t part, pk_slice key)
     keys_out *o = ctx;
 
     (void)part;
+    if (!o->x->c->raw_keys && pk_salt_internal(key.ptr, key.len))
+        return 0; /* a salted key's part: the key is listed once */
     pk_reply_bulk(o->x->out, key.ptr, key.len);
     o->n++;
     return 0;

@@ -94,6 +94,11 @@ def test_salt_spreads_writes_and_reads_the_total(sc3):
     stored = raw_keys(c)
     parts = [k for k in stored if k.endswith(b"\x00salt\x00ctr")]
     assert len(parts) == 3, stored
+    # Clients see the key, never its parts.
+    listed = set().union(*(set(nd.client().keys("*")) for nd in c.nodes))
+    assert "ctr" in listed and not [k for k in listed if "salt" in k]
+    assert not [k for nd in c.nodes for k in nd.client().scan_iter()
+                if "\x00" in k]
 
     # Folded back: one key, the same value, the parts gone.
     assert rs[2].execute_command("PK.UNSALT", "ctr") == "OK"
