@@ -59,6 +59,16 @@
 # BENCH_KEYS (default 100000), BENCH_WINDOW_S (default 10),
 # BENCH_SCAN_PAGE (default 50), BENCH_C_GET / BENCH_C_SET (default 19 / 1),
 # BENCH_KEEP=1 keeps the work directory (logs) and prints its path, PARTKV.
+# BENCH_NODE_CPU (default empty: off), e.g. 0.3: case 1 only, every node of
+# both clusters is capped at that share of one core, each in a cgroup-v1
+# cpu cgroup of its own (/sys/fs/cgroup/cpu/partkv-bench-PID-N,
+# cpu.cfs_quota_us = BENCH_NODE_CPU x cpu.cfs_period_us 100000), to stand
+# in for nodes on machines of their own: with the nodes and the load
+# generators sharing the machine's cores uncapped, the one-range baseline
+# already takes every core and splitting cannot add any.  The cap, and per
+# measurement each node's CPU use, throttled periods and CPU per request,
+# the load generators' CPU and the machine's, are printed.  It needs a
+# writable /sys/fs/cgroup/cpu (root); without one the script exits 2.
 # The numbers are reported, not asserted: PASS/FAIL is printed beside each
 # one, and the script exits 0 when it ran.
 set -euo pipefail
@@ -78,22 +88,42 @@ SCAN_PAGE=${BENCH_SCAN_PAGE:-50}
 C_GET=${BENCH_C_GET:-19}
 C_SET=${BENCH_C_SET:-1}
 KEEP=${BENCH_KEEP:-0}
+NODE_CPU=${BENCH_NODE_CPU:-}
+CG_ROOT=/sys/fs/cgroup/cpu
+CG_PERIOD=100000
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
 
 PARTKV=$PARTKV_SRC
 need_tools "$PY" redis-benchmark redis-cli
+cg_quota=""
+if [[ -n $NODE_CPU ]]; then
+    cg_quota=$("$PY" -c 'import sys
+v = float(sys.argv[1])
+if not 0 < v <= 64: sys.exit(1)
+print(max(1000, int(round(v * int(sys.argv[2])))))' "$NODE_CPU" "$CG_PERIOD" 2>/dev/null) ||
+        { echo "$PROG: BENCH_NODE_CPU must be a share of one core > 0, e.g. 0.3 (got '$NODE_CPU')" >&2; exit 2; }
+    if ! { [[ -f $CG_ROOT/cpu.cfs_quota_us && -w $CG_ROOT/cgroup.procs ]] &&
+        mkdir "$CG_ROOT/partkv-bench-$$-check" 2>/dev/null &&
+        rmdir "$CG_ROOT/partkv-bench-$$-check"; }; then
+        echo "$PROG: BENCH_NODE_CPU is set but $CG_ROOT (cgroup-v1 cpu) is not writable" >&2
+        exit 2
+    fi
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-range-split.XXXXXX")
 cluster_pids=()
 bg_pids=()
 pkc_pid=""
 pkc_ports=()
+cg_all=() # every cgroup made (BENCH_NODE_CPU)
+node_cgs=() # those of the current cluster's nodes, node 0 first
 
 cleanup() {
     local pid
     for pid in "${bg_pids[@]}"; do stop_ours "$pid" "$work/"; done
     stop_ours "$pkc_pid" "$work/"
     for pid in "${cluster_pids[@]}"; do stop_ours "$pid" "$work/"; done
+    cg_remove "${cg_all[@]}"
     if [[ $KEEP == 1 ]]; then
         echo "$PROG: work directory kept: $work" >&2
     else
@@ -418,6 +448,82 @@ def cmd_window(a):
         by[test] = by.get(test, 0.0) + sum(v) / len(v)
     print("%.0f %.0f %.0f %d" % (sum(by.values()), by.get("GET", 0), by.get("SET", 0), exits))
 
+# ---- CPU use (case 1) ------------------------------------------------------
+
+def ticks(pid, children=False):
+    """utime+stime of /proc/PID/stat (all its threads), plus cutime+cstime
+    if children; None if it is gone."""
+    try:
+        f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if children else 0)
+
+def cmd_cpusnap(a):
+    """cpusnap GENPID NODEPID... -- CGDIR...: one JSON line: per node its
+    ticks and its cgroup's cpu.stat, the load generator's ticks (the tap,
+    its reaped children and the live ones: the redis-benchmarks) and the
+    machine's busy and total ticks."""
+    i = a.index("--") if "--" in a else len(a)
+    gen, nodes, cgs = a[0], a[1:i], a[i + 1:]
+    g = ticks(gen, True) or 0
+    try:
+        kids = open("/proc/%s/task/%s/children" % (gen, gen)).read().split()
+    except OSError:
+        kids = []
+    g += sum(ticks(k) or 0 for k in kids)
+    thr = []
+    for d in cgs:
+        st = dict(l.split() for l in open(d + "/cpu.stat"))
+        thr.append([int(st.get("nr_periods", 0)), int(st.get("nr_throttled", 0)),
+                    int(st.get("throttled_time", 0))])
+    c = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    print(json.dumps({"t": time.time(), "nodes": [ticks(p) for p in nodes],
+                      "thr": thr, "gen": g, "ngen": len(kids),
+                      "busy": sum(c) - c[3] - c[4], "all": sum(c)}))
+
+def cmd_cpureport(a):
+    """cpureport SNAP0 SNAP1 MON "PORT..." W...: one line, per node the
+    cores it used, the share of its cgroup's periods throttled, the ranges
+    it led at the end and its CPU microseconds per request of the
+    cluster's mean throughput W; then the load generator's and the
+    machine's cores."""
+    s0, s1, mon, ports = json.loads(a[0]), json.loads(a[1]), a[2], a[3].split()
+    rate = sum(float(x) for x in a[4:]) / max(1, len(a[4:]))
+    hz = os.sysconf("SC_CLK_TCK")
+    dt = s1["t"] - s0["t"]
+    lead = {}
+    ss = samples(mon)
+    if ss:
+        for r in ss[-1]["ranges"]:
+            p = str(r["leader"]).rsplit(":", 1)[-1]
+            lead[p] = lead.get(p, 0) + 1
+    parts, tot = [], 0.0
+    for i, p in enumerate(ports):
+        x0, x1 = s0["nodes"][i], s1["nodes"][i]
+        if x0 is None or x1 is None:
+            parts.append("node %d gone" % i)
+            continue
+        cores = (x1 - x0) / hz / dt
+        tot += cores
+        t = ""
+        if i < len(s0["thr"]) and i < len(s1["thr"]):
+            np_ = s1["thr"][i][0] - s0["thr"][i][0]
+            nt = s1["thr"][i][1] - s0["thr"][i][1]
+            t = ", throttled %.0f%%" % (100.0 * nt / np_ if np_ else 0)
+        parts.append("node %d %.2f cores (leads %d%s, %.1f us/req)" % (
+            i, cores, lead.get(p, 0), t, 1e6 * cores / rate if rate else 0))
+    gen = (s1["gen"] - s0["gen"]) / hz / dt
+    busy = (s1["busy"] - s0["busy"]) / max(1, s1["all"] - s0["all"]) * (os.cpu_count() or 1)
+    print("%s; nodes %.2f cores, %.1f us/req; load generators %.2f cores "
+          "(%d redis-benchmark, %.1f us/req); machine busy %.2f of %d cores" % (
+              "; ".join(parts), tot, 1e6 * tot / rate if rate else 0, gen, s1["ngen"],
+              1e6 * gen / rate if rate else 0, busy, os.cpu_count() or 1))
+
+def cmd_cpucores(a):
+    """cpucores CPUTXT: the per-node cores of a cpureport line, "a b c"."""
+    print(" ".join(re.findall(r"node \d+ ([0-9.]+) cores", open(a[0]).read())))
+
 # ---- monitor ---------------------------------------------------------------
 
 def cmd_monitor(a):
@@ -698,6 +804,48 @@ stop_cluster() {
         echo "$PROG: $cname: node log lines to look at:" >&2
         printf '    %s\n' "${t//$'\n'/$'\n'    }" >&2
     fi
+    cg_remove "${node_cgs[@]}"
+    node_cgs=()
+}
+
+# cg_cap: with BENCH_NODE_CPU, each node of the current cluster into a
+# cpu cgroup of its own, capped at cg_quota per CG_PERIOD.  Writing a PID
+# to cgroup.procs moves its whole thread group (checked against tasks);
+# threads started later inherit the cgroup.
+cg_cap() {
+    local i d pid want got
+    node_cgs=()
+    [[ -n $cg_quota ]] || return 0
+    for i in "${!pkc_pids[@]}"; do
+        pid=${pkc_pids[i]}
+        d=$CG_ROOT/partkv-bench-$$-${#cg_all[@]}
+        mkdir "$d" || die "cannot make cgroup $d"
+        cg_all+=("$d")
+        node_cgs+=("$d")
+        echo "$CG_PERIOD" >"$d/cpu.cfs_period_us"
+        echo "$cg_quota" >"$d/cpu.cfs_quota_us"
+        echo "$pid" >"$d/cgroup.procs" || die "cannot move node pid $pid into $d"
+        want=$(printf '%s\n' "/proc/$pid/task/"* | sed 's#.*/##' | sort -n | tr '\n' ' ')
+        got=$(sort -n "$d/tasks" | tr '\n' ' ')
+        [[ $want == "$got" ]] || die "node pid $pid: threads $want, in $d: $got"
+    done
+    echo "node CPU cap: $NODE_CPU of a core per node (cpu.cfs_quota_us $cg_quota /" \
+        "cpu.cfs_period_us $CG_PERIOD), nodes ${pkc_pids[*]} in ${node_cgs[*]##*/}" \
+        "($(wc -w <"${node_cgs[0]}/tasks") threads in node 0's)"
+}
+
+# cg_remove DIR...: removes the cgroups once their processes are gone
+# (up to 10 s each)
+cg_remove() {
+    local d i
+    for d in "$@"; do
+        [[ -d $d ]] || continue
+        for ((i = 0; i < 100; i++)); do
+            [[ -s $d/cgroup.procs ]] || break
+            sleep 0.1
+        done
+        rmdir "$d" 2>/dev/null || echo "$PROG: cannot remove cgroup $d (still holds: $(tr '\n' ' ' <"$d/cgroup.procs"))" >&2
+    done
 }
 
 # preload PORT: NKEYS keys "key:%012d" with 16-byte values, in key order,
@@ -744,10 +892,13 @@ rb_stop() { stop_ours "$rb_pid" "$work/"; }
 
 # rb_windows LOG: 3 windows of WINDOW_S; prints "median_total
 # median_set_share% exits node_cpus w1 w2 w3" (node_cpus: the CPUs the three
-# nodes used over the windows, of the machine's 2)
+# nodes used over the windows, of the machine's 2), and writes the CPU
+# detail over the windows (per node, the load generators, the machine) to
+# $work/cpu.txt
 rb_windows() {
-    local log=$1 i a b w tot=() share=() ex=0 line c0 c1 a0
+    local log=$1 i a b w tot=() share=() ex=0 line c0 c1 a0 s0 s1
     a0=$(now)
+    s0=$(rs cpusnap "$rb_pid" "${pkc_pids[@]}" -- "${node_cgs[@]}")
     c0=$(sum_ticks cpu_ticks "${pkc_pids[@]}" 2>/dev/null) || c0=""
     for ((i = 0; i < 3; i++)); do
         a=$(now)
@@ -761,6 +912,8 @@ rb_windows() {
     done
     line=$("$PY" -c "import statistics,sys;v=[float(x) for x in sys.argv[1:4]];s=[float(x) for x in sys.argv[4:]];print('%.0f %.1f' % (statistics.median(v), statistics.median(s)))" "${tot[@]}" "${share[@]}")
     c1=$(sum_ticks cpu_ticks "${pkc_pids[@]}" 2>/dev/null) || c1=""
+    s1=$(rs cpusnap "$rb_pid" "${pkc_pids[@]}" -- "${node_cgs[@]}")
+    rs cpureport "$s0" "$s1" "$work/$cname.mon" "${pkc_ports[*]}" "${tot[@]}" >"$work/cpu.txt"
     if [[ -n $c0 && -n $c1 ]]; then # CPUs the three nodes used, of 2
         c1=$("$PY" -c "import os,sys,time;print('%.2f' % ((int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK') / (time.time() - float(sys.argv[3]))))" "$c0" "$c1" "$a0")
     else
@@ -773,10 +926,11 @@ result() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }
 
 # --- case 1 ------------------------------------------------------------------
 case1() {
-    local w get_rate base base_share qps t0 after t_end i
+    local w get_rate base base_share qps t0 after t_end i cpu_base
     echo
     echo "== case 1: uniform 95% GET / 5% SET on one range, $NKEYS keys"
     cluster c1-nosplit --split-qps 0
+    cg_cap
     preload "${pkc_ports[0]}"
     monitor_start
     rb_start "$work/c1-get.rb" "get:$((C_GET + C_SET))"
@@ -785,6 +939,7 @@ case1() {
     rb_stop
     get_rate=${w[0]}
     echo "GET only, one range, no splits: ${w[0]} req/s (windows ${w[*]:4}; redis-benchmark restarts ${w[2]}; nodes used ${w[3]} CPUs)"
+    echo "  CPU: $(<"$work/cpu.txt")"
     rb_start "$work/c1-base.rb" "get:$C_GET" "set:$C_SET"
     sleep 3
     read -ra w <<<"$(rb_windows "$work/c1-base.rb")"
@@ -792,6 +947,8 @@ case1() {
     base=${w[0]}
     base_share=${w[1]}
     echo "95/5 mix, one range, no splits: ${w[0]} req/s, SET share ${w[1]}% (windows ${w[*]:4}; restarts ${w[2]}; nodes used ${w[3]} CPUs)"
+    echo "  CPU: $(<"$work/cpu.txt")"
+    cpu_base=$(rs cpucores "$work/cpu.txt")
     monitor_stop
     stop_cluster
     qps=$((${get_rate%.*} / 4))
@@ -799,6 +956,7 @@ case1() {
     echo "--split-qps $qps (a quarter of the GET rate)"
 
     cluster c1-split --split-qps "$qps"
+    cg_cap
     preload "${pkc_ports[0]}"
     monitor_start
     sleep 2
@@ -820,10 +978,13 @@ case1() {
     rb_stop
     after=${w[0]}
     echo "95/5 mix after splitting: ${w[0]} req/s, SET share ${w[1]}% (windows ${w[*]:4}; restarts ${w[2]}, in the whole run $(grep -c EXIT "$work/c1-split.rb" || true); nodes used ${w[3]} CPUs)"
+    echo "  CPU: $(<"$work/cpu.txt")"
     monitor_stop
     rs case1 "$work/$cname.mon" "$work/$cname.log" "$t0" "$qps" "$base" "$after" "$get_rate" >>"$results"
     result 1 "(load: GET rate, --split-qps, SET share)" \
         "GET ${get_rate%.*}/s, qps $qps, SET $base_share%" "-" "-"
+    result 1 "(cores per node, no split / split)" \
+        "${NODE_CPU:+cap $NODE_CPU: }$cpu_base / $(rs cpucores "$work/cpu.txt")" "-" "-"
     stop_cluster
 }
 
@@ -890,7 +1051,7 @@ case4() {
     stop_cluster
 }
 
-echo "range-split: 3 nodes, R = 3, forward mode, range scheme; cases $CASES"
+echo "range-split: 3 nodes, R = 3, forward mode, range scheme; cases $CASES${NODE_CPU:+; case 1 nodes capped at $NODE_CPU of a core each (BENCH_NODE_CPU)}"
 machine_info
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 IFS=, read -ra todo <<<"$CASES"
