@@ -54,6 +54,7 @@ one_run() { # one_run MODE RUN: prints "MODE RPS"
     if [[ $mode != off ]]; then
         redis-cli -p "${pkc_ports[0]}" PK.SALT "$KEY" "$PARTS" | grep -qx OK ||
             die "PK.SALT failed"
+        sleep 1 # every node has the salted map (a write before gets TRYAGAIN)
     fi
     local pids=() t0 t1
     t0=$(date +%s.%N)

@@ -55,14 +55,11 @@ struct sop {
     int want, phase, pending;
     int fell_back; /* the write went to part 0 after -SALTFOLD */
     int as_float;  /* INCR on float parts: 1 reading, 2 written */
-    int local;     /* answer the written part's value */
     pk_salt e;     /* the entry when it started; e.key -> key */
     uint8_t key[PK_SALT_KEY_MAX];
     char *err;     /* first error, owned */
     pk_arg *wargv; /* the write, key argument replaced later */
     int wargc;
-    char wval[VAL_CAP]; /* the written part's value */
-    size_t wlen;
     uint8_t have[PK_SALT_PARTS_MAX];   /* part i exists */
     uint8_t folded[PK_SALT_PARTS_MAX]; /* part i is in part 0 already */
     char val[PK_SALT_PARTS_MAX][VAL_CAP];
@@ -120,6 +117,8 @@ typedef struct pk_salted {
     uv_timer_t timer;
     uint64_t rng;
     watch hot[WATCHED], cold[WATCHED];
+    pk_arg argv[8]; /* write_local: the command with a part's name */
+    uint8_t name[NAME_CAP];
 } pk_salted;
 
 static uint64_t rnd(pk_salted *sd)
@@ -345,10 +344,6 @@ static void op_finish(sop *op)
             pk_reply_error(&c->out, op->err);
         else if (op->want == R_DEL)
             pk_reply_int(&c->out, op->deleted > 0);
-        else if (op->local)
-            op->want == R_INT
-                ? pk_reply_int(&c->out, strtoll(op->wval, NULL, 10))
-                : pk_reply_bulk(&c->out, op->wval, op->wlen);
         else
             reply_total(op, &c->out);
         c->waiting_fwd = 0;
@@ -497,16 +492,10 @@ static void on_op_reply(void *ctx, const pk_rr *r, const char *err)
             if (op_read_parts(op) > 0)
                 return;
         }
-        if (err) {
+        if (err)
             op_fail(op, err);
-        } else {
-            uint8_t n = 0;
-            keep_value(op->wval, &n, r);
-            op->wlen = n;
-            op->wval[n] = '\0';
-            if (!op->local && op_read_parts(op) > 0)
-                return;
-        }
+        else if (op_read_parts(op) > 0) /* the total: every part read */
+            return;
         op_finish(op);
         return;
     }
@@ -582,8 +571,8 @@ static int op_started(pk_cmd_ctx *x, sop *op)
     return 0;
 }
 
-/* The write of one random part, then (unless local) the total. */
-static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want)
+/* The write of one random part (part 0 with base), then the total. */
+static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want, int base)
 {
     pk_salted *sd = x->srv->salted;
     sop *op = op_new(x, e, want);
@@ -601,12 +590,11 @@ static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want)
     /* argv is the parser's until the next read: the fall-back to part 0
      * sends the copy. */
     op->wargc = x->argc;
-    op->local = x->srv->cfg.salted_incr_local;
     for (int k = 0; k < x->argc; k++) {
         argv[k] = x->argv[k].ptr;
         lens[k] = x->argv[k].len;
     }
-    part = (int)(rnd(sd) % e->n);
+    part = base ? 0 : (int)(rnd(sd) % e->n);
     op->phase = PH_WRITE;
     if (op_send(op, part, x->argc, argv, lens) != PK_OK)
         op_fail(op, "ERR a part of the salted key is not reachable");
@@ -1034,9 +1022,9 @@ static int is(const pk_cmd *cmd, const char *name)
     return strcmp(cmd->name, name) == 0;
 }
 
-/* A raw link's write to a part: taken only while the key is salted in
- * this node's map with that part. */
-static int raw_check(pk_cmd_ctx *x, const pk_cmd *cmd)
+/* A write to a part (from a raw link, a peer or a client): taken only
+ * while the key is salted in this node's map with that part. */
+static int part_check(pk_cmd_ctx *x, const pk_cmd *cmd)
 {
     const pk_arg *k = &x->argv[cmd->first];
     const pk_salt *e;
@@ -1055,9 +1043,33 @@ static int raw_check(pk_cmd_ctx *x, const pk_cmd *cmd)
      * and dropped before it): deleting it is safe, writing it is not. */
     ok |= e == NULL && (is(cmd, "del") || is(cmd, "unlink"));
     if (!ok)
-        pk_reply_error(x->out, "SALTFOLD the key is not salted into this part "
-                               "here");
+        pk_reply_error(x->out, x->c->raw_keys
+                                   ? "SALTFOLD the key is not salted into "
+                                     "this part here"
+                                   : "TRYAGAIN the salted key is changing; "
+                                     "retry");
     return ok;
+}
+
+/* --salted-incr-reply local: the write goes to a random part as an
+ * ordinary command on the part's name (run here or forwarded like any
+ * other), and its reply is the part's value. */
+static int write_local(pk_cmd_ctx *x, const pk_salt *e)
+{
+    pk_salted *sd = x->srv->salted;
+    int part = (int)(rnd(sd) % e->n);
+    size_t len;
+
+    if (part == 0 || x->argc > 8)
+        return 1;
+    len = part_name(e, part, sd->name);
+    if (len == 0)
+        return 1;
+    memcpy(sd->argv, x->argv, (size_t)x->argc * sizeof(pk_arg));
+    sd->argv[1].ptr = (const char *)sd->name;
+    sd->argv[1].len = len;
+    x->argv = sd->argv; /* valid while the command runs (or is copied) */
+    return 1;
 }
 
 int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
@@ -1069,9 +1081,9 @@ int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     if (cmd->first <= 0 || x->argc <= cmd->first || x->srv->salted == NULL ||
         cmd->fn == pk_cmd_pk_salt)
         return 1;
-    if (x->c->raw_keys)
-        return raw_check(x, cmd);
-    if (m->nsalts == 0)
+    if (!part_check(x, cmd))
+        return 0;
+    if (x->c->raw_keys || m->nsalts == 0)
         return 1;
     k = &x->argv[cmd->first];
     if ((e = pk_pmap_salt_find(m, k->ptr, k->len)) == NULL)
@@ -1081,11 +1093,15 @@ int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     if (is(cmd, "type"))
         return start_read(x, e, R_TYPE);
     if (e->state == PK_SALT_SALTED) {
-        if (is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
-            is(cmd, "decrby"))
-            return start_write(x, e, R_INT);
-        if (is(cmd, "incrbyfloat"))
-            return start_write(x, e, R_FLOAT);
+        int incr = is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
+                   is(cmd, "decrby");
+        /* A peer that forwarded a write here meant part 0 (its map is
+         * older, or part 0 was its pick): part 0 is here, so it goes no
+         * hop further -- with the total as the reply, unless local. */
+        if ((incr || is(cmd, "incrbyfloat")) && x->srv->cfg.salted_incr_local)
+            return x->c->internal ? 1 : write_local(x, e);
+        if (incr || is(cmd, "incrbyfloat"))
+            return start_write(x, e, incr ? R_INT : R_FLOAT, x->c->internal);
         if ((is(cmd, "del") || is(cmd, "unlink")) && x->argc == 2)
             return start_del(x, e);
     } else if (is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||

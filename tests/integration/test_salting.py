@@ -251,3 +251,23 @@ def test_hot_counter_salted_then_folded_by_itself():
     assert "salted" in c.stderr_text() and "folded back" in c.stderr_text()
     for _ in gen:
         pass
+
+
+def test_local_incr_reply():
+    """--salted-incr-reply local: INCR answers its part's value (at most
+    the total), and GET still reads the total."""
+    gen = pkcluster.serving(pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--route", "forward", "--hot-key-writes", "0",
+               "--salted-incr-reply", "local"]))
+    c = next(gen)
+    rs = [nd.client() for nd in c.nodes]
+    assert rs[0].execute_command("PK.SALT", "lctr", 4) == "OK"
+    replies = [retry(lambda: rs[i % 3].incr("lctr")) for i in range(300)]
+    assert all(1 <= v <= i + 1 for i, v in enumerate(replies))
+    assert max(replies) < 300  # the parts share the increments
+    assert [r.get("lctr") for r in rs] == ["300"] * 3
+    assert rs[1].execute_command("PK.UNSALT", "lctr") == "OK"
+    assert rs[2].incr("lctr") == 301
+    for _ in gen:
+        pass
