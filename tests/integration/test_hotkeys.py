@@ -73,7 +73,9 @@ def test_hot_keys_ranked(server_factory):
         rate = (load.n - n0) / (time.monotonic() - t0)
     assert [e["key"] for e in got[:2]] == ["celebrity", "counter"], got
     reads, writes = got[0], got[1]
-    assert reads["writes_per_sec"] == 0 and writes["reads_per_sec"] == 0
+    # The one SET of "celebrity" may have been sampled: it decays from 10
+    # (1/0.1) by half a second, and is under 1 by now.
+    assert reads["writes_per_sec"] < 1 and writes["reads_per_sec"] == 0
     # Rates: a third and a sixth of the request rate, within 30 % (the
     # load's own rate varies on a shared machine; the tracker's accuracy
     # is test_topk's).
