@@ -271,3 +271,26 @@ def test_local_incr_reply():
     assert rs[2].incr("lctr") == 301
     for _ in gen:
         pass
+
+
+def test_through_the_proxy(sc3):
+    """partkv proxy sends a salted key's commands to its partition's
+    leader, which runs them on the parts."""
+    c = sc3
+    n = c.nodes[0]
+    px = pkcluster.Proxy("%s:%d" % (n.host, n.port))
+    try:
+        px.start()
+        raw = redis.Redis(host=px.host, port=px.port, socket_timeout=10)
+        ok, waited = pkcluster.wait_until(
+            lambda: raw.execute_command("PK.MAP"), 10)
+        r = redis.Redis(host=px.host, port=px.port, socket_timeout=10,
+                        decode_responses=True)
+        assert ok, "the proxy has no map after %.1fs" % waited
+        assert n.client().execute_command("PK.SALT", "pctr", 4) == "OK"
+        for i in range(1, 101):
+            assert retry(lambda: r.incr("pctr")) == i
+        assert r.get("pctr") == "100"
+        assert c.nodes[2].client().get("pctr") == "100"
+    finally:
+        px.stop()
