@@ -247,6 +247,7 @@ def test_hot_counter_salted_then_folded_by_itself():
         lambda: salted_parts(c, "celebrity:likes") == 0, 30, interval=0.5)
     assert ok, "still salted %.1fs after the load stopped" % waited
     assert int(r.get("celebrity:likes")) == count[0]
+    print("salted %.2fs after the load began" % salted_after)
     assert salted_after < 10, salted_after
     assert "salted" in c.stderr_text() and "folded back" in c.stderr_text()
     for _ in gen:
