@@ -132,7 +132,13 @@ $(BUILD)/bench/mload: bench/mload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
-bench-run: all $(BENCH_BIN) $(BUILD)/bench/mload
+# bench/rload.c: the range-aware load of bench/range-split.sh (BENCH_CLIENT=
+# smart): requests straight to each range's leader, as a smart client sends.
+$(BUILD)/bench/rload: bench/rload.c $(BUILD)/libpkcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpkcore.a $(LDLIBS)
+
+bench-run: all $(BENCH_BIN) $(BUILD)/bench/mload $(BUILD)/bench/rload
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 	@for s in bench/*.sh; do [ -x "$$s" ] && { $$s || exit 1; }; done; true
 

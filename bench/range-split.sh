@@ -59,6 +59,12 @@
 # BENCH_KEYS (default 100000), BENCH_WINDOW_S (default 10),
 # BENCH_SCAN_PAGE (default 50), BENCH_C_GET / BENCH_C_SET (default 19 / 1),
 # BENCH_KEEP=1 keeps the work directory (logs) and prints its path, PARTKV.
+# BENCH_CLIENT (default forward): smart runs build/bench/rload in place of
+# redis-benchmark in case 1, with the same arguments -- a range-aware
+# client that sends each request to its range's leader, so no node
+# forwards (forwarding costs a node more than serving: bench/README.md).
+# BENCH_QPS_OF (default get): mix takes --split-qps as a quarter of the
+# 95/5 mix's rate on one range, rather than of the GET-only rate.
 # BENCH_NODE_CPU (default empty: off), e.g. 0.3: case 1 only, every node of
 # both clusters is capped at that share of one core, each in a cgroup-v1
 # cpu cgroup of its own (/sys/fs/cgroup/cpu/partkv-bench-PID-N,
@@ -89,6 +95,8 @@ C_GET=${BENCH_C_GET:-19}
 C_SET=${BENCH_C_SET:-1}
 KEEP=${BENCH_KEEP:-0}
 NODE_CPU=${BENCH_NODE_CPU:-}
+CLIENT=${BENCH_CLIENT:-forward}
+QPS_OF=${BENCH_QPS_OF:-get}
 CG_ROOT=/sys/fs/cgroup/cpu
 CG_PERIOD=100000
 # shellcheck source=bench/lib.sh
@@ -96,6 +104,17 @@ CG_PERIOD=100000
 
 PARTKV=$PARTKV_SRC
 need_tools "$PY" redis-benchmark redis-cli
+case $CLIENT in
+forward) ;;
+smart)
+    RLOAD_BIN=${RLOAD:-$root/build/bench/rload}
+    [[ -x $RLOAD_BIN ]] || { echo "$PROG: BENCH_CLIENT=smart needs $RLOAD_BIN (make build/bench/rload)" >&2; exit 2; }
+    export RLOAD_BIN
+    ;;
+*) echo "$PROG: BENCH_CLIENT must be forward or smart (got '$CLIENT')" >&2; exit 2 ;;
+esac
+[[ $QPS_OF == get || $QPS_OF == mix ]] ||
+    { echo "$PROG: BENCH_QPS_OF must be get or mix (got '$QPS_OF')" >&2; exit 2; }
 cg_quota=""
 if [[ -n $NODE_CPU ]]; then
     cg_quota=$("$PY" -c 'import sys
@@ -398,7 +417,8 @@ def cmd_rbload(a):
     procs = {}
     def start(i):
         port, test, conns = specs[i]
-        p = subprocess.Popen(["redis-benchmark", "-p", port, "-t", test, "-r", nkeys,
+        prog = os.environ.get("RLOAD_BIN") or "redis-benchmark"
+        p = subprocess.Popen([prog, "-p", port, "-t", test, "-r", nkeys,
                               "-d", "16", "-c", conns, "-n", "2000000000", "-q"],
                              stdout=subprocess.PIPE, stderr=errf, stdin=subprocess.DEVNULL,
                              preexec_fn=die_with_parent)
@@ -951,9 +971,14 @@ case1() {
     cpu_base=$(rs cpucores "$work/cpu.txt")
     monitor_stop
     stop_cluster
-    qps=$((${get_rate%.*} / 4))
-    ((qps > 0)) || die "no GET rate measured"
-    echo "--split-qps $qps (a quarter of the GET rate)"
+    if [[ $QPS_OF == mix ]]; then
+        qps=$((${base%.*} / 4))
+        echo "--split-qps $qps (a quarter of the 95/5 mix's rate on one range)"
+    else
+        qps=$((${get_rate%.*} / 4))
+        echo "--split-qps $qps (a quarter of the GET rate)"
+    fi
+    ((qps > 0)) || die "no rate measured"
 
     cluster c1-split --split-qps "$qps"
     cg_cap
@@ -1051,7 +1076,12 @@ case4() {
     stop_cluster
 }
 
-echo "range-split: 3 nodes, R = 3, forward mode, range scheme; cases $CASES${NODE_CPU:+; case 1 nodes capped at $NODE_CPU of a core each (BENCH_NODE_CPU)}"
+if [[ $CLIENT == smart ]]; then
+    load_from="rload (range-aware: to the leaders)"
+else
+    load_from="redis-benchmark (the nodes forward)"
+fi
+echo "range-split: 3 nodes, R = 3, forward mode, range scheme; cases $CASES; case 1 load from $load_from, --split-qps from the $QPS_OF rate${NODE_CPU:+; case 1 nodes capped at $NODE_CPU of a core each (BENCH_NODE_CPU)}"
 machine_info
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 IFS=, read -ra todo <<<"$CASES"
