@@ -536,7 +536,7 @@ def cmd_cpureport(a):
     gen = (s1["gen"] - s0["gen"]) / hz / dt
     busy = (s1["busy"] - s0["busy"]) / max(1, s1["all"] - s0["all"]) * (os.cpu_count() or 1)
     print("%s; nodes %.2f cores, %.1f us/req; load generators %.2f cores "
-          "(%d redis-benchmark, %.1f us/req); machine busy %.2f of %d cores" % (
+          "(%d processes, %.1f us/req); machine busy %.2f of %d cores" % (
               "; ".join(parts), tot, 1e6 * tot / rate if rate else 0, gen, s1["ngen"],
               1e6 * gen / rate if rate else 0, busy, os.cpu_count() or 1))
 
