@@ -467,7 +467,10 @@ static uint32_t load_move(const pk_ctrl *c, const pk_pmap *m,
     for (uint32_t id = 0; id < m->nnodes; id++)
         if (ask[id] && (h == PK_NODE_NONE || nl[id] > nl[h]))
             h = id;
-    for (uint32_t p = 0; h != PK_NODE_NONE && p < m->npartitions; p++) {
+    /* The loads are of the map of the last poll: ranges split since
+     * have none yet. */
+    for (uint32_t p = 0;
+         h != PK_NODE_NONE && p < m->npartitions && p < c->nload; p++) {
         const pk_partition *pt = &m->parts[p];
         double l = c->load[p];
         if (pt->nreplicas < 2 || pt->replicas[0] != h || pin[p] || todo[p] ||
