@@ -337,25 +337,6 @@ static void on_link_connect(uv_connect_t *req, int status)
     link_write(l);
 }
 
-/* A request the link sends before any other (arg may be NULL), its reply
- * going to an entry with no client. */
-static int preamble(pk_link *l, const char *cmd, const char *arg)
-{
-    pk_fwd *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || pk_rr_write_cmdv(&l->pending, cmd, arg, NULL) != PK_OK) {
-        free(f);
-        return PK_ENOMEM;
-    }
-    pk_obuf_init(&f->cmd);
-    if (l->tail)
-        l->tail->next = f;
-    else
-        l->head = f;
-    l->tail = f;
-    return PK_OK;
-}
-
 static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
 {
     struct sockaddr_in sa;
@@ -382,13 +363,35 @@ static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
     l->creq.data = l;
     l->next = s->links;
     s->links = l;
-    /* Peers may require a password: the cluster secret outranks it.  A
-     * raw link (pk_link_call_raw) reaches keys as they are stored. */
-    if ((s->cfg.cluster_secret &&
-         preamble(l, "PK.AUTH", s->cfg.cluster_secret) != PK_OK) ||
-        (calls == 2 && preamble(l, "PK.RAWKEYS", NULL) != PK_OK)) {
-        link_fail(l, "out of memory");
-        return PK_ENOMEM;
+    /* Peers may require a password: the cluster secret outranks it.  The
+     * reply goes to an entry with no client. */
+    if (s->cfg.cluster_secret) {
+        pk_fwd *auth = calloc(1, sizeof(*auth));
+        if (auth == NULL ||
+            pk_rr_write_cmdv(&l->pending, "PK.AUTH", s->cfg.cluster_secret,
+                             NULL) != PK_OK) {
+            free(auth);
+            link_fail(l, "out of memory");
+            return PK_ENOMEM;
+        }
+        pk_obuf_init(&auth->cmd);
+        l->head = l->tail = auth;
+    }
+    /* A raw link (pk_link_call_raw) reaches keys as they are stored. */
+    if (calls == 2) {
+        pk_fwd *raw = calloc(1, sizeof(*raw));
+        if (raw == NULL ||
+            pk_rr_write_cmdv(&l->pending, "PK.RAWKEYS", NULL) != PK_OK) {
+            free(raw);
+            link_fail(l, "out of memory");
+            return PK_ENOMEM;
+        }
+        pk_obuf_init(&raw->cmd);
+        if (l->tail)
+            l->tail->next = raw;
+        else
+            l->head = raw;
+        l->tail = raw;
     }
     /* A node bound to its own address connects from it too, so that a
      * link between two nodes can be told apart (fault tests cut them). */
