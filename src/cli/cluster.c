@@ -80,8 +80,9 @@ typedef struct up_args {
     const char *split_size;    /* --split-size for every node, or NULL */
     const char *merge_delay;   /* --merge-delay for every node, or NULL */
     const char *hot_sample;    /* --hotkeys-sample for every node, or NULL */
-    const char *salting[4];    /* --hot-key-writes, --hot-key-time,
-                                * --unsalt-after, --salted-incr-reply */
+    const char *salting[5];    /* --hot-key-writes, --hot-key-time,
+                                * --unsalt-after, --salted-incr-reply,
+                                * --hot-key-reads */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
 } up_args;
 
@@ -185,6 +186,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"hot-key-time", required_argument, NULL, '1'},
         {"unsalt-after", required_argument, NULL, '2'},
         {"salted-incr-reply", required_argument, NULL, '3'},
+        {"hot-key-reads", required_argument, NULL, '4'},
         {"presplit", required_argument, NULL, 'T'},
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
@@ -253,6 +255,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         case '1':
         case '2':
         case '3':
+        case '4':
             a->salting[ch - '0'] = optarg;
             break;
         case 'P': /* --partitions P */
@@ -433,7 +436,8 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
                 {"--hot-key-writes", a->salting[0]},
                 {"--hot-key-time", a->salting[1]},
                 {"--unsalt-after", a->salting[2]},
-                {"--salted-incr-reply", a->salting[3]}};
+                {"--salted-incr-reply", a->salting[3]},
+                {"--hot-key-reads", a->salting[4]}};
     for (size_t j = 0; j < sizeof(pass) / sizeof(pass[0]); j++)
         if (pass[j].val) {
             argv[k++] = (char *)pass[j].flag;

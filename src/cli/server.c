@@ -14,6 +14,7 @@
  *                 [--merge-delay SECONDS] [--hotkeys-sample RATE]
  *                 [--metrics-port P] [--hot-key-writes N]
  *                 [--hot-key-time SECONDS] [--unsalt-after SECONDS]
+ *                 [--hot-key-reads N]
  *                 [--salted-incr-reply total|local]
  */
 #include <arpa/inet.h>
@@ -103,6 +104,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"hot-key-time", required_argument, NULL, '1'},
         {"unsalt-after", required_argument, NULL, '2'},
         {"salted-incr-reply", required_argument, NULL, '3'},
+        {"hot-key-reads", required_argument, NULL, '4'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -238,6 +240,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
         case '2':
             rc = num("--unsalt-after", optarg, 0, 86400 * 365, &v);
             c->unsalt_after_ms = v * 1000;
+            break;
+        case '4':
+            rc = num("--hot-key-reads", optarg, 0, 1ull << 40, &v);
+            c->hot_key_reads = v;
             break;
         case '3':
             if (strcmp(optarg, "total") == 0 || strcmp(optarg, "local") == 0)

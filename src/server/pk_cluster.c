@@ -16,6 +16,7 @@
 #include "core/pk_range.h"
 #include "core/pk_splitfind.h"
 #include "server/pk_cmd.h"
+#include "server/pk_hotread.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
 #include "server/pk_repl.h"
@@ -232,6 +233,12 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
      * link waiting behind the other's (a deadlock seen with splits and
      * leader moves).  It gets MOVED, and the peer retries the owner once
      * (pk_link.c). */
+    /* A read of a read-hot key led elsewhere may be served here. */
+    if (x->srv->cfg.forward &&
+        pk_pmap_leader(x->srv->cluster.map, (uint32_t)slot) !=
+            x->srv->cluster.self &&
+        (here = pk_hotread_route(x, cmd, (uint32_t)slot)) >= 0)
+        return here;
     here = route_slot(x, slot, (cmd->flags & PK_CMD_WRITE) != 0,
                       x->srv->cfg.forward && !x->c->internal &&
                           !(cmd->flags & PK_CMD_LOCAL));

@@ -16,6 +16,7 @@
 #include "core/pk_hash.h"
 #include "server/pk_block.h"
 #include "server/pk_cmd.h"
+#include "server/pk_hotread.h"
 #include "server/pk_repl.h"
 #include "store/pk_store_part.h"
 
@@ -117,6 +118,7 @@ static void sec_stats(pk_cmd_ctx *x, pk_obuf *b)
         (unsigned long long)s->ops_rate, (unsigned long long)s->rejected_conns,
         (unsigned long long)s->expired_keys, (unsigned long long)s->hits,
         (unsigned long long)s->misses);
+    pk_hotread_info(s, b);
 }
 
 static void sec_cpu(pk_cmd_ctx *x, pk_obuf *b)

@@ -61,6 +61,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     pk_resp_commit(c->parser, (size_t)nread);
+    c->rx_seq = ++c->srv->rx_seq;
     c->last_ms = c->srv->now_ms = pk_srv_wall_ms();
     process(c);
 }
@@ -261,7 +262,7 @@ pk_arg *pk_conn_args_copy(int argc, const pk_arg *argv)
     return a;
 }
 
-void pk_conn_hold(pk_cmd_ctx *x)
+void pk_conn_hold_on(pk_cmd_ctx *x, pk_conn **list)
 {
     pk_conn *c = x->c;
 
@@ -275,10 +276,15 @@ void pk_conn_hold(pk_cmd_ctx *x)
     c->waiting_fwd = 1;  /* runs nothing more, reads nothing more */
     c->iter_cmds--;      /* its reply comes when it runs again */
     c->held_next = NULL; /* at the tail: held writes run again in order */
-    pk_conn **pp = &c->srv->held;
-    while (*pp)
-        pp = &(*pp)->held_next;
-    *pp = c;
+    c->held_on = list;
+    while (*list)
+        list = &(*list)->held_next;
+    *list = c;
+}
+
+void pk_conn_hold(pk_cmd_ctx *x)
+{
+    pk_conn_hold_on(x, &x->srv->held);
 }
 
 void pk_conn_hold_expire(pk_server *s, uint64_t max_ms)
@@ -293,6 +299,7 @@ void pk_conn_hold_expire(pk_server *s, uint64_t max_ms)
         }
         *pp = c->held_next; /* answered now; the fence itself stays */
         c->held_next = NULL;
+        c->held_on = NULL;
         free(c->held);
         c->held = NULL;
         c->waiting_fwd = 0;
@@ -305,11 +312,11 @@ void pk_conn_hold_expire(pk_server *s, uint64_t max_ms)
     }
 }
 
-void pk_conn_release_all(pk_server *s)
+void pk_conn_release(pk_server *s, pk_conn **list)
 {
-    pk_conn *c = s->held;
+    pk_conn *c = *list;
 
-    s->held = NULL;
+    *list = NULL;
     while (c) {
         pk_conn *next = c->held_next;
         pk_arg *argv = c->held;
@@ -317,6 +324,7 @@ void pk_conn_release_all(pk_server *s)
         pk_cmd_ctx x = {.srv = s, .c = c, .out = &c->out, .proto = c->proto};
         c->held = NULL;
         c->held_next = NULL;
+        c->held_on = NULL;
         c->waiting_fwd = 0;
         iter_join(c);
         c->iter_cmds++;
@@ -329,6 +337,11 @@ void pk_conn_release_all(pk_server *s)
         process(c);
         c = next;
     }
+}
+
+void pk_conn_release_all(pk_server *s)
+{
+    pk_conn_release(s, &s->held);
 }
 
 void pk_conn_join(pk_conn *c)
@@ -375,7 +388,7 @@ void pk_conn_close(pk_conn *c)
         pk_salted_forget(s, c);
     }
     if (c->held) {
-        pk_conn **pp = &s->held;
+        pk_conn **pp = c->held_on;
         while (*pp != c)
             pp = &(*pp)->held_next;
         *pp = c->held_next;

@@ -1486,6 +1486,30 @@ int pk_repl_follows(const pk_server *s, uint32_t part)
     return pt && is_follower(pt, s->cluster.self);
 }
 
+uint64_t pk_repl_follow_epoch(const pk_server *s, uint32_t part)
+{
+    const pk_repl *rp = s->repl;
+
+    return rp && part < rp->np && pk_repl_follows(s, part)
+               ? rp->follow_epoch[part]
+               : 0;
+}
+
+int pk_repl_streams_to(const pk_server *s, uint32_t part, uint64_t epoch,
+                       uint32_t node)
+{
+    pk_repl *rp = s->repl;
+    const pk_partition *pt = part_of(s, part);
+    rp_stream *st;
+
+    if (rp == NULL || pt == NULL || part >= rp->np || pt->nreplicas == 0 ||
+        pt->replicas[0] != s->cluster.self || rp->lead_epoch[part] != epoch ||
+        epoch == 0 || !is_follower(pt, node))
+        return 0;
+    st = stream_of(rp, node);
+    return st && st->state[part] == PS_STREAM;
+}
+
 /* ---- map changes, tick, lifetime -------------------------------------- */
 
 static int alloc_arrays(pk_repl *rp, uint32_t np)

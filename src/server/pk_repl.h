@@ -92,6 +92,15 @@ int pk_repl_handing_off(const pk_server *s, uint32_t part);
 /* READONLY: this node follows partition part (serves stale reads). */
 int pk_repl_follows(const pk_server *s, uint32_t part);
 
+/* The leader epoch this node follows part at, or 0 when it does not
+ * follow part. */
+uint64_t pk_repl_follow_epoch(const pk_server *s, uint32_t part);
+
+/* 1 when this node leads part at epoch and streams it to node: node's log
+ * of part is then a prefix of ours (a read index, pk_hotread.h). */
+int pk_repl_streams_to(const pk_server *s, uint32_t part, uint64_t epoch,
+                       uint32_t node);
+
 /* 1 when every follower of part (which this node leads) streams it and
  * has its records up to seq. */
 int pk_repl_all_have(const pk_server *s, uint32_t part, uint64_t seq);

@@ -3,6 +3,7 @@
  * phase, timers and signals.  See pk_server.h for the iteration model.
  */
 #include "server/pk_server.h"
+#include "server/pk_hotread.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -148,6 +149,7 @@ static void on_check(uv_check_t *h)
             pk_repl_commit_failed(s);
         } else {
             pk_repl_committed(s);
+            pk_hotread_committed(s);
         }
     }
     for (c = s->iter; c; c = next) {
@@ -303,6 +305,7 @@ static void on_rate(uv_timer_t *t)
     pk_split_tend(s);
     pk_salted_tick(s);
     pk_hot_tick(s);
+    pk_hotread_tick(s);
 }
 
 static void sync_work(uv_work_t *w)
@@ -594,6 +597,7 @@ static void teardown(pk_server *s)
         pk_conn_close(s->conns);
     pk_link_close_all(s);
     pk_salted_free(s); /* after the links: their calls are answered */
+    pk_hotread_free(s);
     pk_metrics_stop(s);
     /* The etcd backend's handles close with it, before the loop's. */
     pk_coord_free(s->coord);
@@ -620,8 +624,9 @@ int pk_server_run(const pk_server_config *cfg)
     pk_config_init(s);
     s->rates = calloc(PK_SLOTS, sizeof(*s->rates));
     if (s->rates == NULL || pk_hot_init(s) != PK_OK ||
-        uv_loop_init(&s->loop) != 0) {
+        pk_hotread_init(s) != PK_OK || uv_loop_init(&s->loop) != 0) {
         pk_hot_free(s);
+        pk_hotread_free(s);
         free(s->rates);
         free(s);
         return 1;

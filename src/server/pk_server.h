@@ -81,6 +81,9 @@ typedef struct pk_server_config {
      * folded back once under half of it for unsalt_after_ms (0: never);
      * salted_incr_local: INCR answers its part's value, not the total. */
     uint64_t hot_key_writes, hot_key_ms, unsalt_after_ms;
+    /* Replica reads (pk_hotread.h): a key read here more than this many
+     * times a second, in a partition we follow, is read here (0: never). */
+    uint64_t hot_key_reads;
     int salted_incr_local;
     /* Prometheus text on GET /metrics at this port of --bind (pk_metrics.h;
      * 0: a free one, logged; -1: off). */

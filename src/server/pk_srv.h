@@ -64,7 +64,10 @@ struct pk_conn {
     pk_arg *held;    /* a command waiting on a fence, or NULL */
     int nheld;
     uint64_t held_ms;     /* when it was held */
-    pk_conn *held_next;   /* on srv->held */
+    pk_conn *held_next;   /* on *held_on */
+    pk_conn **held_on;    /* the list it waits on: srv->held, or another */
+    uint64_t rx_seq;      /* srv->rx_seq of its last read */
+    int hr_forward;       /* pk_hotread.c: forward the held read */
     pk_conn *resume_next; /* on srv->resume, waiting to run its commands */
     uint64_t resume_gen;  /* the idle round it was queued in */
     int in_resume;
@@ -146,10 +149,11 @@ struct pk_server {
     struct pk_repl *repl;           /* replication (pk_repl.h) */
     struct pk_ctrl *ctrl;           /* failover controller (pk_ctrl.h) */
     struct pk_salted *salted;       /* salted keys (pk_salted.h), or NULL */
-    pk_txn *txn;    /* this iteration's write transaction, or NULL */
-    pk_conn *iter;  /* connections touched this iteration */
-    pk_conn *conns; /* all connections */
-    pk_conn *held;  /* connections holding a command (pk_conn_hold) */
+    pk_txn *txn;     /* this iteration's write transaction, or NULL */
+    pk_conn *iter;   /* connections touched this iteration */
+    pk_conn *conns;  /* all connections */
+    pk_conn *held;   /* connections holding a command (pk_conn_hold) */
+    uint64_t rx_seq; /* socket reads so far (pk_conn.c) */
     uint32_t nconns;
     uint64_t next_id;
     uint64_t now_ms; /* wall clock, refreshed per read batch */
@@ -168,6 +172,7 @@ struct pk_server {
     struct pk_block *block;
     struct pk_splitter *splitter; /* pk_split.c, owned, NULL until used */
     struct pk_topk *hot;          /* pk_hot.c, owned, NULL when off */
+    struct pk_hotread *hotread;   /* pk_hotread.c, owned, NULL when off */
     struct pk_metrics *metrics;   /* pk_metrics.c, owned, NULL when off */
     pk_latency lat;               /* command durations (pk_metrics.h) */
     uint64_t hot_rng;             /* its sampling draws */
@@ -209,6 +214,9 @@ void pk_conn_hold(pk_cmd_ctx *x);
 void pk_conn_hold_expire(pk_server *s, uint64_t max_ms);
 /* Runs every held command again, then what each connection has buffered */
 void pk_conn_release_all(pk_server *s);
+/* pk_conn_hold and pk_conn_release_all on a list of the caller's. */
+void pk_conn_hold_on(pk_cmd_ctx *x, pk_conn **list);
+void pk_conn_release(pk_server *s, pk_conn **list);
 /* A copy of argv in one allocation (free() it; each argument is also
  * NUL-terminated), or NULL when out of memory. */
 pk_arg *pk_conn_args_copy(int argc, const pk_arg *argv);

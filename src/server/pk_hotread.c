@@ -1,0 +1,378 @@
+/* pk_hotread: replica reads of read-hot keys (see pk_hotread.h). */
+#include "server/pk_hotread.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "core/pk_num.h"
+#include "core/pk_topk.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_link.h"
+#include "server/pk_repl.h"
+#include "server/pk_srv.h"
+#include "store/pk_store_log.h"
+
+#define HR_TRACKED 16   /* keys the tracker follows */
+#define HR_HOT 16       /* read-hot keys at most */
+#define HR_PARTS 32     /* partitions with read indexes */
+#define HR_WAIT_MS 1000 /* an index not answered by then is given up */
+
+/* The read indexes of one partition this node follows. */
+typedef struct hr_part {
+    struct pk_hotread *hr;
+    uint32_t part;
+    int used;
+    uint64_t epoch;   /* the leader epoch followed when asked */
+    uint64_t sent_rx; /* srv->rx_seq when the index in flight was asked */
+    uint64_t done_rx; /* reads received up to this one are covered ... */
+    uint64_t seq;     /* ... once our log of part reaches this */
+    uint64_t sent_ms; /* the index in flight was asked then, or 0 */
+    uint32_t gen;     /* of the index in flight: a late answer is dropped */
+    uint64_t used_ms; /* last read routed here */
+    pk_conn *waiting; /* reads held for an index */
+} hr_part;
+
+typedef struct pk_hotread pk_hotread;
+
+struct pk_hotread {
+    pk_server *srv;
+    pk_topk rx; /* sampled reads received for partitions led elsewhere */
+    uint64_t hot[HR_HOT];
+    uint32_t nhot;
+    hr_part parts[HR_PARTS];
+    uint64_t rng;
+    /* Stats. */
+    uint64_t served, waited, forwarded, indexes, refused;
+};
+
+/* The answer of an index, with what it was for. */
+typedef struct hr_call {
+    pk_server *srv;
+    uint32_t slot, gen;
+} hr_call;
+
+int pk_hotread_init(pk_server *s)
+{
+    pk_hotread *hr;
+
+    if (s->cfg.hot_key_reads == 0 || s->cfg.hotkeys_sample <= 0)
+        return PK_OK;
+    hr = calloc(1, sizeof(*hr));
+    if (hr == NULL)
+        return PK_ENOMEM;
+    if (pk_topk_init(&hr->rx, HR_TRACKED, s->cfg.hotkeys_sample) != PK_OK) {
+        free(hr);
+        return PK_ENOMEM;
+    }
+    hr->srv = s;
+    hr->rng = 0x2545f4914f6cdd1dull ^ (uint64_t)(uintptr_t)hr;
+    for (int i = 0; i < HR_PARTS; i++)
+        hr->parts[i].hr = hr;
+    s->hotread = hr;
+    return PK_OK;
+}
+
+void pk_hotread_free(pk_server *s)
+{
+    pk_hotread *hr = s->hotread;
+
+    if (hr == NULL)
+        return;
+    pk_topk_free(&hr->rx);
+    free(hr);
+    s->hotread = NULL;
+}
+
+static int is_hot(const pk_hotread *hr, uint64_t h)
+{
+    for (uint32_t i = 0; i < hr->nhot; i++)
+        if (hr->hot[i] == h)
+            return 1;
+    return 0;
+}
+
+/* Samples a read of key (hash h) received here. */
+static void sample(pk_hotread *hr, pk_slice key, uint64_t h, uint32_t part)
+{
+    uint64_t r = hr->rng; /* xorshift64 */
+
+    r ^= r << 13;
+    r ^= r >> 7;
+    r ^= r << 17;
+    hr->rng = r;
+    if (pk_topk_want(&hr->rx, (double)(r >> 11) / 9007199254740992.0))
+        pk_topk_add(&hr->rx, key.ptr, key.len, h, part, 0);
+}
+
+/* Our log position of part (what the stream has brought). */
+static uint64_t log_pos(pk_server *s, uint32_t part)
+{
+    pk_txn *t = s->txn;
+    uint64_t seq = 0;
+
+    if (t) {
+        pk_store_log_last(t, part, &seq);
+        return seq;
+    }
+    if (pk_txn_begin(s->store, 1, &t) != PK_OK)
+        return 0;
+    pk_store_log_last(t, part, &seq);
+    pk_txn_abort(t);
+    return seq;
+}
+
+static hr_part *part_state(pk_hotread *hr, uint32_t part, uint64_t now)
+{
+    hr_part *free_one = NULL, *oldest = NULL;
+
+    for (int i = 0; i < HR_PARTS; i++) {
+        hr_part *p = &hr->parts[i];
+        if (p->used && p->part == part)
+            return p;
+        if (!p->used && free_one == NULL)
+            free_one = p;
+        if (p->used && p->waiting == NULL && p->sent_ms == 0 &&
+            (oldest == NULL || p->used_ms < oldest->used_ms))
+            oldest = p;
+    }
+    if (free_one == NULL)
+        free_one = oldest;
+    if (free_one == NULL)
+        return NULL;              /* every slot busy: forward */
+    uint32_t gen = free_one->gen; /* a late answer to it stays stale */
+    memset(free_one, 0, sizeof(*free_one));
+    free_one->hr = hr;
+    free_one->gen = gen;
+    free_one->used = 1;
+    free_one->part = part;
+    free_one->used_ms = now;
+    return free_one;
+}
+
+/* The reads waiting on p run again: served here, or held for the next
+ * index; fwd: sent to the leader. */
+static void release(hr_part *p, int fwd)
+{
+    pk_server *s = p->hr->srv;
+
+    for (pk_conn *c = p->waiting; c; c = c->held_next)
+        c->hr_forward = fwd;
+    pk_conn_release(s, &p->waiting);
+}
+
+static void on_index(void *ctx, const pk_rr *r, const char *err)
+{
+    hr_call *call = ctx;
+    pk_server *s = call->srv;
+    pk_hotread *hr = s->hotread;
+    hr_part *p = hr ? &hr->parts[call->slot] : NULL;
+
+    if (p == NULL || !p->used || p->gen != call->gen || p->sent_ms == 0) {
+        free(call);
+        return; /* given up on, or its slot reused */
+    }
+    free(call);
+    p->sent_ms = 0;
+    if (err || r == NULL || r->type != PK_RR_INT || r->integer < 0) {
+        hr->refused++;
+        release(p, 1);
+        return;
+    }
+    if ((uint64_t)r->integer > p->seq)
+        p->seq = (uint64_t)r->integer;
+    p->done_rx = p->sent_rx;
+    if (log_pos(s, p->part) >= p->seq)
+        release(p, 0);
+}
+
+/* Asks the leader of p for a read index.  Returns 0 or an error. */
+static int ask(pk_hotread *hr, hr_part *p, uint64_t now)
+{
+    pk_server *s = hr->srv;
+    const pk_pmap *m = s->cluster.map;
+    uint32_t leader = pk_pmap_leader(m, p->part);
+    char part[24], epoch[24], node[24], mapep[24];
+    const char *argv[] = {"PK.READINDEX", part, epoch, node, mapep};
+    size_t lens[5];
+    hr_call *call;
+    pk_obuf ob;
+    int rc;
+
+    if (leader == PK_NODE_NONE)
+        return PK_ENOTFOUND;
+    call = malloc(sizeof(*call));
+    if (call == NULL)
+        return PK_ENOMEM;
+    snprintf(part, sizeof(part), "%u", p->part);
+    snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)p->epoch);
+    snprintf(node, sizeof(node), "%u", s->cluster.self);
+    snprintf(mapep, sizeof(mapep), "%llu", (unsigned long long)m->epoch);
+    for (int i = 0; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+    call->srv = s;
+    call->slot = (uint32_t)(p - hr->parts);
+    call->gen = ++p->gen;
+    pk_obuf_init(&ob);
+    rc = pk_rr_write_cmd(&ob, 5, argv, lens);
+    if (rc == PK_OK)
+        rc = pk_link_call(s, m->nodes[leader].addr, &ob, on_index, call);
+    pk_obuf_free(&ob);
+    if (rc != PK_OK) {
+        free(call);
+        return rc;
+    }
+    p->sent_ms = now ? now : 1;
+    p->sent_rx = s->rx_seq;
+    hr->indexes++;
+    return PK_OK;
+}
+
+int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
+{
+    pk_server *s = x->srv;
+    pk_hotread *hr = s->hotread;
+    pk_conn *c = x->c;
+    uint64_t epoch, h, now;
+    pk_keyrun r[PK_KEYRUNS_MAX];
+    pk_slice key;
+    hr_part *p;
+
+    if (hr == NULL || c->internal || (cmd->flags & PK_CMD_WRITE) ||
+        pk_cmd_keyruns(cmd, x->argc, x->argv, r) < 1)
+        return -1;
+    if (c->hr_forward) { /* its index was refused: to the leader */
+        c->hr_forward = 0;
+        hr->forwarded++;
+        return -1;
+    }
+    if ((epoch = pk_repl_follow_epoch(s, part)) == 0)
+        return -1;
+    key = pk_cmd_key(cmd, &x->argv[r[0].first]);
+    h = pk_topk_hash(key.ptr, key.len);
+    sample(hr, key, h, part);
+    if (!is_hot(hr, h))
+        return -1;
+    now = pk_srv_wall_ms();
+    if ((p = part_state(hr, part, now)) == NULL)
+        return -1;
+    p->used_ms = now;
+    if (p->epoch != epoch) { /* a new leader: what we knew is moot */
+        p->epoch = epoch;
+        p->done_rx = p->seq = 0;
+        p->sent_ms = 0;
+    }
+    if (c->rx_seq <= p->done_rx && log_pos(s, part) >= p->seq) {
+        hr->served++;
+        return 1;
+    }
+    if (p->sent_ms == 0 && ask(hr, p, now) != PK_OK)
+        return -1;
+    hr->waited++;
+    pk_conn_hold_on(x, &p->waiting);
+    return 0; /* held (or answered TRYAGAIN) */
+}
+
+void pk_hotread_committed(pk_server *s)
+{
+    pk_hotread *hr = s->hotread;
+
+    if (hr == NULL)
+        return;
+    for (int i = 0; i < HR_PARTS; i++) {
+        hr_part *p = &hr->parts[i];
+        /* Waiting with an answer in: for our log to reach it. */
+        if (p->used && p->waiting && p->sent_ms == 0 && p->done_rx &&
+            log_pos(s, p->part) >= p->seq)
+            release(p, 0);
+    }
+}
+
+void pk_hotread_tick(pk_server *s)
+{
+    pk_hotread *hr = s->hotread;
+    const pk_topk_entry *top[HR_TRACKED];
+    uint64_t now = pk_srv_wall_ms();
+    uint32_t n;
+
+    if (hr == NULL)
+        return;
+    pk_topk_tick(&hr->rx, 1.0);
+    n = pk_topk_top(&hr->rx, top, HR_TRACKED);
+    hr->nhot = 0;
+    for (uint32_t i = 0; i < n && hr->nhot < HR_HOT; i++)
+        if (pk_topk_rate(&hr->rx, top[i], 0) >= (double)s->cfg.hot_key_reads)
+            hr->hot[hr->nhot++] = top[i]->hash;
+    for (int i = 0; i < HR_PARTS; i++) {
+        hr_part *p = &hr->parts[i];
+        /* Not answered in time (a stopped leader): the reads go to the
+         * leader, whose link fails them or answers them. */
+        if (p->used && p->sent_ms && now - p->sent_ms >= HR_WAIT_MS) {
+            p->sent_ms = 0;
+            hr->refused++;
+            release(p, 1);
+        } else if (p->used && p->waiting && p->sent_ms == 0 &&
+                   now - p->used_ms >= HR_WAIT_MS) {
+            release(p, 1); /* our log never reached the answer */
+        }
+    }
+}
+
+/* PK.READINDEX part epoch node mapepoch: our log position of part once
+ * it is acknowledged (the reply waits like a read's), while we lead part
+ * at epoch and stream it to node, and node's map is not older than ours
+ * (with an older one it could look for a key in a partition that no
+ * longer holds it: a split, a move). */
+void pk_cmd_pk_readindex(pk_cmd_ctx *x)
+{
+    pk_server *s = x->srv;
+    int64_t part, epoch, node, mapep;
+    uint64_t seq = 0;
+    pk_txn *t;
+
+    if (!x->c->internal) {
+        pk_reply_error(x->out, "NOAUTH PK.READINDEX needs PK.AUTH with the "
+                               "cluster secret");
+        return;
+    }
+    if (!pk_arg_i64(&x->argv[1], &part) || !pk_arg_i64(&x->argv[2], &epoch) ||
+        !pk_arg_i64(&x->argv[3], &node) || !pk_arg_i64(&x->argv[4], &mapep) ||
+        part < 0 || epoch < 0 || node < 0 || part >= PK_SLOTS ||
+        node > UINT32_MAX) {
+        pk_reply_error(x->out, "ERR bad PK.READINDEX arguments");
+        return;
+    }
+    if (s->cluster.map == NULL || (uint64_t)mapep < s->cluster.map->epoch ||
+        !pk_repl_streams_to(s, (uint32_t)part, (uint64_t)epoch,
+                            (uint32_t)node)) {
+        pk_reply_error(x->out, "TRYAGAIN not leading that partition at that "
+                               "epoch for that node");
+        return;
+    }
+    if ((t = pk_srv_txn(x)) == NULL)
+        return; /* replied */
+    pk_store_log_last(t, (uint32_t)part, &seq);
+    x->have_part = 1; /* the reply waits for seq's acknowledgement */
+    x->part = (uint32_t)part;
+    pk_reply_int(x->out, (int64_t)seq);
+}
+
+void pk_hotread_info(pk_server *s, pk_obuf *b)
+{
+    const pk_hotread *hr = s->hotread;
+    char line[320];
+    int n;
+
+    if (hr == NULL)
+        return;
+    n = snprintf(
+        line, sizeof(line),
+        "hot_reads_keys:%u\r\nhot_reads_served:%llu\r\n"
+        "hot_reads_waited:%llu\r\nhot_reads_indexes:%llu\r\n"
+        "hot_reads_refused:%llu\r\nhot_reads_forwarded:%llu\r\n",
+        hr->nhot, (unsigned long long)hr->served,
+        (unsigned long long)hr->waited, (unsigned long long)hr->indexes,
+        (unsigned long long)hr->refused, (unsigned long long)hr->forwarded);
+    pk_obuf_append(b, line, (size_t)n);
+}

@@ -1,0 +1,65 @@
+/*
+ * pk_hotread: reads of a read-hot key served by every replica, not only
+ * by the leader -- without a stale read.
+ *
+ * Each node samples (at --hotkeys-sample) the reads it receives for
+ * partitions led elsewhere, in a small top-K tracker of its own.  A key
+ * read here more than --hot-key-reads times a second is read-hot: while
+ * this node follows the key's partition, a read of it is served from the
+ * local copy instead of being forwarded, once the copy is known to hold
+ * every write the leader acknowledged before the read arrived.
+ *
+ * That knowledge is a read index (as Raft's ReadIndex): the follower asks
+ * the leader, on a node-to-node link, PK.READINDEX part epoch node; the
+ * leader answers its log position of part once that position is
+ * acknowledged under --acks and its leadership lease holds (the reply is
+ * gated like any read's), and only while it leads part at the epoch the
+ * follower follows and streams to it (so the follower's log is a prefix
+ * of its own).  The follower serves a read locally when the read's bytes
+ * arrived before the index was asked for and its own log of part reaches
+ * the answer.  One index serves every read waiting for it, so the leader
+ * answers a few calls a second per follower instead of every read.  A
+ * read that finds no index ready waits for the next (its connection is
+ * held); an index refused, lost or not answered within a second sends the
+ * reads waiting for it to the leader, as before.
+ *
+ * Reads served so are linearizable: a write acknowledged before the read
+ * began is in the leader's log position the index names; a write the read
+ * sees is durable on the leader and this node.
+ */
+#ifndef PK_SERVER_PK_HOTREAD_H
+#define PK_SERVER_PK_HOTREAD_H
+
+#include <stdint.h>
+
+#include "server/pk_cmd.h"
+
+typedef struct pk_server pk_server;
+typedef struct pk_obuf pk_obuf;
+
+/* Sets up replica reads when --hot-key-reads > 0 and sampling is on.
+ * Returns 0 or PK_ENOMEM. */
+int pk_hotread_init(pk_server *s);
+void pk_hotread_free(pk_server *s);
+
+/* Once a second: the read-hot keys from the tracker, stuck indexes
+ * dropped. */
+void pk_hotread_tick(pk_server *s);
+
+/*
+ * Routing of a read-only command x (cmd) whose keys are in part, led by
+ * another node: -1 when it is not a replica read (route it as before), 1
+ * to run it here now, 0 when its connection waits for a read index.
+ */
+int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part);
+
+/* After a commit: reads waiting for their log to reach an index run. */
+void pk_hotread_committed(pk_server *s);
+
+/* PK.READINDEX part epoch node (node to node). */
+void pk_cmd_pk_readindex(pk_cmd_ctx *x);
+
+/* INFO stats lines (hot_reads_*). */
+void pk_hotread_info(pk_server *s, pk_obuf *b);
+
+#endif
