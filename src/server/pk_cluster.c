@@ -228,17 +228,17 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
         return 0;
     if (slot < 0)
         return 1;
+    /* A read of a read-hot key led elsewhere may be served here. */
+    if (x->srv->hotread && x->srv->cfg.forward &&
+        pk_pmap_leader(x->srv->cluster.map, (uint32_t)slot) !=
+            x->srv->cluster.self &&
+        (here = pk_hotread_route(x, cmd, (uint32_t)slot)) >= 0)
+        return here;
     /* A command a peer forwarded here is never forwarded on: two nodes
      * whose maps disagree for a moment would pass it back and forth, each
      * link waiting behind the other's (a deadlock seen with splits and
      * leader moves).  It gets MOVED, and the peer retries the owner once
      * (pk_link.c). */
-    /* A read of a read-hot key led elsewhere may be served here. */
-    if (x->srv->cfg.forward &&
-        pk_pmap_leader(x->srv->cluster.map, (uint32_t)slot) !=
-            x->srv->cluster.self &&
-        (here = pk_hotread_route(x, cmd, (uint32_t)slot)) >= 0)
-        return here;
     here = route_slot(x, slot, (cmd->flags & PK_CMD_WRITE) != 0,
                       x->srv->cfg.forward && !x->c->internal &&
                           !(cmd->flags & PK_CMD_LOCAL));

@@ -93,8 +93,9 @@ static int is_hot(const pk_hotread *hr, uint64_t h)
     return 0;
 }
 
-/* Samples a read of key (hash h) received here. */
-static void sample(pk_hotread *hr, pk_slice key, uint64_t h, uint32_t part)
+/* Samples a read of key received here: 1 with *h its hash when it was
+ * sampled, else 0 with *h 0. */
+static int sample(pk_hotread *hr, pk_slice key, uint32_t part, uint64_t *h)
 {
     uint64_t r = hr->rng; /* xorshift64 */
 
@@ -102,8 +103,12 @@ static void sample(pk_hotread *hr, pk_slice key, uint64_t h, uint32_t part)
     r ^= r >> 7;
     r ^= r << 17;
     hr->rng = r;
-    if (pk_topk_want(&hr->rx, (double)(r >> 11) / 9007199254740992.0))
-        pk_topk_add(&hr->rx, key.ptr, key.len, h, part, 0);
+    *h = 0;
+    if (!pk_topk_want(&hr->rx, (double)(r >> 11) / 9007199254740992.0))
+        return 0;
+    *h = pk_topk_hash(key.ptr, key.len);
+    pk_topk_add(&hr->rx, key.ptr, key.len, *h, part, 0);
+    return 1;
 }
 
 /* Our log position of part (what the stream has brought). */
@@ -250,8 +255,10 @@ int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
     if ((epoch = pk_repl_follow_epoch(s, part)) == 0)
         return -1;
     key = pk_cmd_key(cmd, &x->argv[r[0].first]);
-    h = pk_topk_hash(key.ptr, key.len);
-    sample(hr, key, h, part);
+    if (!sample(hr, key, part, &h) && hr->nhot == 0)
+        return -1; /* nothing hot: no hash to compare */
+    if (h == 0)
+        h = pk_topk_hash(key.ptr, key.len);
     if (!is_hot(hr, h))
         return -1;
     now = pk_srv_wall_ms();
