@@ -665,14 +665,17 @@ def heavy_setup(cl, procs, fsync=None, small=3000, src=1):
     return items, n4, n4_id, plan, heavy_slots
 
 
-def wait_heavy_copy(src, timeout=30):
-    """Waits until src runs a move session that has sent bytes (asserts);
-    returns PK.MOVES then."""
+def wait_heavy_copy(src, ap, timeout=30):
+    """Waits until src runs a move session that has sent bytes (asserts,
+    with the apply's output and the nodes' state, also when the apply
+    exits first); returns PK.MOVES then."""
     sess, waited = wait_until(
-        lambda: [s for s in pk_moves(src) if s.get("bytes", 0) > 0], timeout,
-        interval=0.02)
-    assert sess, "no move session with bytes on %s after %.1fs" % (
-        src.addr, waited)
+        lambda: [s for s in pk_moves(src) if s.get("bytes", 0) > 0]
+        or (None if ap.running() else "exited"), timeout, interval=0.02)
+    assert sess and sess != "exited", \
+        "no move session with bytes on %s after %.1fs (apply %s)\n%s\n%s" % (
+            src.addr, waited, "running" if ap.running() else "exited",
+            ap.text(), diagnostics(ap.cl, ap.procs))
     return sess
 
 
@@ -776,7 +779,7 @@ def kill_mid_move(cl, procs, victim):
     clients = Load(cl, items, reader=False).start()
     try:
         ap = Apply(cl, procs, plan["id"], "--rate", "4MB/s")
-        sess = wait_heavy_copy(cl.nodes[1])
+        sess = wait_heavy_copy(cl.nodes[1], ap)
         done_at_kill = status(cl)["moves"]["done"]
         t_kill = time.monotonic() - ap.t0
         if victim == "source":
@@ -838,7 +841,7 @@ def test_cancel_mid_move(cl3, procs):
     nodes = cl.nodes + [n4]
     before = converged_owners(nodes)
     ap = Apply(cl, procs, plan["id"], "--rate", "4MB/s")
-    wait_heavy_copy(cl.nodes[1])
+    wait_heavy_copy(cl.nodes[1], ap)
     # The other nodes' small moves finish while the heavy ones copy.
     st, waited = wait_until(
         lambda: (lambda st: st if st["moves"]["done"] > 0 else None)(
@@ -933,7 +936,7 @@ def test_pause_resume_status(cl3, procs):
     items, n4, n4_id, plan, heavy = heavy_setup(cl, procs)
     nodes = cl.nodes + [n4]
     ap = Apply(cl, procs, plan["id"], "--rate", "4MB/s")
-    wait_heavy_copy(cl.nodes[1])
+    wait_heavy_copy(cl.nodes[1], ap)
     p = cli(cl, "rebalance", "pause")
     assert p.returncode == 0 and "paused" in p.stdout, (p.stdout, p.stderr)
     time.sleep(1.0)
