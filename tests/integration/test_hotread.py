@@ -1,0 +1,195 @@
+"""Reads of a read-hot key served by every replica (pk_hotread.h), on 3
+nodes with 3 copies in forward mode: a key read above --hot-key-reads is
+served from a follower's own copy once a read index from the leader says
+the copy holds every acknowledged write; the histories of readers on every
+node and a writer stay linearizable -- also while the leader is stopped
+past its lease and another takes over."""
+import signal
+import threading
+import time
+
+import pytest
+import redis
+
+import cluster as pkcluster
+from lincheck import History
+
+pytestmark = pytest.mark.partkv_only
+
+HOT = "hotread:{k}"
+
+
+@pytest.fixture(scope="module")
+def hc3():
+    yield from pkcluster.serving(pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--route", "forward", "--hotkeys-sample", "1",
+               "--hot-key-reads", "50"]))
+
+
+def info_stats(node):
+    """The hot_reads_* counters of a node's INFO."""
+    text = node.client().execute_command("INFO", "stats")
+    if isinstance(text, dict):
+        return {k: int(v) for k, v in text.items()
+                if k.startswith("hot_reads_")}
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("hot_reads_"):
+            k, v = line.split(":", 1)
+            out[k] = int(v)
+    return out
+
+
+def leader_index(c, key):
+    """Index in c.nodes of the node that leads key's slot."""
+    return c.nodes.index(c.node_for_slot(pkcluster.keyslot(key)))
+
+
+class Load:
+    """One writer (unique values, on the leader's node) and readers on
+    every node, all recorded in a History."""
+
+    def __init__(self, c, key, readers_per_node=2):
+        self.c, self.key = c, key
+        self.hist = History()
+        self.stop = threading.Event()
+        self.reads = [0] * len(c.nodes)
+        self.errors = []
+        self.threads = [threading.Thread(target=self.writer, daemon=True)]
+        for i in range(len(c.nodes)):
+            for _ in range(readers_per_node):
+                self.threads.append(threading.Thread(
+                    target=self.reader, args=(i,), daemon=True))
+
+    def conn(self, i):
+        n = self.c.nodes[i]
+        return redis.Redis(host=n.host, port=n.port, socket_timeout=5,
+                           decode_responses=True)
+
+    def writer(self):
+        r = self.conn(leader_index(self.c, self.key))
+        seq = 0
+        while not self.stop.is_set():
+            seq += 1
+            v = "w%d" % seq
+            h = self.hist.invoke("writer", "set", self.key, v)
+            try:
+                r.set(self.key, v)
+                self.hist.ok(h)
+            except redis.RedisError as e:
+                self.hist.info(h)  # may or may not have taken effect
+                self.errors.append(repr(e))
+                time.sleep(0.05)
+                r = self.conn(leader_index(self.c, self.key))
+            time.sleep(0.002)
+
+    def reader(self, i):
+        r = self.conn(i)
+        name = "reader-%d-%d" % (i, threading.get_ident())
+        while not self.stop.is_set():
+            h = self.hist.invoke(name, "get", self.key)
+            try:
+                v = r.get(self.key)
+                self.hist.ok(h, v)
+                self.reads[i] += 1
+            except redis.RedisError as e:
+                self.hist.fail(h)  # a read that erred says nothing
+                self.errors.append(repr(e))
+                time.sleep(0.05)
+                r = self.conn(i)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(10)
+        return self
+
+
+def test_followers_serve_hot_reads_linearizably(hc3):
+    c = hc3
+    key = HOT
+    lead = leader_index(c, key)
+    c.nodes[lead].client().set(key, "w0")
+    before = [info_stats(n) for n in c.nodes]
+    load = Load(c, key).start()
+    try:
+        time.sleep(4.0)
+    finally:
+        load.finish()
+    after = [info_stats(n) for n in c.nodes]
+    served = [after[i].get("hot_reads_served", 0) -
+              before[i].get("hot_reads_served", 0) for i in range(3)]
+    print("reads per node %r, served by followers %r, stats %r" % (
+        load.reads, served, after))
+    followers = [i for i in range(3) if i != lead]
+    for i in followers:
+        assert served[i] > 0, "node %d served no read itself: %r" % (
+            i, after[i])
+        # Most of a follower's reads of the hot key are its own once hot.
+        assert served[i] > load.reads[i] // 4, (served, load.reads)
+    assert served[lead] == 0, "the leader counts no replica read"
+    assert not load.errors, load.errors[:5]
+    res = load.hist.check(initial="w0", timeout_s=60)
+    assert res.ok, res.summary()
+
+
+def test_cold_key_is_forwarded(hc3):
+    """A key read a few times a second stays with its leader."""
+    c = hc3
+    key = "hotread:cold"
+    lead = leader_index(c, key)
+    c.nodes[lead].client().set(key, "v")
+    i = (lead + 1) % 3
+    before = info_stats(c.nodes[i])
+    r = c.nodes[i].client()
+    for _ in range(20):
+        assert r.get(key) == "v"
+        time.sleep(0.05)
+    after = info_stats(c.nodes[i])
+    assert after.get("hot_reads_served", 0) == before.get(
+        "hot_reads_served", 0)
+
+
+def test_leader_stopped_past_its_lease():
+    """SIGSTOP of the hot key's leader while every node reads it: the
+    followers' reads wait for an index and fall back to the leader (or a
+    new one); nothing read is older than what was acknowledged."""
+    c = pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--route", "forward", "--hotkeys-sample", "1",
+               "--hot-key-reads", "50"])
+    try:
+        c.start()
+        c.wait_serving()
+        key = HOT
+        lead = leader_index(c, key)
+        c.nodes[lead].client().set(key, "w0")
+        load = Load(c, key).start()
+        try:
+            time.sleep(1.5)
+            pid = c.nodes[lead].pid
+            c.kill_node(lead, signal.SIGSTOP)
+            time.sleep(3.0)
+            c.kill_node(lead, signal.SIGCONT)
+            time.sleep(2.0)
+        finally:
+            load.finish()
+        print("reads per node %r, %d errors, e.g. %r; stopped pid %d" % (
+            load.reads, len(load.errors), load.errors[:3], pid))
+        assert sum(load.reads) > 100, load.reads
+        res = load.hist.check(initial="w0", timeout_s=90)
+        assert res.ok, res.summary()
+    finally:
+        if c.proc is not None:
+            try:
+                c.kill_node(lead, signal.SIGCONT)
+            except Exception:
+                pass
+            c.stop()
+        c.cleanup()
