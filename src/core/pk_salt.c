@@ -11,6 +11,11 @@ static const char SUB_MID[] = "}\0salt\0"; /* after "{s<tag>" */
 static const char MARK_MID[] = "\0salt-folded\0";
 #define MARK_MID_LEN 13
 
+pk_salt_kind pk_salt_tag_kind(uint32_t tag)
+{
+    return (pk_salt_kind)(tag >> PK_SALT_KIND_SHIFT);
+}
+
 size_t pk_salt_subkey(const void *key, size_t len, uint32_t tag, uint8_t *out,
                       size_t cap)
 {

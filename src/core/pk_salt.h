@@ -15,7 +15,12 @@
  *   "{" K "}" NUL "salt-folded" NUL <i>  when it has none
  *
  * A key without a hash tag that holds '}' has no such name and is never
- * salted (pk_salt_marker fails).  No I/O.
+ * salted (pk_salt_marker fails).
+ *
+ * A tag's top two bits say what the key holds (pk_salt_kind): 0 for a
+ * counter, as every tag was before sets and HyperLogLogs were salted, so
+ * that every node and the proxy know from the map alone how the parts
+ * are written and read.  No I/O.
  */
 #ifndef PK_CORE_PK_SALT_H
 #define PK_CORE_PK_SALT_H
@@ -24,6 +29,17 @@
 #include <stdint.h>
 
 #define PK_SALT_NAME_EXTRA 40 /* a part's or marker's bytes beyond K's */
+
+typedef enum pk_salt_kind {
+    PK_SALT_COUNTER = 0, /* a number: parts summed */
+    PK_SALT_SET = 1,     /* a set: parts' union */
+    PK_SALT_HLL = 2,     /* a HyperLogLog: parts' registers merged */
+} pk_salt_kind;
+
+#define PK_SALT_KIND_SHIFT 30 /* a tag is kind << 30 plus under 2^30 */
+
+/* The kind a part's tag carries. */
+pk_salt_kind pk_salt_tag_kind(uint32_t tag);
 
 /* Writes part `tag`'s sub-key name of key into out (cap bytes) and
  * returns its length, or 0 when it does not fit. */

@@ -175,7 +175,7 @@ static const pk_cmd table[] = {
     {"pk.readindex", 5, F, 0, 0, 0, "fast read", pk_cmd_pk_readindex, NULL},
     {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
     {"pk.salt", 3, W, 1, 1, 1, "slow", pk_cmd_pk_salt, NULL},
-    {"pk.saltadd", 4, W, 1, 1, 1, "write slow", pk_cmd_pk_saltadd, NULL},
+    {"pk.saltadd", -4, W, 1, 1, 1, "write slow", pk_cmd_pk_saltadd, NULL},
     {"pk.saltdrop", 2, W, 1, 1, 1, "write slow", pk_cmd_pk_saltdrop, NULL},
     {"pk.salttake", 3, R, 1, 1, 1, "read slow", pk_cmd_pk_salttake, NULL},
     {"pk.split", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},

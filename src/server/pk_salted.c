@@ -12,17 +12,19 @@
 #include <unistd.h>
 
 #include "core/pk_err.h"
+#include "core/pk_hll.h"
 #include "core/pk_salt.h"
 #include "core/pk_topk.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_agent.h"
 #include "server/pk_cmd.h"
 #include "server/pk_link.h"
+#include "server/pk_salted_int.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
 #include "store/pk_str.h"
 
-#define NAME_CAP (PK_SALT_KEY_MAX + PK_SALT_NAME_EXTRA)
+#define NAME_CAP PK__SALT_NAME_CAP
 #define VAL_CAP 64       /* a part's value: a number */
 #define STEP_RETRY_MS 50 /* a fold or salting step that failed goes again */
 #define WATCHED 32       /* keys followed for --hot-key-time / unsalt */
@@ -94,9 +96,9 @@ typedef struct salting {
     uint32_t part; /* the key's partition, led here at epoch */
     uint64_t epoch;
     uint64_t map_epoch; /* fold: the FOLDING map's epoch */
-    char val[VAL_CAP];  /* fold: part i's value */
-    size_t vlen;
-    int has_val;
+    /* fold: the PK.SALTADD of part i's value, as sent (owned) */
+    char *put;
+    size_t putlen;
     pk_conn *c; /* PK.SALT / PK.UNSALT waiting, or NULL */
     pk_agent_job job;
     uint8_t switched;
@@ -113,11 +115,13 @@ typedef struct watch {
 
 typedef struct pk_salted {
     sop *ops;
+    pk_uop *uops; /* sets' and HLLs' reads (pk_salted_sets.c) */
     salting *runs;
     uv_timer_t timer;
     uint64_t rng;
     watch hot[WATCHED], cold[WATCHED];
-    pk_arg argv[8]; /* write_local: the command with a part's name */
+    pk_arg *argv; /* write_local: the command with a part's name; owned */
+    int argv_cap;
     uint8_t name[NAME_CAP];
 } pk_salted;
 
@@ -131,7 +135,6 @@ static uint64_t rnd(pk_salted *sd)
 
 /* ---- names and places ---------------------------------------------- */
 
-/* Part i's key name into out (part 0: the key itself); its length. */
 static size_t part_name(const pk_salt *e, int i, uint8_t *out)
 {
     if (i == 0) {
@@ -160,6 +163,16 @@ static int leads(const pk_server *s, const void *key, size_t len,
     return pk_pmap_leader(cl->map, *part) == cl->self;
 }
 
+size_t pk__salted_part_name(const pk_salt *e, int i, uint8_t *out)
+{
+    return part_name(e, i, out);
+}
+
+pk_uop **pk__salted_uops(pk_server *s)
+{
+    return &s->salted->uops;
+}
+
 /* Sends argv (argc items) on a raw link to addr; cb gets ctx. */
 static int send_raw(pk_server *s, const char *addr, int argc,
                     const char *const *argv, const size_t *lens, pk_link_cb cb,
@@ -176,6 +189,13 @@ static int send_raw(pk_server *s, const char *addr, int argc,
         rc = pk_link_call_raw(s, addr, &ob, cb, ctx);
     pk_obuf_free(&ob);
     return rc;
+}
+
+int pk__salted_send(pk_server *s, int argc, const char *const *argv,
+                    const size_t *lens, pk_link_cb cb, void *ctx)
+{
+    return send_raw(s, leader_of(s, argv[1], lens[1]), argc, argv, lens, cb,
+                    ctx);
 }
 
 /* ---- numbers ----------------------------------------------------------- */
@@ -667,6 +687,7 @@ static void run_end(salting *r, const char *err)
             *pp = r->next;
             break;
         }
+    free(r->put);
     free(r);
 }
 
@@ -730,24 +751,65 @@ static void submit(salting *r, int unsalt)
     pk_agent_commit(r->s->agent, &r->job);
 }
 
+/* Part r->i's value as PK.SALTTAKE answered it (nil: none; a string: a
+ * counter's; an array: "set" and the members, or "hll" and the value)
+ * into r->put, the PK.SALTADD that adds it to part 0: the same arguments
+ * after the key and the part.  0 or PK_ENOMEM. */
+static int put_build(salting *r, const pk_rr *rr)
+{
+    size_t nv = rr->type == PK_RR_ARRAY ? rr->n : 1, argc = 3 + nv;
+    const char **argv = malloc(argc * sizeof(*argv));
+    size_t *lens = malloc(argc * sizeof(*lens));
+    char ix[8], num[VAL_CAP];
+    uint8_t nlen = 0;
+    pk_obuf ob;
+    int rc = PK_ENOMEM;
+
+    pk_obuf_init(&ob);
+    if (argv && lens) {
+        argv[0] = "PK.SALTADD";
+        lens[0] = 10;
+        argv[1] = (const char *)r->e.key;
+        lens[1] = r->e.len;
+        argv[2] = ix;
+        lens[2] = (size_t)snprintf(ix, sizeof(ix), "%d", r->i);
+        for (size_t k = 0; rr->type == PK_RR_ARRAY && k < nv; k++) {
+            argv[3 + k] = rr->elems[k].str;
+            lens[3 + k] = rr->elems[k].len;
+        }
+        if (rr->type != PK_RR_ARRAY && rr->type != PK_RR_NIL)
+            keep_value(num, &nlen, rr);
+        if (rr->type != PK_RR_ARRAY) {
+            argv[3] = num;
+            lens[3] = nlen;
+        }
+        rc = pk_rr_write_cmd(&ob, (int)argc, argv, lens);
+    }
+    free(argv);
+    free(lens);
+    if (rc == PK_OK) {
+        free(r->put);
+        r->putlen = pk_obuf_pending(&ob);
+        r->put = malloc(r->putlen);
+        if (r->put)
+            memcpy(r->put, ob.data + ob.head, r->putlen);
+        rc = r->put ? PK_OK : PK_ENOMEM;
+    }
+    pk_obuf_free(&ob);
+    return rc;
+}
+
 static void on_run_reply(void *ctx, const pk_rr *rr, const char *err)
 {
     salting *r = ctx;
 
     if (err == NULL && rr->type == PK_RR_ERROR)
         err = rr->str;
+    if (err == NULL && r->step == ST_TAKE && put_build(r, rr) != PK_OK)
+        err = "out of memory";
     if (err) {
         run_retry(r, err);
         return;
-    }
-    if (r->step == ST_TAKE) {
-        r->has_val = rr->type != PK_RR_NIL;
-        r->vlen = 0;
-        if (r->has_val) {
-            uint8_t n;
-            keep_value(r->val, &n, rr);
-            r->vlen = n;
-        }
     }
     r->busy = 0;
     if (r->step == ST_DROP && ++r->i < r->e.n) {
@@ -781,7 +843,7 @@ static void run_step(salting *r)
 {
     pk_server *s = r->s;
     uint8_t name[NAME_CAP];
-    char num[24], ix[8];
+    char num[24];
     size_t len = 0;
     int rc = PK_OK;
 
@@ -819,13 +881,15 @@ static void run_step(salting *r)
                       r);
         break;
     }
-    case ST_PUT: {
-        const char *argv[4] = {"PK.SALTADD", (const char *)r->e.key, ix,
-                               r->val};
-        size_t lens[4] = {10, r->e.len, 0, r->has_val ? r->vlen : 0};
-        lens[2] = (size_t)snprintf(ix, sizeof(ix), "%d", r->i);
-        rc = send_raw(s, leader_of(s, r->e.key, r->e.len), 4, argv, lens,
-                      on_run_reply, r);
+    case ST_PUT: { /* the link consumes the bytes: a retry copies again */
+        const char *addr = leader_of(s, r->e.key, r->e.len);
+        pk_obuf ob;
+        pk_obuf_init(&ob);
+        rc = addr == NULL ? PK_ENOTFOUND
+                          : pk_obuf_append(&ob, r->put, r->putlen);
+        if (rc == PK_OK)
+            rc = pk_link_call_raw(s, addr, &ob, on_run_reply, r);
+        pk_obuf_free(&ob);
         break;
     }
     case ST_DROP: {
@@ -907,11 +971,14 @@ static const char *fold_start(pk_server *s, const void *key, size_t len,
     return NULL;
 }
 
-/* The tags of n parts: part i >= 1 on a partition led by another node
- * where there is one (round robin over the live nodes, this one last),
- * never the key's own partition, no two parts on one partition. */
-static int pick_tags(pk_server *s, uint32_t kpart, pk_salt *e)
+/* The tags of n parts of a key of kind: part i >= 1 on a partition led
+ * by another node where there is one (round robin over the live nodes,
+ * this one last), never the key's own partition, no two parts on one
+ * partition. */
+static int pick_tags(pk_server *s, uint32_t kpart, pk_salt_kind kind,
+                     pk_salt *e)
 {
+    uint32_t base = (uint32_t)kind << PK_SALT_KIND_SHIFT;
     const pk_cluster *cl = &s->cluster;
     const pk_pmap *m = cl->map;
     uint32_t order[64], nn = 0, used[PK_SALT_PARTS_MAX];
@@ -928,7 +995,7 @@ static int pick_tags(pk_server *s, uint32_t kpart, pk_salt *e)
         int ok = 0;
         for (; tries < 400000 && !ok; tries++, j++) {
             char tag[16];
-            int n = snprintf(tag, sizeof(tag), "s%u", (unsigned)j);
+            int n = snprintf(tag, sizeof(tag), "s%u", (unsigned)(base + j));
             p = pk_cluster_part(cl, tag, (size_t)n);
             ok = pk_pmap_leader(m, p) == want || tries >= 200000;
             for (int k = 0; ok && k < i; k++)
@@ -937,17 +1004,21 @@ static int pick_tags(pk_server *s, uint32_t kpart, pk_salt *e)
         if (!ok)
             return PK_ENOTFOUND;
         used[i] = p;
-        e->tags[i] = j - 1;
+        e->tags[i] = base + j - 1;
     }
     return PK_OK;
 }
 
-/* Why key cannot be salted into n parts here, or NULL. */
+/* Why key cannot be salted into n parts here, or NULL and *kind what it
+ * holds (a missing key is a counter to be). */
 static const char *salt_refusal(pk_server *s, pk_txn *t, const void *key,
-                                size_t len, int n)
+                                size_t len, int n, pk_salt_kind *kind)
 {
+    static const char only[] = "ERR only counters (integers and floats), "
+                               "sets and HyperLogLogs are salted";
     uint8_t mark[NAME_CAP];
     uint32_t part;
+    pk_type type = PK_TYPE_NONE;
     pk_slice v;
     int64_t iv;
     long double fv;
@@ -970,19 +1041,28 @@ static const char *salt_refusal(pk_server *s, pk_txn *t, const void *key,
         return "TRYAGAIN the key is being folded back or salted";
     if (s->cluster.map->nsalts >= PK_SALTS_MAX)
         return "ERR too many salted keys";
-    rc = pk_str_get(t, part, key, len, s->now_ms, &v);
-    if (rc == PK_STORE_WRONGTYPE ||
-        (rc == PK_OK && parse_num(v.ptr, v.len, &iv, &fv) == 0))
-        return "ERR only counters (integers and floats) are salted";
-    if (rc != PK_OK && rc != PK_ENOTFOUND)
+    *kind = PK_SALT_COUNTER;
+    rc = pk_key_type(t, part, key, len, s->now_ms, &type);
+    if (rc == PK_OK && type == PK_TYPE_SET)
+        *kind = PK_SALT_SET;
+    else if (rc == PK_OK && type == PK_TYPE_STRING)
+        rc = pk_str_get(t, part, key, len, s->now_ms, &v);
+    else if (rc == PK_OK && type != PK_TYPE_NONE)
+        return only;
+    if (rc != PK_OK)
         return "ERR cannot read the key";
+    if (type == PK_TYPE_STRING && pk_hll_check(v.ptr, v.len) == PK_OK)
+        *kind = PK_SALT_HLL;
+    else if (type == PK_TYPE_STRING && parse_num(v.ptr, v.len, &iv, &fv) == 0)
+        return only;
     return NULL;
 }
 
 static const char *salt_start(pk_server *s, pk_txn *t, const void *key,
                               size_t len, int n, pk_conn *c)
 {
-    const char *why = salt_refusal(s, t, key, len, n);
+    pk_salt_kind kind;
+    const char *why = salt_refusal(s, t, key, len, n, &kind);
     salting *r;
 
     if (why)
@@ -991,7 +1071,7 @@ static const char *salt_start(pk_server *s, pk_txn *t, const void *key,
         return "ERR out of memory";
     r->e.n = (uint8_t)n;
     r->e.state = PK_SALT_SALTED;
-    if (pick_tags(s, r->part, &r->e) != PK_OK) {
+    if (pick_tags(s, r->part, kind, &r->e) != PK_OK) {
         run_end(r, NULL);
         return "ERR no partitions to place the parts on";
     }
@@ -1051,17 +1131,24 @@ static int part_check(pk_cmd_ctx *x, const pk_cmd *cmd)
     return ok;
 }
 
-/* --salted-incr-reply local: the write goes to a random part as an
- * ordinary command on the part's name (run here or forwarded like any
- * other), and its reply is the part's value. */
+/* SADD, PFADD, and INCR with --salted-incr-reply local: the write goes
+ * to a random part as an ordinary command on the part's name (run here or
+ * forwarded like any other), and its reply is the part's. */
 static int write_local(pk_cmd_ctx *x, const pk_salt *e)
 {
     pk_salted *sd = x->srv->salted;
     int part = (int)(rnd(sd) % e->n);
     size_t len;
 
-    if (part == 0 || x->argc > 8)
+    if (part == 0)
         return 1;
+    if (x->argc > sd->argv_cap) {
+        pk_arg *a = realloc(sd->argv, (size_t)x->argc * sizeof(*a));
+        if (a == NULL)
+            return 1; /* part 0 takes any write */
+        sd->argv = a;
+        sd->argv_cap = x->argc;
+    }
     len = part_name(e, part, sd->name);
     if (len == 0)
         return 1;
@@ -1077,6 +1164,8 @@ int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     const pk_pmap *m = x->srv->cluster.map;
     const pk_salt *e;
     const pk_arg *k;
+    pk_salt_kind kind;
+    int write, incr = 0;
 
     if (cmd->first <= 0 || x->argc <= cmd->first || x->srv->salted == NULL ||
         cmd->fn == pk_cmd_pk_salt)
@@ -1088,24 +1177,35 @@ int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     k = &x->argv[cmd->first];
     if ((e = pk_pmap_salt_find(m, k->ptr, k->len)) == NULL)
         return 1;
-    if (is(cmd, "get") || (is(cmd, "exists") && x->argc == 2))
+    kind = pk__salted_kind(e);
+    if (kind == PK_SALT_COUNTER) {
+        incr = is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
+               is(cmd, "decrby");
+        write = incr || is(cmd, "incrbyfloat");
+    } else {
+        write = is(cmd, kind == PK_SALT_SET ? "sadd" : "pfadd");
+    }
+    if (kind != PK_SALT_COUNTER && !pk__salted_sets_route(x, cmd, e))
+        return 0;
+    if (kind == PK_SALT_COUNTER &&
+        (is(cmd, "get") || (is(cmd, "exists") && x->argc == 2)))
         return start_read(x, e, is(cmd, "get") ? R_GET : R_EXISTS);
-    if (is(cmd, "type"))
+    if (kind == PK_SALT_COUNTER && is(cmd, "type"))
         return start_read(x, e, R_TYPE);
     if (e->state == PK_SALT_SALTED) {
-        int incr = is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
-                   is(cmd, "decrby");
         /* A peer that forwarded a write here meant part 0 (its map is
          * older, or part 0 was its pick): part 0 is here, so it goes no
-         * hop further -- with the total as the reply, unless local. */
-        if ((incr || is(cmd, "incrbyfloat")) && x->srv->cfg.salted_incr_local)
+         * hop further -- with the total as the reply, unless local.  SADD
+         * and PFADD always answer their part's reply: a member or an
+         * element new to the part written counts, even if another part
+         * holds it (pk_salted.h). */
+        if (write && (kind != PK_SALT_COUNTER || x->srv->cfg.salted_incr_local))
             return x->c->internal ? 1 : write_local(x, e);
-        if (incr || is(cmd, "incrbyfloat"))
+        if (write)
             return start_write(x, e, incr ? R_INT : R_FLOAT, x->c->internal);
         if ((is(cmd, "del") || is(cmd, "unlink")) && x->argc == 2)
             return start_del(x, e);
-    } else if (is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
-               is(cmd, "decrby") || is(cmd, "incrbyfloat")) {
+    } else if (write) {
         return 1; /* folding: part 0 takes the writes */
     }
     /* Anything else runs on the key folded back into one: it waits for
@@ -1313,12 +1413,14 @@ void pk_cmd_pk_salttake(pk_cmd_ctx *x)
         return;
     }
     TXN_OR_RETURN(x, t);
+    if (pk__salted_take(x, t))
+        return;
     rc = pk_str_get(t, PK_KEY(x, 1), NOW(x), &v);
     pk_reply_value(x, rc, v);
 }
 
-/* PK.SALTADD key i value: part i's value (empty: none) into part 0,
- * once: the marker says it is there. */
+/* PK.SALTADD key i value | set member... | hll value: part i's value
+ * (empty: none) into part 0, once: the marker says it is there. */
 void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
 {
     uint8_t mark[NAME_CAP];
@@ -1328,7 +1430,7 @@ void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
     int e = 0, done = 0, rc;
 
     if (!x->c->raw_keys || !pk_arg_i64(&x->argv[2], &i) || i < 1 ||
-        i >= PK_SALT_PARTS_MAX ||
+        (x->argc > 4 && !pk__salted_add_tagged(x)) || i >= PK_SALT_PARTS_MAX ||
         (mlen = pk_salt_marker(x->argv[1].ptr, x->argv[1].len, (unsigned)i,
                                mark, sizeof(mark))) == 0) {
         pk_reply_error(x->out, "ERR PK.SALTADD is for cluster nodes");
@@ -1336,7 +1438,9 @@ void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
     }
     TXN_OR_RETURN(x, t);
     rc = pk_key_exists(t, pk_cmd_part(x, 1), mark, mlen, NOW(x), &e);
-    if (rc == PK_OK && !e && x->argv[3].len) {
+    if (rc == PK_OK && !e && pk__salted_add_tagged(x)) {
+        rc = pk__salted_add(x, t);
+    } else if (rc == PK_OK && !e && x->argv[3].len) {
         pk_slice out;
         int k = parse_num(x->argv[3].ptr, x->argv[3].len, &iv, &fv);
         if (k == 1)
@@ -1392,6 +1496,7 @@ void pk_salted_forget(pk_server *s, pk_conn *c)
     for (sop *op = sd->ops; op; op = op->next)
         if (op->c == c)
             op->c = NULL;
+    pk__salted_sets_forget(s, c);
     for (salting *r = sd->runs; r; r = r->next)
         if (r->c == c)
             r->c = NULL;
@@ -1424,11 +1529,14 @@ void pk_salted_free(pk_server *s)
         return;
     while (sd->ops)
         op_free(sd->ops); /* their calls were failed by the links' close */
+    pk__salted_sets_free(s);
     while (sd->runs) {
         salting *r = sd->runs;
         sd->runs = r->next;
+        free(r->put);
         free(r);
     }
+    free(sd->argv);
     s->salted = NULL;
     uv_close((uv_handle_t *)&sd->timer, on_timer_close);
 }

@@ -1,5 +1,6 @@
 /*
- * pk_salted: write-hot counters split over several keys, for the user.
+ * pk_salted: write-hot counters, sets and HyperLogLogs split over
+ * several keys, for the user.
  *
  * A key whose write rate stays above --hot-key-writes for --hot-key-time
  * is salted by the leader of its partition: the map's salt table
@@ -14,9 +15,24 @@
  *                                         --salted-incr-reply local the
  *                                         part's own value
  *   GET                                   the sum of the parts
+ *   SADD PFADD                            one random part, as an ordinary
+ *                                         command on its name; the reply
+ *                                         is that part's: a member new to
+ *                                         the part, or a register of the
+ *                                         part grown, counts even if
+ *                                         another part has it (SCARD and
+ *                                         PFCOUNT are exact)
+ *   SISMEMBER SMISMEMBER SMEMBERS SCARD   the union of the parts
+ *   SREM                                  every part (folding: waits)
+ *   PFCOUNT key                           the parts' registers merged
+ *                                         (pk_salted_sets.c)
  *   DEL UNLINK EXISTS TYPE                fanned out to every part
  *   any other command on the key          waits while the key is folded
  *                                         back into one, then runs as usual
+ *
+ * What the key holds (counter, set, HLL) is decided when it is salted
+ * and carried by its parts' tags (core/pk_salt.h), so a command of
+ * another type (SADD to a counter) is never written to an empty part.
  *
  * A part's leader takes a write to a sub-key only while its own map says
  * the key is salted; else it answers -SALTFOLD and the write goes to part
@@ -26,9 +42,11 @@
  * Folding back, when the key's total write rate (part 0's times n) stays
  * under half the threshold for --unsalt-after, or by hand (PK.UNSALT):
  * the entry becomes FOLDING (writes go to part 0 only); then for each part
- * i, its value is read (PK.SALTTAKE, at a map as new as the FOLDING one),
- * added to part 0 together with a marker "part i is in" in one transaction
- * (PK.SALTADD: a marker already there means it was added before a crash),
+ * i, its value is read (PK.SALTTAKE, at a map as new as the FOLDING one:
+ * a counter's value, or ["set", member...] or ["hll", value]), added to
+ * part 0 together with a marker "part i is in" in one transaction
+ * (PK.SALTADD with the same arguments: a sum, a union or a register max;
+ * a marker already there means it was added before a crash),
  * and the part deleted (PK.SALTDROP); then the entry is removed and the
  * markers deleted.  Every step may be repeated, so a new leader of the
  * key's partition simply starts the fold again.
@@ -69,7 +87,8 @@ int pk_salted_parts(const pk_server *s, const void *key, unsigned len);
 void pk_cmd_pk_salt(pk_cmd_ctx *x);     /* PK.SALT key n | PK.UNSALT key */
 void pk_cmd_pk_rawkeys(pk_cmd_ctx *x);  /* PK.RAWKEYS (a raw link) */
 void pk_cmd_pk_salttake(pk_cmd_ctx *x); /* PK.SALTTAKE subkey epoch */
-void pk_cmd_pk_saltadd(pk_cmd_ctx *x);  /* PK.SALTADD key i value|"" */
+/* PK.SALTADD key i value|"" | key i set member... | key i hll value */
+void pk_cmd_pk_saltadd(pk_cmd_ctx *x);
 void pk_cmd_pk_saltdrop(pk_cmd_ctx *x); /* PK.SALTDROP subkey */
 
 #endif
