@@ -217,3 +217,54 @@ def test_no_member_lost_through_salting_and_folding(sc3):
     assert sum(len(a) for a in added) > 200
     print("%d members added, %d TRYAGAIN retried" % (
         sum(len(a) for a in added), tries[0]))
+
+
+def test_hot_set_salted_then_folded_by_itself():
+    """--hot-key-writes 300: a set SADDed faster than that is salted
+    without being asked, then folded back once the load stops, with
+    every member kept."""
+    gen = pkcluster.serving(pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--route", "forward", "--hotkeys-sample", "1",
+               "--hot-key-writes", "300", "--hot-key-time", "1",
+               "--unsalt-after", "2"]))
+    c = next(gen)
+    stop, count, errors = threading.Event(), [0], []
+
+    def load():
+        r = c.nodes[0].client()
+        while not stop.is_set():
+            # A batch whose SADDs met TRYAGAIN goes again whole (adding a
+            # member twice changes nothing), so the set is v0..count-1.
+            while True:
+                pipe = r.pipeline(transaction=False)
+                for k in range(50):
+                    pipe.sadd("seen:today", "v%d" % (count[0] + k))
+                try:
+                    pipe.execute()
+                    break
+                except redis.ResponseError as e:
+                    if "TRYAGAIN" not in str(e):
+                        errors.append(str(e))
+                        return
+            count[0] += 50
+    th = threading.Thread(target=load, daemon=True)
+    th.start()
+    try:
+        ok, waited = pkcluster.wait_until(
+            lambda: salted_parts(c, "seen:today") >= 2, 20, interval=0.2)
+        assert ok, "not salted after %.1fs" % waited
+        time.sleep(1.5)
+    finally:
+        stop.set()
+        th.join(15)
+    assert not errors, errors
+    r = c.nodes[1].client()
+    assert r.scard("seen:today") == count[0]
+    ok, waited = pkcluster.wait_until(
+        lambda: salted_parts(c, "seen:today") == 0, 30, interval=0.5)
+    assert ok, "still salted %.1fs after the load stopped" % waited
+    assert r.scard("seen:today") == count[0]
+    assert r.smembers("seen:today") == {"v%d" % i for i in range(count[0])}
+    for _ in gen:
+        pass
