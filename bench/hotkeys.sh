@@ -50,7 +50,6 @@ for ((run = 0; run < RUNS; run++)); do
     done
 done
 
-median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo
 printf '%-8s %-22s %14s %10s\n' test "--hotkeys-sample" "requests/s" "vs off"
 for t in SET GET; do

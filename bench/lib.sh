@@ -8,6 +8,9 @@ PY=${PY:-/usr/bin/python3}
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 
+# median: the median of the numbers on stdin, one per line
+median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
 stop() { # stop PID: SIGTERM, wait up to 10 s, then SIGKILL
     local pid=$1 i
     [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
@@ -336,3 +339,71 @@ while slot(("t%d" % i).encode()) != want:
 print("t%d" % i)
 EOF
 }
+
+# --- nodes capped in cgroups (BENCH_NODE_CPU of range-split.sh, hotread.sh)
+
+CG_ROOT=/sys/fs/cgroup/cpu
+CG_PERIOD=100000
+cg_quota=""  # cpu.cfs_quota_us per node, or empty: no cap
+cg_share=""  # the share of one core it stands for
+cg_all=()    # every cgroup made
+node_cgs=()  # those of the current cluster's nodes, node 0 first
+
+# cg_setup SHARE: caps to come at SHARE of one core per node (empty: none);
+# exits 2 when SHARE is not a number in (0, 64] or cgroup-v1 cpu cannot be
+# written (the scripts need root for it).
+cg_setup() {
+    cg_share=$1
+    [[ -n $cg_share ]] || return 0
+    cg_quota=$(awk -v v="$cg_share" -v p="$CG_PERIOD" 'BEGIN {
+        if (v !~ /^[0-9]*\.?[0-9]+$/ || v + 0 <= 0 || v + 0 > 64) exit 1
+        q = int(v * p + 0.5); print (q < 1000 ? 1000 : q) }') ||
+        { echo "$PROG: BENCH_NODE_CPU must be a share of one core > 0, e.g. 0.3 (got '$cg_share')" >&2; exit 2; }
+    if ! { [[ -f $CG_ROOT/cpu.cfs_quota_us && -w $CG_ROOT/cgroup.procs ]] &&
+        mkdir "$CG_ROOT/partkv-bench-$$-check" 2>/dev/null &&
+        rmdir "$CG_ROOT/partkv-bench-$$-check"; }; then
+        echo "$PROG: BENCH_NODE_CPU is set but $CG_ROOT (cgroup-v1 cpu) is not writable" >&2
+        exit 2
+    fi
+}
+
+# cg_cap: after cg_setup, each node of the current cluster (pkc_pids) into
+# a cpu cgroup of its own, capped at cg_quota per CG_PERIOD.  Writing a PID
+# to cgroup.procs moves its whole thread group (checked against tasks);
+# threads started later inherit the cgroup.
+cg_cap() {
+    local i d pid want got
+    node_cgs=()
+    [[ -n $cg_quota ]] || return 0
+    for i in "${!pkc_pids[@]}"; do
+        pid=${pkc_pids[i]}
+        d=$CG_ROOT/partkv-bench-$$-${#cg_all[@]}
+        mkdir "$d" || die "cannot make cgroup $d"
+        cg_all+=("$d")
+        node_cgs+=("$d")
+        echo "$CG_PERIOD" >"$d/cpu.cfs_period_us"
+        echo "$cg_quota" >"$d/cpu.cfs_quota_us"
+        echo "$pid" >"$d/cgroup.procs" || die "cannot move node pid $pid into $d"
+        want=$(printf '%s\n' "/proc/$pid/task/"* | sed 's#.*/##' | sort -n | tr '\n' ' ')
+        got=$(sort -n "$d/tasks" | tr '\n' ' ')
+        [[ $want == "$got" ]] || die "node pid $pid: threads $want, in $d: $got"
+    done
+    echo "node CPU cap: $cg_share of a core per node (cpu.cfs_quota_us $cg_quota /" \
+        "cpu.cfs_period_us $CG_PERIOD), nodes ${pkc_pids[*]} in ${node_cgs[*]##*/}" \
+        "($(wc -w <"${node_cgs[0]}/tasks") threads in node 0's)"
+}
+
+# cg_remove DIR...: removes the cgroups once their processes are gone
+# (up to 10 s each)
+cg_remove() {
+    local d i
+    for d in "$@"; do
+        [[ -d $d ]] || continue
+        for ((i = 0; i < 100; i++)); do
+            [[ -s $d/cgroup.procs ]] || break
+            sleep 0.1
+        done
+        rmdir "$d" 2>/dev/null || echo "$PROG: cannot remove cgroup $d (still holds: $(tr '\n' ' ' <"$d/cgroup.procs"))" >&2
+    done
+}
+

@@ -97,8 +97,6 @@ KEEP=${BENCH_KEEP:-0}
 NODE_CPU=${BENCH_NODE_CPU:-}
 CLIENT=${BENCH_CLIENT:-forward}
 QPS_OF=${BENCH_QPS_OF:-get}
-CG_ROOT=/sys/fs/cgroup/cpu
-CG_PERIOD=100000
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
 
@@ -115,27 +113,12 @@ smart)
 esac
 [[ $QPS_OF == get || $QPS_OF == mix ]] ||
     { echo "$PROG: BENCH_QPS_OF must be get or mix (got '$QPS_OF')" >&2; exit 2; }
-cg_quota=""
-if [[ -n $NODE_CPU ]]; then
-    cg_quota=$("$PY" -c 'import sys
-v = float(sys.argv[1])
-if not 0 < v <= 64: sys.exit(1)
-print(max(1000, int(round(v * int(sys.argv[2])))))' "$NODE_CPU" "$CG_PERIOD" 2>/dev/null) ||
-        { echo "$PROG: BENCH_NODE_CPU must be a share of one core > 0, e.g. 0.3 (got '$NODE_CPU')" >&2; exit 2; }
-    if ! { [[ -f $CG_ROOT/cpu.cfs_quota_us && -w $CG_ROOT/cgroup.procs ]] &&
-        mkdir "$CG_ROOT/partkv-bench-$$-check" 2>/dev/null &&
-        rmdir "$CG_ROOT/partkv-bench-$$-check"; }; then
-        echo "$PROG: BENCH_NODE_CPU is set but $CG_ROOT (cgroup-v1 cpu) is not writable" >&2
-        exit 2
-    fi
-fi
+cg_setup "$NODE_CPU"
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-range-split.XXXXXX")
 cluster_pids=()
 bg_pids=()
 pkc_pid=""
 pkc_ports=()
-cg_all=() # every cgroup made (BENCH_NODE_CPU)
-node_cgs=() # those of the current cluster's nodes, node 0 first
 
 cleanup() {
     local pid
@@ -826,46 +809,6 @@ stop_cluster() {
     fi
     cg_remove "${node_cgs[@]}"
     node_cgs=()
-}
-
-# cg_cap: with BENCH_NODE_CPU, each node of the current cluster into a
-# cpu cgroup of its own, capped at cg_quota per CG_PERIOD.  Writing a PID
-# to cgroup.procs moves its whole thread group (checked against tasks);
-# threads started later inherit the cgroup.
-cg_cap() {
-    local i d pid want got
-    node_cgs=()
-    [[ -n $cg_quota ]] || return 0
-    for i in "${!pkc_pids[@]}"; do
-        pid=${pkc_pids[i]}
-        d=$CG_ROOT/partkv-bench-$$-${#cg_all[@]}
-        mkdir "$d" || die "cannot make cgroup $d"
-        cg_all+=("$d")
-        node_cgs+=("$d")
-        echo "$CG_PERIOD" >"$d/cpu.cfs_period_us"
-        echo "$cg_quota" >"$d/cpu.cfs_quota_us"
-        echo "$pid" >"$d/cgroup.procs" || die "cannot move node pid $pid into $d"
-        want=$(printf '%s\n' "/proc/$pid/task/"* | sed 's#.*/##' | sort -n | tr '\n' ' ')
-        got=$(sort -n "$d/tasks" | tr '\n' ' ')
-        [[ $want == "$got" ]] || die "node pid $pid: threads $want, in $d: $got"
-    done
-    echo "node CPU cap: $NODE_CPU of a core per node (cpu.cfs_quota_us $cg_quota /" \
-        "cpu.cfs_period_us $CG_PERIOD), nodes ${pkc_pids[*]} in ${node_cgs[*]##*/}" \
-        "($(wc -w <"${node_cgs[0]}/tasks") threads in node 0's)"
-}
-
-# cg_remove DIR...: removes the cgroups once their processes are gone
-# (up to 10 s each)
-cg_remove() {
-    local d i
-    for d in "$@"; do
-        [[ -d $d ]] || continue
-        for ((i = 0; i < 100; i++)); do
-            [[ -s $d/cgroup.procs ]] || break
-            sleep 0.1
-        done
-        rmdir "$d" 2>/dev/null || echo "$PROG: cannot remove cgroup $d (still holds: $(tr '\n' ' ' <"$d/cgroup.procs"))" >&2
-    done
 }
 
 # preload PORT: NKEYS keys "key:%012d" with 16-byte values, in key order,

@@ -82,7 +82,6 @@ for ((run = 0; run < RUNS; run++)); do
     done
 done
 
-median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo
 printf '%-8s %14s %10s   %s\n' mode "INCR/s" "vs off" "runs"
 base=$(awk '$1 == "off" {print $2}' "$results" | median)

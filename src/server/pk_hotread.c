@@ -18,20 +18,26 @@
 #define HR_HOT 16       /* read-hot keys at most */
 #define HR_PARTS 32     /* partitions with read indexes */
 #define HR_WAIT_MS 1000 /* an index not answered by then is given up */
+#define HR_FLIGHT 4     /* indexes in flight per partition */
 
-/* The read indexes of one partition this node follows. */
+/* The read indexes of one partition this node follows.  Up to HR_FLIGHT
+ * are in flight at once: a read that arrives after the newest was asked
+ * asks the next at once instead of waiting for an answer that cannot
+ * cover it, so that a read waits one round trip, not two. */
 typedef struct hr_part {
     struct pk_hotread *hr;
     uint32_t part;
     int used;
-    uint64_t epoch;   /* the leader epoch followed when asked */
-    uint64_t sent_rx; /* srv->rx_seq when the index in flight was asked */
-    uint64_t done_rx; /* reads received up to this one are covered ... */
-    uint64_t seq;     /* ... once our log of part reaches this */
-    uint64_t sent_ms; /* the index in flight was asked then, or 0 */
-    uint32_t gen;     /* of the index in flight: a late answer is dropped */
-    uint64_t used_ms; /* last read routed here */
-    pk_conn *waiting; /* reads held for an index */
+    uint64_t epoch;    /* the leader epoch followed when asked */
+    uint64_t done_rx;  /* reads received up to this one are covered ... */
+    uint64_t seq;      /* ... once our log of part reaches this */
+    uint32_t gen;      /* of the indexes in flight: older answers dropped */
+    int flight;        /* indexes in flight */
+    int want;          /* reads wait for an index not asked yet */
+    uint64_t last_rx;  /* srv->rx_seq when the newest of them was asked */
+    uint64_t first_ms; /* when the oldest of them was asked, or 0 */
+    uint64_t used_ms;  /* last read routed here */
+    pk_conn *waiting;  /* reads held for an index */
 } hr_part;
 
 typedef struct pk_hotread pk_hotread;
@@ -42,6 +48,7 @@ struct pk_hotread {
     uint64_t hot[HR_HOT];
     uint32_t nhot;
     hr_part parts[HR_PARTS];
+    pk_conn *ready; /* release(): the reads to run again */
     uint64_t rng;
     /* Stats. */
     uint64_t served, waited, forwarded, indexes, refused;
@@ -51,6 +58,7 @@ struct pk_hotread {
 typedef struct hr_call {
     pk_server *srv;
     uint32_t slot, gen;
+    uint64_t rx; /* srv->rx_seq when it was asked */
 } hr_call;
 
 int pk_hotread_init(pk_server *s)
@@ -138,15 +146,15 @@ static hr_part *part_state(pk_hotread *hr, uint32_t part, uint64_t now)
             return p;
         if (!p->used && free_one == NULL)
             free_one = p;
-        if (p->used && p->waiting == NULL && p->sent_ms == 0 &&
+        if (p->used && p->waiting == NULL && p->flight == 0 &&
             (oldest == NULL || p->used_ms < oldest->used_ms))
             oldest = p;
     }
     if (free_one == NULL)
         free_one = oldest;
     if (free_one == NULL)
-        return NULL;              /* every slot busy: forward */
-    uint32_t gen = free_one->gen; /* a late answer to it stays stale */
+        return NULL;                  /* every slot busy: forward */
+    uint32_t gen = free_one->gen + 1; /* a late answer to it is dropped */
     memset(free_one, 0, sizeof(*free_one));
     free_one->hr = hr;
     free_one->gen = gen;
@@ -156,15 +164,36 @@ static hr_part *part_state(pk_hotread *hr, uint32_t part, uint64_t now)
     return free_one;
 }
 
-/* The reads waiting on p run again: served here, or held for the next
- * index; fwd: sent to the leader. */
+/* The reads waiting on p run again: fwd, every one, sent to the leader;
+ * else those the answers so far cover, served here (the others keep
+ * waiting: running them again would only hold them again). */
 static void release(hr_part *p, int fwd)
 {
-    pk_server *s = p->hr->srv;
+    pk_hotread *hr = p->hr;
+    pk_conn **pp = &p->waiting, **tail = &hr->ready;
 
-    for (pk_conn *c = p->waiting; c; c = c->held_next)
+    while (*pp) {
+        pk_conn *c = *pp;
+        if (!fwd && c->rx_seq > p->done_rx) {
+            pp = &c->held_next;
+            continue;
+        }
+        *pp = c->held_next; /* onto hr->ready, in order */
+        c->held_next = NULL;
+        c->held_on = &hr->ready;
         c->hr_forward = fwd;
-    pk_conn_release(s, &p->waiting);
+        *tail = c;
+        tail = &c->held_next;
+    }
+    pk_conn_release(hr->srv, &hr->ready);
+}
+
+/* Forgets the indexes in flight (their answers are dropped). */
+static void drop_flight(hr_part *p)
+{
+    p->gen++;
+    p->flight = 0;
+    p->first_ms = 0;
 }
 
 static void on_index(void *ctx, const pk_rr *r, const char *err)
@@ -173,21 +202,26 @@ static void on_index(void *ctx, const pk_rr *r, const char *err)
     pk_server *s = call->srv;
     pk_hotread *hr = s->hotread;
     hr_part *p = hr ? &hr->parts[call->slot] : NULL;
+    uint64_t rx = call->rx;
 
-    if (p == NULL || !p->used || p->gen != call->gen || p->sent_ms == 0) {
+    if (p == NULL || !p->used || p->gen != call->gen || p->flight == 0) {
         free(call);
         return; /* given up on, or its slot reused */
     }
     free(call);
-    p->sent_ms = 0;
     if (err || r == NULL || r->type != PK_RR_INT || r->integer < 0) {
         hr->refused++;
+        drop_flight(p);
         release(p, 1);
         return;
     }
+    /* Answers come in order on the link: the next in flight is younger. */
+    p->flight--;
+    p->first_ms = p->flight ? pk_srv_wall_ms() : 0;
     if ((uint64_t)r->integer > p->seq)
         p->seq = (uint64_t)r->integer;
-    p->done_rx = p->sent_rx;
+    if (rx > p->done_rx)
+        p->done_rx = rx;
     if (log_pos(s, p->part) >= p->seq)
         release(p, 0);
 }
@@ -218,7 +252,8 @@ static int ask(pk_hotread *hr, hr_part *p, uint64_t now)
         lens[i] = strlen(argv[i]);
     call->srv = s;
     call->slot = (uint32_t)(p - hr->parts);
-    call->gen = ++p->gen;
+    call->gen = p->gen;
+    call->rx = s->rx_seq;
     pk_obuf_init(&ob);
     rc = pk_rr_write_cmd(&ob, 5, argv, lens);
     if (rc == PK_OK)
@@ -228,8 +263,9 @@ static int ask(pk_hotread *hr, hr_part *p, uint64_t now)
         free(call);
         return rc;
     }
-    p->sent_ms = now ? now : 1;
-    p->sent_rx = s->rx_seq;
+    if (p->flight++ == 0)
+        p->first_ms = now ? now : 1;
+    p->last_rx = s->rx_seq;
     hr->indexes++;
     return PK_OK;
 }
@@ -268,17 +304,38 @@ int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
     if (p->epoch != epoch) { /* a new leader: what we knew is moot */
         p->epoch = epoch;
         p->done_rx = p->seq = 0;
-        p->sent_ms = 0;
+        drop_flight(p);
     }
     if (c->rx_seq <= p->done_rx && log_pos(s, part) >= p->seq) {
         hr->served++;
         return 1;
     }
-    if (p->sent_ms == 0 && ask(hr, p, now) != PK_OK)
-        return -1;
+    /* An index asked after this read arrived covers it; else one more is
+     * asked at the end of this loop iteration, for every read it brought
+     * (pk_hotread_flush). */
+    if (p->flight == 0 || p->last_rx < c->rx_seq)
+        p->want = 1;
     hr->waited++;
     pk_conn_hold_on(x, &p->waiting);
     return 0; /* held (or answered TRYAGAIN) */
+}
+
+void pk_hotread_flush(pk_server *s)
+{
+    pk_hotread *hr = s->hotread;
+    uint64_t now;
+
+    if (hr == NULL)
+        return;
+    now = pk_srv_wall_ms();
+    for (int i = 0; i < HR_PARTS; i++) {
+        hr_part *p = &hr->parts[i];
+        if (!p->used || !p->want || p->flight >= HR_FLIGHT)
+            continue; /* at HR_FLIGHT: asked when an answer comes in */
+        p->want = 0;
+        if (ask(hr, p, now) != PK_OK && p->flight == 0)
+            release(p, 1); /* no index to be had: to the leader */
+    }
 }
 
 void pk_hotread_committed(pk_server *s)
@@ -289,8 +346,8 @@ void pk_hotread_committed(pk_server *s)
         return;
     for (int i = 0; i < HR_PARTS; i++) {
         hr_part *p = &hr->parts[i];
-        /* Waiting with an answer in: for our log to reach it. */
-        if (p->used && p->waiting && p->sent_ms == 0 && p->done_rx &&
+        /* Reads an answer covers wait for our log to reach it. */
+        if (p->used && p->waiting && p->done_rx &&
             log_pos(s, p->part) >= p->seq)
             release(p, 0);
     }
@@ -315,11 +372,11 @@ void pk_hotread_tick(pk_server *s)
         hr_part *p = &hr->parts[i];
         /* Not answered in time (a stopped leader): the reads go to the
          * leader, whose link fails them or answers them. */
-        if (p->used && p->sent_ms && now - p->sent_ms >= HR_WAIT_MS) {
-            p->sent_ms = 0;
+        if (p->used && p->flight && now - p->first_ms >= HR_WAIT_MS) {
+            drop_flight(p);
             hr->refused++;
             release(p, 1);
-        } else if (p->used && p->waiting && p->sent_ms == 0 &&
+        } else if (p->used && p->waiting && p->flight == 0 &&
                    now - p->used_ms >= HR_WAIT_MS) {
             release(p, 1); /* our log never reached the answer */
         }

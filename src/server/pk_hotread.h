@@ -17,11 +17,13 @@
  * follower follows and streams to it (so the follower's log is a prefix
  * of its own).  The follower serves a read locally when the read's bytes
  * arrived before the index was asked for and its own log of part reaches
- * the answer.  One index serves every read waiting for it, so the leader
- * answers a few calls a second per follower instead of every read.  A
- * read that finds no index ready waits for the next (its connection is
- * held); an index refused, lost or not answered within a second sends the
- * reads waiting for it to the leader, as before.
+ * the answer.  A read that finds no answer covering it waits (its
+ * connection is held) for an index asked at the end of the loop iteration
+ * that brought it: one index per partition and iteration serves every
+ * read that arrived by then, and up to four are in flight so that a read
+ * waits about one round trip.  An index refused, lost or not answered
+ * within a second sends the reads waiting for it to the leader, as
+ * before.
  *
  * Reads served so are linearizable: a write acknowledged before the read
  * began is in the leader's log position the index names; a write the read
@@ -52,6 +54,10 @@ void pk_hotread_tick(pk_server *s);
  * to run it here now, 0 when its connection waits for a read index.
  */
 int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part);
+
+/* At the end of a loop iteration: one read index asked per partition for
+ * the reads that arrived in it. */
+void pk_hotread_flush(pk_server *s);
 
 /* After a commit: reads waiting for their log to reach an index run. */
 void pk_hotread_committed(pk_server *s);

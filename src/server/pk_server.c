@@ -137,6 +137,7 @@ static void on_check(uv_check_t *h)
     pk_server *s = h->data;
     pk_conn *c, *next;
 
+    pk_hotread_flush(s); /* before the commit: the index goes out sooner */
     if (s->txn && pk_store_log_unsettled(s->txn) >= SETTLE_BATCH &&
         !pk_store_log_settling(s->store))
         uv_timer_start(&s->settle_timer, on_settle, 0, 0);
