@@ -11,9 +11,24 @@ static const char SUB_MID[] = "}\0salt\0"; /* after "{s<tag>" */
 static const char MARK_MID[] = "\0salt-folded\0";
 #define MARK_MID_LEN 13
 
+static const char STAMP_MID[] = "\0salt-hlc\0";
+#define STAMP_MID_LEN 10
+
 pk_salt_kind pk_salt_tag_kind(uint32_t tag)
 {
-    return (pk_salt_kind)(tag >> PK_SALT_KIND_SHIFT);
+    uint32_t k = tag >> PK_SALT_KIND_SHIFT;
+
+    if (k < 3)
+        return (pk_salt_kind)k;
+    return (pk_salt_kind)(3 + ((tag >> PK_SALT_EXT_SHIFT) & 7u));
+}
+
+uint32_t pk_salt_tag_base(pk_salt_kind kind)
+{
+    if ((unsigned)kind < 3)
+        return (uint32_t)kind << PK_SALT_KIND_SHIFT;
+    return (3u << PK_SALT_KIND_SHIFT) |
+           (((uint32_t)kind - 3u) << PK_SALT_EXT_SHIFT);
 }
 
 size_t pk_salt_subkey(const void *key, size_t len, uint32_t tag, uint8_t *out,
@@ -52,6 +67,39 @@ size_t pk_salt_marker(const void *key, size_t len, unsigned i, uint8_t *out,
     return need;
 }
 
+size_t pk_salt_stamp(const void *key, size_t len, unsigned i, uint32_t tag,
+                     uint8_t *out, size_t cap)
+{
+    const void *ht;
+    int tagged;
+    char head[16];
+    int n;
+    size_t at = 0, need;
+
+    if (i > 0) { /* the part's hash tag, then the mid and K */
+        n = snprintf(head, sizeof(head), "{s%u}", (unsigned)tag);
+        need = (size_t)n + STAMP_MID_LEN + len;
+        if (need > cap)
+            return 0;
+        memcpy(out, head, (size_t)n);
+        memcpy(out + n, STAMP_MID, STAMP_MID_LEN);
+        memcpy(out + n + STAMP_MID_LEN, key, len);
+        return need;
+    }
+    tagged = pk_hash_tag(key, len, &ht) != len || ht != key;
+    need = len + STAMP_MID_LEN + (tagged ? 0 : 2);
+    if (len == 0 || need > cap || (!tagged && memchr(key, '}', len)))
+        return 0;
+    if (!tagged)
+        out[at++] = '{';
+    memcpy(out + at, key, len);
+    at += len;
+    if (!tagged)
+        out[at++] = '}';
+    memcpy(out + at, STAMP_MID, STAMP_MID_LEN);
+    return need;
+}
+
 int pk_salt_parse(const void *name, size_t len, const void **key, size_t *klen,
                   uint32_t *tag)
 {
@@ -83,5 +131,6 @@ int pk_salt_internal(const void *name, size_t len)
     if (memchr(name, 0, len) == NULL)
         return 0;
     return pk_salt_parse(name, len, &k, &kl, &t) ||
-           memmem(name, len, MARK_MID, MARK_MID_LEN) != NULL;
+           memmem(name, len, MARK_MID, MARK_MID_LEN) != NULL ||
+           memmem(name, len, STAMP_MID, STAMP_MID_LEN) != NULL;
 }

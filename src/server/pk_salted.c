@@ -111,11 +111,14 @@ typedef struct watch {
     uint32_t len;
     uint64_t since_ms;
     int seen;
+    int sets; /* hot: a SET of it was seen (salted as a string) */
 } watch;
 
 typedef struct pk_salted {
     sop *ops;
     pk_uop *uops; /* sets' and HLLs' reads (pk_salted_sets.c) */
+    pk_mop *mops; /* strings' and expiry ops (pk_salted_more.c) */
+    pk__hlc hlc;  /* this node's clock for strings' stamps */
     salting *runs;
     uv_timer_t timer;
     uint64_t rng;
@@ -171,6 +174,28 @@ size_t pk__salted_part_name(const pk_salt *e, int i, uint8_t *out)
 pk_uop **pk__salted_uops(pk_server *s)
 {
     return &s->salted->uops;
+}
+
+pk_mop **pk__salted_mops(pk_server *s)
+{
+    return &s->salted->mops;
+}
+
+pk__hlc *pk__salted_hlc(pk_server *s)
+{
+    return &s->salted->hlc;
+}
+
+int pk__salted_pick(pk_server *s, int n)
+{
+    return (int)(rnd(s->salted) % (uint64_t)n);
+}
+
+int pk__salted_leads(const pk_server *s, const void *key, size_t len)
+{
+    uint32_t part;
+
+    return leads(s, key, len, &part);
 }
 
 /* Sends argv (argc items) on a raw link to addr; cb gets ctx. */
@@ -823,9 +848,9 @@ static void on_run_reply(void *ctx, const pk_rr *rr, const char *err)
 /* DEL of the key's fold markers (before salting, after folding). */
 static int send_clean(salting *r)
 {
-    uint8_t marks[PK_SALT_PARTS_MAX][NAME_CAP];
-    const char *argv[PK_SALT_PARTS_MAX];
-    size_t lens[PK_SALT_PARTS_MAX];
+    uint8_t marks[PK_SALT_PARTS_MAX + 1][NAME_CAP];
+    const char *argv[PK_SALT_PARTS_MAX + 1];
+    size_t lens[PK_SALT_PARTS_MAX + 1];
 
     argv[0] = "DEL";
     lens[0] = 3;
@@ -834,7 +859,11 @@ static int send_clean(salting *r)
             pk_salt_marker(r->e.key, r->e.len, (unsigned)i, marks[i], NAME_CAP);
         argv[i] = (const char *)marks[i];
     }
-    return send_raw(r->s, leader_of(r->s, r->e.key, r->e.len), r->e.n, argv,
+    /* A salted string's stamp of part 0 goes with the markers. */
+    lens[r->e.n] =
+        pk_salt_stamp(r->e.key, r->e.len, 0, 0, marks[r->e.n], NAME_CAP);
+    argv[r->e.n] = (const char *)marks[r->e.n];
+    return send_raw(r->s, leader_of(r->s, r->e.key, r->e.len), r->e.n + 1, argv,
                     lens, on_run_reply, r);
 }
 
@@ -978,7 +1007,7 @@ static const char *fold_start(pk_server *s, const void *key, size_t len,
 static int pick_tags(pk_server *s, uint32_t kpart, pk_salt_kind kind,
                      pk_salt *e)
 {
-    uint32_t base = (uint32_t)kind << PK_SALT_KIND_SHIFT;
+    uint32_t base = pk_salt_tag_base(kind);
     const pk_cluster *cl = &s->cluster;
     const pk_pmap *m = cl->map;
     uint32_t order[64], nn = 0, used[PK_SALT_PARTS_MAX];
@@ -1012,10 +1041,11 @@ static int pick_tags(pk_server *s, uint32_t kpart, pk_salt_kind kind,
 /* Why key cannot be salted into n parts here, or NULL and *kind what it
  * holds (a missing key is a counter to be). */
 static const char *salt_refusal(pk_server *s, pk_txn *t, const void *key,
-                                size_t len, int n, pk_salt_kind *kind)
+                                size_t len, int n, int sets, pk_salt_kind *kind)
 {
-    static const char only[] = "ERR only counters (integers and floats), "
-                               "sets and HyperLogLogs are salted";
+    static const char only[] = "ERR only strings (counters and others), "
+                               "hashes, sorted sets, sets and "
+                               "HyperLogLogs are salted";
     uint8_t mark[NAME_CAP];
     uint32_t part;
     pk_type type = PK_TYPE_NONE;
@@ -1053,16 +1083,19 @@ static const char *salt_refusal(pk_server *s, pk_txn *t, const void *key,
         return "ERR cannot read the key";
     if (type == PK_TYPE_STRING && pk_hll_check(v.ptr, v.len) == PK_OK)
         *kind = PK_SALT_HLL;
-    else if (type == PK_TYPE_STRING && parse_num(v.ptr, v.len, &iv, &fv) == 0)
-        return only;
+    else if (type == PK_TYPE_STRING &&
+             (sets || parse_num(v.ptr, v.len, &iv, &fv) == 0))
+        *kind = PK_SALT_STRING; /* SET wins by its stamp */
+    else if (type == PK_TYPE_NONE && sets)
+        *kind = PK_SALT_STRING;
     return NULL;
 }
 
 static const char *salt_start(pk_server *s, pk_txn *t, const void *key,
-                              size_t len, int n, pk_conn *c)
+                              size_t len, int n, int sets, pk_conn *c)
 {
     pk_salt_kind kind;
-    const char *why = salt_refusal(s, t, key, len, n, &kind);
+    const char *why = salt_refusal(s, t, key, len, n, sets, &kind);
     salting *r;
 
     if (why)
@@ -1131,6 +1164,15 @@ static int part_check(pk_cmd_ctx *x, const pk_cmd *cmd)
     return ok;
 }
 
+/* A SET of key: a hot key it writes is salted as a string. */
+static void note_set(pk_salted *sd, const void *key, size_t len)
+{
+    for (int i = 0; i < WATCHED; i++)
+        if (sd->hot[i].len == len && len &&
+            memcmp(sd->hot[i].key, key, len) == 0)
+            sd->hot[i].sets = 1;
+}
+
 /* SADD, PFADD, and INCR with --salted-incr-reply local: the write goes
  * to a random part as an ordinary command on the part's name (run here or
  * forwarded like any other), and its reply is the part's. */
@@ -1165,25 +1207,40 @@ int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     const pk_salt *e;
     const pk_arg *k;
     pk_salt_kind kind;
-    int write, incr = 0;
+    int write, incr = 0, more;
 
     if (cmd->first <= 0 || x->argc <= cmd->first || x->srv->salted == NULL ||
         cmd->fn == pk_cmd_pk_salt)
         return 1;
     if (!part_check(x, cmd))
         return 0;
-    if (x->c->raw_keys || m->nsalts == 0)
+    if (x->c->raw_keys)
         return 1;
     k = &x->argv[cmd->first];
+    if (is(cmd, "set"))
+        note_set(x->srv->salted, k->ptr, k->len);
+    if (m->nsalts == 0)
+        return 1;
+    if ((is(cmd, "rename") || is(cmd, "renamenx")) && x->argc == 3 &&
+        (e = pk_pmap_salt_find(m, x->argv[2].ptr, x->argv[2].len)) != NULL) {
+        /* A salted destination is folded back first: RENAME replaces it
+         * whole, parts included. */
+        ask_fold(x->srv, e);
+        pk_conn_hold(x);
+        return 0;
+    }
     if ((e = pk_pmap_salt_find(m, k->ptr, k->len)) == NULL)
         return 1;
     kind = pk__salted_kind(e);
+    if ((more = pk__salted_more_route(x, cmd, e)) != 1)
+        return more == 2;
     if (kind == PK_SALT_COUNTER) {
         incr = is(cmd, "incr") || is(cmd, "incrby") || is(cmd, "decr") ||
                is(cmd, "decrby");
         write = incr || is(cmd, "incrbyfloat");
     } else {
-        write = is(cmd, kind == PK_SALT_SET ? "sadd" : "pfadd");
+        write = (kind == PK_SALT_SET && is(cmd, "sadd")) ||
+                (kind == PK_SALT_HLL && is(cmd, "pfadd"));
     }
     if (kind != PK_SALT_COUNTER && !pk__salted_sets_route(x, cmd, e))
         return 0;
@@ -1249,6 +1306,7 @@ static watch *watch_get(watch *w, const void *key, size_t len, uint64_t now)
         memcpy(free_slot->key, key, len);
         free_slot->len = (uint32_t)len;
         free_slot->since_ms = now;
+        free_slot->sets = 0;
     }
     return free_slot;
 }
@@ -1335,7 +1393,7 @@ void pk_salted_tick(pk_server *s)
         if (t == NULL && pk_txn_begin(s->store, 1, &t) != PK_OK)
             break;
         salt_start(s, s->txn ? s->txn : t, te->key, te->len, parts_for(s, rate),
-                   NULL);
+                   w->sets, NULL);
         w->len = 0;
     }
     if (t)
@@ -1367,8 +1425,8 @@ void pk_cmd_pk_salt(pk_cmd_ctx *x)
                          x->c->raw_keys ? NULL : x->c);
     } else {
         TXN_OR_RETURN(x, t);
-        why =
-            salt_start(x->srv, t, x->argv[1].ptr, x->argv[1].len, (int)n, x->c);
+        why = salt_start(x->srv, t, x->argv[1].ptr, x->argv[1].len, (int)n, 0,
+                         x->c);
     }
     if (why) {
         pk_reply_error(x->out, why);
@@ -1413,7 +1471,7 @@ void pk_cmd_pk_salttake(pk_cmd_ctx *x)
         return;
     }
     TXN_OR_RETURN(x, t);
-    if (pk__salted_take(x, t))
+    if (pk__salted_take_str(x, t) || pk__salted_take(x, t))
         return;
     rc = pk_str_get(t, PK_KEY(x, 1), NOW(x), &v);
     pk_reply_value(x, rc, v);
@@ -1426,19 +1484,28 @@ void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
     uint8_t mark[NAME_CAP];
     int64_t i, iv;
     long double fv;
-    size_t mlen;
+    size_t mlen = 0;
     int e = 0, done = 0, rc;
 
-    if (!x->c->raw_keys || !pk_arg_i64(&x->argv[2], &i) || i < 1 ||
-        (x->argc > 4 && !pk__salted_add_tagged(x)) || i >= PK_SALT_PARTS_MAX ||
-        (mlen = pk_salt_marker(x->argv[1].ptr, x->argv[1].len, (unsigned)i,
-                               mark, sizeof(mark))) == 0) {
+    int str = x->argc == 6 && x->argv[3].len == 3 &&
+              memcmp(x->argv[3].ptr, "str", 3) == 0;
+
+    /* Part 0 with "str": a salted string's SET of one part (no marker). */
+    if (!x->c->raw_keys || !pk_arg_i64(&x->argv[2], &i) || i < !str ||
+        (x->argc > 4 && !str && !pk__salted_add_tagged(x)) ||
+        i >= PK_SALT_PARTS_MAX ||
+        (i > 0 &&
+         (mlen = pk_salt_marker(x->argv[1].ptr, x->argv[1].len, (unsigned)i,
+                                mark, sizeof(mark))) == 0)) {
         pk_reply_error(x->out, "ERR PK.SALTADD is for cluster nodes");
         return;
     }
     TXN_OR_RETURN(x, t);
-    rc = pk_key_exists(t, pk_cmd_part(x, 1), mark, mlen, NOW(x), &e);
-    if (rc == PK_OK && !e && pk__salted_add_tagged(x)) {
+    rc = i == 0 ? PK_OK
+                : pk_key_exists(t, pk_cmd_part(x, 1), mark, mlen, NOW(x), &e);
+    if (rc == PK_OK && !e && str) {
+        rc = pk__salted_add_str(x, t);
+    } else if (rc == PK_OK && !e && pk__salted_add_tagged(x)) {
         rc = pk__salted_add(x, t);
     } else if (rc == PK_OK && !e && x->argv[3].len) {
         pk_slice out;
@@ -1450,7 +1517,7 @@ void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
             rc = pk_str_incrbyfloat(t, PK_KEY(x, 1), x->argv[3].ptr,
                                     x->argv[3].len, NOW(x), &out);
     }
-    if (rc == PK_OK && !e)
+    if (rc == PK_OK && !e && i > 0)
         rc = pk_str_set(t, pk_cmd_part(x, 1), mark, mlen, "1", 1, NULL, NOW(x),
                         &done, NULL);
     if (rc != PK_OK)
@@ -1467,8 +1534,14 @@ void pk_cmd_pk_saltdrop(pk_cmd_ctx *x)
         pk_reply_error(x->out, "ERR PK.SALTDROP is for cluster nodes");
         return;
     }
+    uint8_t sname[NAME_CAP];
+    size_t sl = pk__salted_stamp_of(x->argv[1].ptr, x->argv[1].len, sname);
+    int sdel = 0;
+
     TXN_OR_RETURN(x, t);
     rc = pk_key_del(t, PK_KEY(x, 1), NOW(x), &deleted);
+    if (rc == PK_OK && sl) /* a salted string's part: its stamp too */
+        rc = pk_key_del(t, pk_cmd_part(x, 1), sname, sl, NOW(x), &sdel);
     if (rc != PK_OK)
         pk_cmd_store_error(x, rc);
     else
@@ -1497,6 +1570,7 @@ void pk_salted_forget(pk_server *s, pk_conn *c)
         if (op->c == c)
             op->c = NULL;
     pk__salted_sets_forget(s, c);
+    pk__salted_more_forget(s, c);
     for (salting *r = sd->runs; r; r = r->next)
         if (r->c == c)
             r->c = NULL;
@@ -1530,6 +1604,7 @@ void pk_salted_free(pk_server *s)
     while (sd->ops)
         op_free(sd->ops); /* their calls were failed by the links' close */
     pk__salted_sets_free(s);
+    pk__salted_more_free(s);
     while (sd->runs) {
         salting *r = sd->runs;
         sd->runs = r->next;

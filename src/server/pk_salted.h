@@ -26,9 +26,40 @@
  *   SREM                                  every part (folding: waits)
  *   PFCOUNT key                           the parts' registers merged
  *                                         (pk_salted_sets.c)
+ *   SET key value (a salted string)       at the key's leader: stamped by
+ *                                         its hybrid logical clock (ms,
+ *                                         counter, node), written to one
+ *                                         random part unless the part
+ *                                         holds a newer stamp
+ *   GET (a salted string)                 the value with the newest stamp
+ *                                         (pk_salted_more.c)
  *   DEL UNLINK EXISTS TYPE                fanned out to every part
+ *   EXPIRE PEXPIRE EXPIREAT PEXPIREAT     every part (folding: waits); 1
+ *   PERSIST                               when some part answered 1
+ *   TTL PTTL                              every part: -2 none exists, -1
+ *                                         one has no expiry, else the
+ *                                         longest
+ *   RENAME RENAMENX                       a salted source or destination
+ *                                         is folded back first, then it
+ *                                         runs
  *   any other command on the key          waits while the key is folded
  *                                         back into one, then runs as usual
+ *                                         (SET with options, SET of a
+ *                                         salted counter, INCR of a
+ *                                         salted string, ...)
+ *
+ * A salted string's stamp never reaches a client: each part's stamp is a
+ * key of its own beside it, in the same partition (core/pk_salt.h,
+ * pk_salt_stamp), written with the value in one transaction by
+ * PK.SALTADD part 0 str stamp value; part 0 holds the plain value, and
+ * the fold moves a part's value into it (PK.SALTTAKE answers ["str",
+ * stamp, value], PK.SALTADD key i str stamp value keeps the newer) and
+ * deletes the stamps.  A key whose hot writes include SET is salted as a
+ * string even when its value is a number; PK.SALT salts a number as a
+ * counter, any other string as a string.
+ *
+ * A part first written after an EXPIRE has no expiry, and a fold keeps
+ * part 0's expiry: expiring a salted key works on the parts that exist.
  *
  * What the key holds (counter, set, HLL) is decided when it is salted
  * and carried by its parts' tags (core/pk_salt.h), so a command of

@@ -19,6 +19,15 @@ typedef struct pk_cmd pk_cmd;
 typedef struct pk_conn pk_conn;
 typedef struct pk_txn pk_txn;
 typedef struct pk_uop pk_uop;
+typedef struct pk_mop pk_mop;
+
+/* A node's hybrid logical clock (pk_salted_more.c). */
+typedef struct pk__hlc {
+    uint64_t ms; /* the newest physical milliseconds seen or stamped */
+    uint32_t lc; /* the logical counter within ms */
+} pk__hlc;
+
+#define PK__STAMP_LEN 20 /* hex: ms (12), counter (4), node (4) */
 
 #define PK__SALT_NAME_CAP (PK_SALT_KEY_MAX + PK_SALT_NAME_EXTRA)
 
@@ -39,6 +48,18 @@ int pk__salted_send(pk_server *s, int argc, const char *const *argv,
 
 /* The head of the list of set and HLL operations in flight. */
 pk_uop **pk__salted_uops(pk_server *s);
+
+/* The head of pk_salted_more.c's operations in flight. */
+pk_mop **pk__salted_mops(pk_server *s);
+
+/* This node's clock. */
+pk__hlc *pk__salted_hlc(pk_server *s);
+
+/* A random part of n. */
+int pk__salted_pick(pk_server *s, int n);
+
+/* 1 when this node leads key's partition. */
+int pk__salted_leads(const pk_server *s, const void *key, size_t len);
 
 /*
  * pk_salted_sets.c.  pk__salted_sets_route: a read of a salted set or
@@ -64,5 +85,33 @@ int pk__salted_add(pk_cmd_ctx *x, pk_txn *t);
 
 /* 1 when argv[3] of PK.SALTADD names a kind (set, hll): a tagged form. */
 int pk__salted_add_tagged(const pk_cmd_ctx *x);
+
+/*
+ * pk_salted_more.c.  pk__salted_more_route: a salted string's GET or SET,
+ * or an expiry command of a salted key of any kind: 0 (answered or
+ * waiting for the parts), 2 to route it as usual (a SET not led here
+ * goes to the key's leader, which stamps it), or 1 when cmd is none of
+ * those.
+ */
+int pk__salted_more_route(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e);
+void pk__salted_more_forget(pk_server *s, pk_conn *c);
+void pk__salted_more_free(pk_server *s);
+
+/* A stamp from this node's clock into out (PK__STAMP_LEN + 1 bytes). */
+void pk__salted_hlc_stamp(pk_server *s, char *out);
+
+/* The clock moves past a stamp read (anything else is ignored). */
+void pk__salted_hlc_see(pk_server *s, const char *p, size_t len);
+
+/* PK.SALTADD name i str stamp value: value and stamp into name unless its
+ * stamp is as new; 0 or a store error. */
+int pk__salted_add_str(pk_cmd_ctx *x, pk_txn *t);
+
+/* PK.SALTTAKE of a stamped part: 1 after replying ["str", stamp, value]
+ * (nil: no value), 0 when the part has no stamp. */
+int pk__salted_take_str(pk_cmd_ctx *x, pk_txn *t);
+
+/* The stamp key of a part's name (a sub-key or the key); 0 if none. */
+size_t pk__salted_stamp_of(const void *name, size_t len, uint8_t *out);
 
 #endif

@@ -306,6 +306,21 @@ static int64_t removed_many(const pk_uop *op)
     return n;
 }
 
+/* What TYPE says of a salted key that exists. */
+static const char *type_name(const pk_salt *e)
+{
+    switch (pk__salted_kind(e)) {
+    case PK_SALT_SET:
+        return "set";
+    case PK_SALT_HASH:
+        return "hash";
+    case PK_SALT_ZSET:
+        return "zset";
+    default:
+        return "string";
+    }
+}
+
 static void u_reply(pk_uop *op, pk_obuf *out)
 {
     int64_t n;
@@ -327,10 +342,7 @@ static void u_reply(pk_uop *op, pk_obuf *out)
         pk_reply_int(out, op->any);
         break;
     case U_TYPE:
-        pk_reply_simple(out, !op->any ? "none"
-                             : pk__salted_kind(&op->e) == PK_SALT_SET
-                                 ? "set"
-                                 : "string");
+        pk_reply_simple(out, !op->any ? "none" : type_name(&op->e));
         break;
     case U_PFCOUNT:
         pk_reply_int(out, (int64_t)pk_hll_count(op->reg));

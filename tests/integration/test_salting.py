@@ -157,9 +157,9 @@ def test_unsplittable_commands_fold_first(sc3):
 
 def test_refusals(sc3):
     r = sc3.nodes[0].client()
-    r.set("text", "hello")
-    with pytest.raises(redis.ResponseError, match="only counters"):
-        r.execute_command("PK.SALT", "text", 2)
+    r.rpush("alist", "a")
+    with pytest.raises(redis.ResponseError, match="are salted"):
+        r.execute_command("PK.SALT", "alist", 2)
     with pytest.raises(redis.ResponseError, match="power of two"):
         r.execute_command("PK.SALT", "n3", 3)
     with pytest.raises(redis.ResponseError, match="not salted"):

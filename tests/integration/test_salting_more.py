@@ -1,0 +1,224 @@
+"""Salting of write-hot strings, hashes and sorted sets, and the expiry
+commands and RENAME of salted keys (pk_salted.h), on 3 nodes with 3
+copies in forward mode: a SET of a salted string writes one random part
+stamped by a hybrid logical clock and GET answers the newest, so a read
+after an acknowledged SET answers it or a later one, from any node and
+through salting and folding; HINCRBY, HINCRBYFLOAT and ZINCRBY write one
+part and answer the total, HGET, HGETALL, HLEN and ZSCORE sum the parts;
+EXPIRE and friends reach every part and TTL answers for the whole key;
+RENAME folds the key back first."""
+import threading
+import time
+
+import pytest
+import redis
+
+import cluster as pkcluster
+from test_salting import raw_keys, retry, salted_parts
+
+pytestmark = pytest.mark.partkv_only
+
+
+@pytest.fixture(scope="module")
+def sc3():
+    yield from pkcluster.serving(pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--route", "forward", "--hotkeys-sample", "1",
+               "--hot-key-writes", "0"]))
+
+
+def wait_parts(c, key, n):
+    """Waits until every node's map salts key into n parts (0: none)."""
+    ok, waited = pkcluster.wait_until(
+        lambda: all(salted_parts(c, key, i) == n
+                    for i in range(len(c.nodes))), 10, interval=0.1)
+    assert ok, "%s not in %d parts everywhere after %.1fs" % (key, n, waited)
+
+
+def parts_of(c, key):
+    """The stored parts of key (sub-keys) on the nodes."""
+    return [k for k in raw_keys(c) if k.endswith(b"\x00salt\x00" +
+                                                 key.encode())]
+
+
+def no_internal_keys(c):
+    return not [k for k in raw_keys(c) if b"\x00salt" in k]
+
+
+def test_set_get_last_writer_wins(sc3):
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    rs[0].set("title", "first")
+    assert rs[1].execute_command("PK.SALT", "title", 4) == "OK"
+    wait_parts(c, "title", 4)
+    assert [r.get("title") for r in rs] == ["first"] * 3
+    assert rs[2].type("title") == "string" and rs[0].exists("title") == 1
+    # One client, every node in turn: each GET anywhere sees its last SET.
+    for i in range(300):
+        assert retry(lambda: rs[i % 3].set("title", "v%d" % i)) is True
+        for r in rs:
+            assert r.get("title") == "v%d" % i
+    # The writes went to several parts, and the stamps never leak.
+    assert len(parts_of(c, "title")) >= 2
+    for r in rs:
+        assert r.get("title") == "v299"
+    listed = set().union(*(set(nd.client().keys("*")) for nd in c.nodes))
+    assert "title" in listed and not [k for k in listed if "salt" in k]
+    # Folded back: the newest value, plain, and the stamps gone.
+    assert rs[0].execute_command("PK.UNSALT", "title") == "OK"
+    wait_parts(c, "title", 0)
+    assert [r.get("title") for r in rs] == ["v299"] * 3
+    assert rs[1].strlen("title") == 4
+    assert no_internal_keys(c)
+    assert rs[2].append("title", "!") == 5
+
+
+def test_set_options_fold_first(sc3):
+    c = sc3
+    r = c.nodes[0].client()
+    r.set("opt", "plain")
+    assert r.execute_command("PK.SALT", "opt", 2) == "OK"
+    for i in range(10):
+        retry(lambda: r.set("opt", "x%d" % i))
+    # NX cannot be split: the key is folded back, then SET NX runs.
+    assert r.set("opt", "nx", nx=True) is None
+    wait_parts(c, "opt", 0)
+    assert r.get("opt") == "x9"
+    assert r.set("opt", "xx", xx=True, ex=100) is True
+    assert r.get("opt") == "xx" and 90 < r.ttl("opt") <= 100
+
+
+def test_salt_string_refusal_and_counter_set(sc3):
+    c = sc3
+    r = c.nodes[1].client()
+    # A salted counter that is SET folds back first, then the SET runs.
+    assert r.execute_command("PK.SALT", "cnt2", 2) == "OK"
+    for _ in range(10):
+        r.incr("cnt2")
+    assert r.set("cnt2", "hello") is True
+    wait_parts(c, "cnt2", 0)
+    assert r.get("cnt2") == "hello"
+    # A missing key is salted as a counter; a text value as a string.
+    assert r.execute_command("PK.SALT", "cnt2", 2) == "OK"
+    assert r.get("cnt2") == "hello"
+    with pytest.raises(redis.ResponseError):
+        r.incr("cnt2")  # not a number: folded, then INCR fails as Redis
+    assert r.get("cnt2") == "hello"
+
+
+def test_concurrent_sets_read_your_writes(sc3):
+    """Three clients, one per node, SET their own sequence numbers into
+    one key while it is salted and folded back; after each acknowledged
+    SET, a GET on another node answers a value no older than it (each
+    writer checks its own)."""
+    c = sc3
+    stop = threading.Event()
+    errors, done = [], [0, 0, 0]
+    order = []  # (writer, n) acknowledged, in order of acknowledgement
+    lock = threading.Lock()
+
+    def writer(i):
+        w = c.nodes[i].client()
+        rd = c.nodes[(i + 1) % 3].client()
+        n = 0
+        while not stop.is_set():
+            try:
+                n += 1
+                retry(lambda: w.set("lww", "%d:%d" % (i, n)))
+                with lock:
+                    order.append((i, n))
+                    pos = len(order)
+                got = retry(lambda: rd.get("lww"))
+                gi, gn = map(int, got.split(":"))
+                # Mine, or another's acknowledged after... at least one
+                # that was not overwritten by my ack: never my older one.
+                if gi == i and gn < n:
+                    errors.append("writer %d read its %d after %d" %
+                                  (i, gn, n))
+                with lock:
+                    if (gi, gn) not in order[:] and gi == i:
+                        errors.append("never acknowledged %r" % got)
+                del pos
+                done[i] += 1
+            except redis.RedisError as e:
+                errors.append(str(e))
+    ths = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for t in ths:
+        t.start()
+    admin = c.nodes[2].client()
+    try:
+        for parts in (4, 2, 4):
+            time.sleep(0.4)
+            assert admin.execute_command("PK.SALT", "lww", parts) == "OK"
+            time.sleep(0.8)
+            assert admin.execute_command("PK.UNSALT", "lww") == "OK"
+    finally:
+        stop.set()
+        for t in ths:
+            t.join(15)
+    assert not errors, errors[:5]
+    assert sum(done) > 100
+    last = admin.get("lww")
+    assert tuple(map(int, last.split(":"))) in order
+
+
+def test_expire_ttl_persist(sc3):
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    assert rs[0].execute_command("PK.SALT", "ectr", 4) == "OK"
+    wait_parts(c, "ectr", 4)
+    for i in range(40):
+        rs[i % 3].incr("ectr")
+    assert len(parts_of(c, "ectr")) >= 2
+    assert [r.ttl("ectr") for r in rs] == [-1] * 3
+    assert rs[1].expire("ectr", 100) is True
+    assert all(95 < r.ttl("ectr") <= 100 for r in rs)
+    assert all(95000 < r.pttl("ectr") <= 100000 for r in rs)
+    assert rs[2].persist("ectr") is True
+    assert rs[0].ttl("ectr") == -1
+    assert rs[0].persist("ectr") is False
+    assert rs[1].pexpire("ectr", 1500) is True
+    assert rs[2].get("ectr") == "40"
+    time.sleep(2.0)
+    for r in rs:
+        assert r.get("ectr") is None
+        assert r.exists("ectr") == 0
+        assert r.ttl("ectr") == -2
+    assert rs[0].expire("ectr", 10) is False
+    assert not parts_of(c, "ectr")
+    # A salted string expires whole too.
+    rs[0].set("estr", "a")
+    assert rs[0].execute_command("PK.SALT", "estr", 2) == "OK"
+    wait_parts(c, "estr", 2)
+    for i in range(10):
+        retry(lambda: rs[i % 3].set("estr", "b%d" % i))
+    assert rs[2].expireat("estr", int(time.time()) + 2) is True
+    assert 0 < rs[1].ttl("estr") <= 2
+    time.sleep(3.0)
+    assert [r.get("estr") for r in rs] == [None] * 3
+    assert rs[1].type("estr") == "none"
+    assert rs[0].execute_command("PK.UNSALT", "estr") == "OK"
+    assert rs[0].execute_command("PK.UNSALT", "ectr") == "OK"
+    wait_parts(c, "estr", 0)
+    assert rs[0].get("estr") is None and rs[0].get("ectr") is None
+
+
+def test_rename_folds_first(sc3):
+    c = sc3
+    r = c.nodes[0].client()
+    assert r.execute_command("PK.SALT", "{rn}a", 4) == "OK"
+    for _ in range(30):
+        r.incr("{rn}a")
+    assert r.rename("{rn}a", "{rn}b") is True
+    wait_parts(c, "{rn}a", 0)
+    assert r.get("{rn}b") == "30" and r.exists("{rn}a") == 0
+    # A salted destination is folded back, then replaced whole.
+    assert r.execute_command("PK.SALT", "{rn}b", 2) == "OK"
+    wait_parts(c, "{rn}b", 2)
+    for _ in range(10):
+        r.incr("{rn}b")
+    r.set("{rn}c", "7")
+    assert r.rename("{rn}c", "{rn}b") is True
+    wait_parts(c, "{rn}b", 0)
+    assert r.get("{rn}b") == "7"
+    assert no_internal_keys(c)
