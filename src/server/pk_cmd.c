@@ -177,7 +177,7 @@ static const pk_cmd table[] = {
     {"pk.salt", 3, W, 1, 1, 1, "slow", pk_cmd_pk_salt, NULL},
     {"pk.saltadd", -4, W, 1, 1, 1, "write slow", pk_cmd_pk_saltadd, NULL},
     {"pk.saltdrop", 2, W, 1, 1, 1, "write slow", pk_cmd_pk_saltdrop, NULL},
-    {"pk.salttake", 3, R, 1, 1, 1, "read slow", pk_cmd_pk_salttake, NULL},
+    {"pk.salttake", -3, R, 1, 1, 1, "read slow", pk_cmd_pk_salttake, NULL},
     {"pk.split", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
     {"pk.unsalt", 2, W, 1, 1, 1, "slow", pk_cmd_pk_salt, NULL},
     {"pk.unsplit", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},

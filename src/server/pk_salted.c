@@ -1075,6 +1075,10 @@ static const char *salt_refusal(pk_server *s, pk_txn *t, const void *key,
     rc = pk_key_type(t, part, key, len, s->now_ms, &type);
     if (rc == PK_OK && type == PK_TYPE_SET)
         *kind = PK_SALT_SET;
+    else if (rc == PK_OK && type == PK_TYPE_HASH)
+        *kind = PK_SALT_HASH; /* fields summed: counters, HINCRBY */
+    else if (rc == PK_OK && type == PK_TYPE_ZSET)
+        *kind = PK_SALT_ZSET; /* scores summed: ZINCRBY */
     else if (rc == PK_OK && type == PK_TYPE_STRING)
         rc = pk_str_get(t, part, key, len, s->now_ms, &v);
     else if (rc == PK_OK && type != PK_TYPE_NONE)
@@ -1450,8 +1454,40 @@ void pk_cmd_pk_rawkeys(pk_cmd_ctx *x)
     pk_reply_simple(x->out, "OK");
 }
 
-/* PK.SALTTAKE subkey epoch: the part's value, at a map at least that new
- * (so no later write reaches it). */
+/* PK.SALTTAKE key epoch n: the array [marks, value] begins with which of
+ * parts 1..n-1 are folded into key ('1' at i, in n bytes); 1 when it did,
+ * else 0 after an error reply. */
+static int take_marks(pk_cmd_ctx *x, pk_txn *t)
+{
+    uint8_t mark[NAME_CAP];
+    char m[PK_SALT_PARTS_MAX];
+    int64_t n;
+
+    if (!pk_arg_i64(&x->argv[3], &n) || n < 1 || n > PK_SALT_PARTS_MAX) {
+        pk_reply_error(x->out, "ERR PK.SALTTAKE is for cluster nodes");
+        return 0;
+    }
+    m[0] = '0';
+    for (int i = 1; i < n; i++) {
+        size_t ml = pk_salt_marker(x->argv[1].ptr, x->argv[1].len, (unsigned)i,
+                                   mark, sizeof(mark));
+        int e = 0,
+            rc = ml ? pk_key_exists(t, pk_cmd_part(x, 1), mark, ml, NOW(x), &e)
+                    : PK_OK;
+        if (rc != PK_OK) {
+            pk_cmd_store_error(x, rc);
+            return 0;
+        }
+        m[i] = e ? '1' : '0';
+    }
+    pk_reply_array(x->out, 2);
+    pk_reply_bulk(x->out, m, (size_t)n);
+    return 1;
+}
+
+/* PK.SALTTAKE subkey epoch [n]: the part's value, at a map at least that
+ * new (so no later write reaches it); with n, part 0's fold markers
+ * first (take_marks). */
 void pk_cmd_pk_salttake(pk_cmd_ctx *x)
 {
     int64_t ep;
@@ -1471,7 +1507,10 @@ void pk_cmd_pk_salttake(pk_cmd_ctx *x)
         return;
     }
     TXN_OR_RETURN(x, t);
-    if (pk__salted_take_str(x, t) || pk__salted_take(x, t))
+    if (x->argc == 4 && !take_marks(x, t))
+        return;
+    if (pk__salted_take_str(x, t) || pk__salted_take_more(x, t) ||
+        pk__salted_take(x, t))
         return;
     rc = pk_str_get(t, PK_KEY(x, 1), NOW(x), &v);
     pk_reply_value(x, rc, v);
@@ -1492,7 +1531,8 @@ void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
 
     /* Part 0 with "str": a salted string's SET of one part (no marker). */
     if (!x->c->raw_keys || !pk_arg_i64(&x->argv[2], &i) || i < !str ||
-        (x->argc > 4 && !str && !pk__salted_add_tagged(x)) ||
+        (x->argc > 4 && !str && !pk__salted_add_tagged(x) &&
+         !pk__salted_more_tagged(x)) ||
         i >= PK_SALT_PARTS_MAX ||
         (i > 0 &&
          (mlen = pk_salt_marker(x->argv[1].ptr, x->argv[1].len, (unsigned)i,
@@ -1505,6 +1545,8 @@ void pk_cmd_pk_saltadd(pk_cmd_ctx *x)
                 : pk_key_exists(t, pk_cmd_part(x, 1), mark, mlen, NOW(x), &e);
     if (rc == PK_OK && !e && str) {
         rc = pk__salted_add_str(x, t);
+    } else if (rc == PK_OK && !e && pk__salted_more_tagged(x)) {
+        rc = pk__salted_add_more(x, t);
     } else if (rc == PK_OK && !e && pk__salted_add_tagged(x)) {
         rc = pk__salted_add(x, t);
     } else if (rc == PK_OK && !e && x->argv[3].len) {

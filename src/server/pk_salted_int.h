@@ -111,6 +111,17 @@ int pk__salted_add_str(pk_cmd_ctx *x, pk_txn *t);
  * (nil: no value), 0 when the part has no stamp. */
 int pk__salted_take_str(pk_cmd_ctx *x, pk_txn *t);
 
+/* PK.SALTTAKE of a hash or sorted-set part: 1 after replying ["hash",
+ * field, value, ...] or ["zset", member, score, ...], else 0. */
+int pk__salted_take_more(pk_cmd_ctx *x, pk_txn *t);
+
+/* 1 when PK.SALTADD's argv[3] is hash or zset with pairs after it. */
+int pk__salted_more_tagged(const pk_cmd_ctx *x);
+
+/* PK.SALTADD key i hash|zset pairs: each field's value (member's score)
+ * added to part 0's; 0 or a store error. */
+int pk__salted_add_more(pk_cmd_ctx *x, pk_txn *t);
+
 /* The stamp key of a part's name (a sub-key or the key); 0 if none. */
 size_t pk__salted_stamp_of(const void *name, size_t len, uint8_t *out);
 

@@ -35,7 +35,11 @@
 #include "server/pk_cmd.h"
 #include "server/pk_salted_int.h"
 #include "server/pk_srv.h"
+#include "store/pk_hmap.h"
+#include "store/pk_key.h"
 #include "store/pk_str.h"
+#include "store/pk_zset.h"
+#include "store/pk_zset_range.h"
 
 /* What an operation answers its client. */
 enum {
@@ -43,6 +47,13 @@ enum {
     M_SET,     /* SET of a salted string: +OK */
     M_FAN_ANY, /* EXPIRE* PERSIST: 1 when some part said 1 */
     M_FAN_TTL, /* TTL PTTL */
+    M_HINCR,   /* HINCRBY: the field's total, an integer */
+    M_HINCRF,  /* HINCRBYFLOAT: the field's total, a float */
+    M_ZINCR,   /* ZINCRBY: the member's total score */
+    M_HGET,    /* HGET: the field's total */
+    M_ZSCORE,  /* ZSCORE: the member's total score */
+    M_HGETALL, /* HGETALL: every field's total */
+    M_HLEN,    /* HLEN: the fields in some part */
 };
 
 /* Phases: the write of one part, the reads of parts 1..n-1 then part 0,
@@ -69,9 +80,26 @@ struct pk_mop {
     size_t bestlen;
     int have;    /* GET: a part holds a value; FAN: some part said 1 */
     int64_t ttl; /* FAN_TTL: the answer so far */
+    /* Hashes, sorted sets: what the parts hold of the field(s) asked,
+     * records u8 part | u32 len | field | u32 len | value; owned. */
+    uint8_t *rec;
+    size_t rlen, rcap;
+    uint8_t folded[PK_SALT_PARTS_MAX]; /* part i is in part 0 already */
+    const pk_arg *field; /* the field or member asked, in args, or NULL */
     mcall calls[PK_SALT_PARTS_MAX];
     pk_mop *next;
 };
+
+/* Hashes and sorted sets (sums per field or member). */
+static int hashy(int want)
+{
+    return want >= M_HINCR;
+}
+
+static int zsety(int want)
+{
+    return want == M_ZINCR || want == M_ZSCORE;
+}
 
 /* ---- the clock --------------------------------------------------------- */
 
@@ -139,6 +167,7 @@ static void m_free(pk_mop *op)
     free(op->err);
     free(op->args);
     free(op->best);
+    free(op->rec);
     free(op);
 }
 
@@ -182,10 +211,48 @@ static void m_send(pk_mop *op, int idx, int argc, const char **argv,
 
 static void m_read(pk_mop *op, int idx)
 {
-    const char *argv[3] = {"MGET", NULL, NULL};
-    size_t lens[3] = {4, 0, 0};
+    const char *argv[4] = {"MGET", NULL, NULL, NULL};
+    size_t lens[4] = {4, 0, 0, 0};
+    char n[8];
 
-    m_send(op, idx, 3, argv, lens, 1);
+    if (!hashy(op->want)) {
+        m_send(op, idx, 3, argv, lens, 1);
+        return;
+    }
+    if (idx == 0) { /* part 0 with the fold markers, in one read */
+        argv[0] = "PK.SALTTAKE";
+        argv[2] = "0";
+        argv[3] = n;
+        lens[0] = 11;
+        lens[2] = 1;
+        lens[3] = (size_t)snprintf(n, sizeof(n), "%d", op->e.n);
+        m_send(op, idx, 4, argv, lens, 0);
+        return;
+    }
+    if (op->field == NULL) {
+        argv[0] = "HGETALL";
+        lens[0] = 7;
+        m_send(op, idx, 2, argv, lens, 0);
+        return;
+    }
+    argv[0] = zsety(op->want) ? "ZSCORE" : "HGET";
+    lens[0] = strlen(argv[0]);
+    argv[2] = op->field->ptr;
+    lens[2] = op->field->len;
+    m_send(op, idx, 3, argv, lens, 0);
+}
+
+/* HINCRBY HINCRBYFLOAT ZINCRBY: the client's command on part idx. */
+static void m_write_cmd(pk_mop *op, int idx)
+{
+    const char *argv[4];
+    size_t lens[4];
+
+    for (int k = 0; k < 4; k++) {
+        argv[k] = op->args[k].ptr;
+        lens[k] = op->args[k].len;
+    }
+    m_send(op, idx, 4, argv, lens, 0);
 }
 
 static void m_write(pk_mop *op, int idx)
@@ -257,8 +324,278 @@ static void take_string(pk_mop *op, const pk_rr *r)
     op->have = 1;
 }
 
+/* ---- hashes and sorted sets: sums per field ----------------------------- */
+
+static int rec_add(pk_mop *op, int part, const char *f, size_t fl,
+                   const char *v, size_t vl)
+{
+    size_t need = 1 + 4 + fl + 4 + vl;
+    uint32_t n;
+
+    if (op->rlen + need > op->rcap) {
+        size_t cap = op->rcap ? op->rcap : 1024;
+        uint8_t *m;
+        while (cap < op->rlen + need)
+            cap *= 2;
+        if ((m = realloc(op->rec, cap)) == NULL)
+            return PK_ENOMEM;
+        op->rec = m;
+        op->rcap = cap;
+    }
+    op->rec[op->rlen] = (uint8_t)part;
+    n = (uint32_t)fl;
+    memcpy(op->rec + op->rlen + 1, &n, 4);
+    memcpy(op->rec + op->rlen + 5, f, fl);
+    n = (uint32_t)vl;
+    memcpy(op->rec + op->rlen + 5 + fl, &n, 4);
+    memcpy(op->rec + op->rlen + 9 + fl, v, vl);
+    op->rlen += need;
+    return PK_OK;
+}
+
+/* A value as a part answered it: a bulk string, or a double (RESP3). */
+static int rr_text(const pk_rr *r, char *buf, size_t cap, const char **p,
+                   size_t *len)
+{
+    if (r->type == PK_RR_BULK || r->type == PK_RR_STATUS) {
+        *p = r->str;
+        *len = r->len;
+        return 1;
+    }
+    if (r->type == PK_RR_DOUBLE || r->type == PK_RR_INT) {
+        int n = r->type == PK_RR_INT
+                    ? snprintf(buf, cap, "%lld", (long long)r->integer)
+                    : snprintf(buf, cap, "%.17g", r->dbl);
+        *p = buf;
+        *len = (size_t)n;
+        return 1;
+    }
+    return 0;
+}
+
+/* Field/value pairs of part idx (elems[0..n-1], alternating). */
+static void take_pairs(pk_mop *op, int idx, const pk_rr *el, size_t n)
+{
+    char fb[40], vb[40];
+
+    for (size_t k = 0; k + 1 < n; k += 2) {
+        const char *f, *v;
+        size_t fl, vl;
+        if (!rr_text(&el[k], fb, sizeof(fb), &f, &fl) ||
+            !rr_text(&el[k + 1], vb, sizeof(vb), &v, &vl)) {
+            m_fail(op, "ERR unexpected reply from a part of the salted key");
+            return;
+        }
+        if (op->field &&
+            (fl != op->field->len || memcmp(f, op->field->ptr, fl) != 0))
+            continue;
+        if (rec_add(op, idx, f, fl, v, vl) != PK_OK)
+            m_fail(op, NULL);
+    }
+}
+
+/* One part's answer: HGET/ZSCORE (a value or nil), HGETALL (pairs), or
+ * part 0's PK.SALTTAKE key 0 n ([fold markers, ["hash"|"zset", pairs]
+ * or nil]). */
+static void take_sums(pk_mop *op, int idx, const pk_rr *r)
+{
+    char vb[40];
+    const char *v;
+    size_t vl;
+
+    if (op->phase == MP_BASE) {
+        const pk_rr *t;
+        if (r->type != PK_RR_ARRAY || r->n != 2 ||
+            r->elems[0].type != PK_RR_BULK ||
+            r->elems[0].len != (size_t)op->e.n) {
+            m_fail(op, "ERR unexpected reply from the salted key's "
+                       "partition");
+            return;
+        }
+        for (int i = 1; i < op->e.n; i++)
+            op->folded[i] = r->elems[0].str[i] == '1';
+        t = &r->elems[1];
+        if (t->type == PK_RR_ARRAY && t->n >= 1)
+            take_pairs(op, 0, t->elems + 1, t->n - 1);
+        else if (t->type != PK_RR_NIL)
+            m_fail(op, "WRONGTYPE Operation against a key holding the "
+                       "wrong kind of value");
+        return;
+    }
+    if (r->type == PK_RR_NIL)
+        return;
+    if (r->type == PK_RR_ARRAY || r->type == PK_RR_MAP) {
+        take_pairs(op, idx, r->elems, r->type == PK_RR_MAP ? 2 * r->n : r->n);
+    } else if (rr_text(r, vb, sizeof(vb), &v, &vl) && op->field) {
+        if (rec_add(op, idx, op->field->ptr, op->field->len, v, vl) != PK_OK)
+            m_fail(op, NULL);
+    } else {
+        m_fail(op, "ERR unexpected reply from a part of the salted key");
+    }
+}
+
+static int cmp_rec(const void *x, const void *y)
+{
+    const uint8_t *a = *(const uint8_t *const *)x;
+    const uint8_t *b = *(const uint8_t *const *)y;
+    uint32_t al, bl;
+    int c;
+
+    memcpy(&al, a + 1, 4);
+    memcpy(&bl, b + 1, 4);
+    c = memcmp(a + 5, b + 5, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+/* A float as Redis' HINCRBYFLOAT prints it. */
+static size_t fmt_ld(long double f, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%.17Lf", f);
+
+    if (n <= 0 || (size_t)n >= cap)
+        return 0;
+    if (strchr(out, '.')) {
+        while (n > 0 && out[n - 1] == '0')
+            n--;
+        if (n > 0 && out[n - 1] == '.')
+            n--;
+    }
+    out[n] = '\0';
+    return (size_t)n;
+}
+
+/* The total of one field: the records v[0..n-1] (n >= 1) summed into
+ * out (a lone value as it is); its length, or 0 with *err set. */
+static size_t field_total(pk_mop *op, const uint8_t *const *v, size_t n,
+                          char *out, size_t cap, const char **err)
+{
+    int64_t isum = 0, iv;
+    long double fsum = 0, fv;
+    double dsum = 0;
+    int ints = 1;
+
+    for (size_t k = 0; k < n; k++) {
+        uint32_t fl, vl;
+        const char *p;
+        memcpy(&fl, v[k] + 1, 4);
+        memcpy(&vl, v[k] + 5 + fl, 4);
+        p = (const char *)v[k] + 9 + fl;
+        if (n == 1 && !zsety(op->want)) {
+            if (vl >= cap) {
+                *err = "ERR a value of the salted key is too long";
+                return 0;
+            }
+            memcpy(out, p, vl);
+            return vl;
+        }
+        if (zsety(op->want)) {
+            char b[64];
+            memcpy(b, p, vl < 63 ? vl : 63);
+            b[vl < 63 ? vl : 63] = '\0';
+            dsum += strtod(b, NULL);
+            continue;
+        }
+        if (ints && pk_str_parse_int(p, vl, &iv) == PK_OK &&
+            !__builtin_add_overflow(isum, iv, &isum)) {
+            fsum += (long double)iv;
+            continue;
+        }
+        ints = 0;
+        if (!pk_hmap_parse_ld(p, vl, &fv)) {
+            *err = "ERR hash value is not a number in a part of the salted "
+                   "key";
+            return 0;
+        }
+        fsum += fv;
+    }
+    if (zsety(op->want))
+        return (size_t)snprintf(out, cap, "%.17g", dsum);
+    if (ints && op->want != M_HINCRF)
+        return (size_t)snprintf(out, cap, "%lld", (long long)isum);
+    return fmt_ld(fsum, out, cap);
+}
+
+/* The answer of a hash or sorted-set read from the records. */
+static void reply_sums(pk_mop *op, pk_obuf *out)
+{
+    size_t nr = 0, ng = 0;
+    const uint8_t **v;
+    const char *err = NULL;
+    char tot[PK_HMAP_FLOAT_MAX + 64];
+    size_t tl = 0;
+    int proto = op->c->proto;
+
+    for (size_t at = 0; at < op->rlen; nr++) {
+        uint32_t fl, vl;
+        memcpy(&fl, op->rec + at + 1, 4);
+        memcpy(&vl, op->rec + at + 5 + fl, 4);
+        at += 9 + fl + vl;
+    }
+    if ((v = malloc((nr ? nr : 1) * sizeof(*v))) == NULL) {
+        pk_reply_error(out, "ERR out of memory");
+        return;
+    }
+    nr = 0;
+    for (size_t at = 0; at < op->rlen;) {
+        uint32_t fl, vl;
+        memcpy(&fl, op->rec + at + 1, 4);
+        memcpy(&vl, op->rec + at + 5 + fl, 4);
+        if (op->rec[at] == 0 || !op->folded[op->rec[at]])
+            v[nr++] = op->rec + at;
+        at += 9 + fl + vl;
+    }
+    qsort(v, nr, sizeof(*v), cmp_rec);
+    for (size_t k = 0; k < nr; k++)
+        ng += k == 0 || cmp_rec(&v[k - 1], &v[k]) != 0;
+    if (op->want == M_HLEN) {
+        pk_reply_int(out, (int64_t)ng);
+    } else if (op->want == M_HGETALL) {
+        pk_obuf ob;
+        pk_obuf_init(&ob);
+        for (size_t k = 0, g; k < nr && !err; k = g) {
+            uint32_t fl;
+            for (g = k + 1; g < nr && cmp_rec(&v[k], &v[g]) == 0; g++)
+                ;
+            tl = field_total(op, v + k, g - k, tot, sizeof(tot), &err);
+            memcpy(&fl, v[k] + 1, 4);
+            pk_reply_bulk(&ob, v[k] + 5, fl);
+            pk_reply_bulk(&ob, tot, tl);
+        }
+        if (err) {
+            pk_reply_error(out, err);
+        } else {
+            pk_reply_map(out, proto, ng);
+            pk_obuf_append(out, ob.data + ob.head, pk_obuf_pending(&ob));
+        }
+        pk_obuf_free(&ob);
+    } else if (nr == 0) {
+        /* ZINCRBY and HINCRBY always find their own write. */
+        pk_reply_null(out, proto);
+    } else {
+        tl = field_total(op, v, nr, tot, sizeof(tot), &err);
+        if (err) {
+            pk_reply_error(out, err);
+        } else if (op->want == M_HINCR) {
+            int64_t iv;
+            if (pk_str_parse_int(tot, tl, &iv) == PK_OK)
+                pk_reply_int(out, iv);
+            else
+                pk_reply_error(out, "ERR hash value is not an integer");
+        } else if (zsety(op->want)) {
+            pk_reply_double(out, proto, strtod(tot, NULL));
+        } else {
+            pk_reply_bulk(out, tot, tl);
+        }
+    }
+    free(v);
+}
+
 static void m_reply(pk_mop *op, pk_obuf *out)
 {
+    if (hashy(op->want)) {
+        reply_sums(op, out);
+        return;
+    }
     switch (op->want) {
     case M_GET:
         if (op->have)
@@ -306,11 +643,24 @@ static void on_m_reply(void *ctx, const pk_rr *r, const char *err)
         /* The part's leader does not take it (its map says folding, or it
          * has not the salting yet): part 0 takes any write. */
         op->fell_back = 1;
-        m_write(op, 0);
+        if (hashy(op->want))
+            m_write_cmd(op, 0);
+        else
+            m_write(op, 0);
         if (op->pending > 0)
             return;
     } else if (err) {
         m_fail(op, err);
+    } else if (op->phase == MP_WRITE && hashy(op->want)) {
+        /* Written: the total is read from every part. */
+        op->phase = MP_PARTS;
+        for (int i = 1; i < op->e.n; i++)
+            m_read(op, i);
+        if (op->pending > 0)
+            return;
+    } else if ((op->phase == MP_PARTS || op->phase == MP_BASE) &&
+               hashy(op->want)) {
+        take_sums(op, call->idx, r);
     } else if (op->phase == MP_PARTS || op->phase == MP_BASE) {
         take_string(op, r);
     } else if (op->phase == MP_FAN && r->type != PK_RR_INT) {
@@ -385,7 +735,18 @@ static int m_start(pk_cmd_ctx *x, const pk_salt *e, int want)
         pk_reply_error(x->out, "ERR out of memory");
         return 0;
     }
-    if (want == M_SET) {
+    if (want == M_HINCR || want == M_HINCRF || want == M_ZINCR) {
+        op->phase = MP_WRITE;
+        op->field = &op->args[want == M_ZINCR ? 3 : 2];
+        if (e->state != PK_SALT_SALTED)
+            op->fell_back = 1; /* folding: part 0 takes the writes */
+        m_write_cmd(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e->n));
+    } else if (hashy(want)) {
+        op->phase = MP_PARTS;
+        op->field = want == M_HGET || want == M_ZSCORE ? &op->args[2] : NULL;
+        for (int i = 1; i < e->n; i++)
+            m_read(op, i);
+    } else if (want == M_SET) {
         op->phase = MP_WRITE;
         pk__salted_hlc_stamp(x->srv, op->stamp);
         if (e->state != PK_SALT_SALTED)
@@ -418,6 +779,22 @@ int pk__salted_more_route(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e)
          is(cmd, "pexpireat") || is(cmd, "persist")) &&
         e->state == PK_SALT_SALTED)
         return m_start(x, e, M_FAN_ANY);
+    if (kind == PK_SALT_HASH) {
+        if ((is(cmd, "hincrby") || is(cmd, "hincrbyfloat")) && x->argc == 4)
+            return m_start(x, e, is(cmd, "hincrby") ? M_HINCR : M_HINCRF);
+        if (is(cmd, "hget") && x->argc == 3)
+            return m_start(x, e, M_HGET);
+        if (is(cmd, "hgetall") && x->argc == 2)
+            return m_start(x, e, M_HGETALL);
+        if (is(cmd, "hlen") && x->argc == 2)
+            return m_start(x, e, M_HLEN);
+    }
+    if (kind == PK_SALT_ZSET) {
+        if (is(cmd, "zincrby") && x->argc == 4)
+            return m_start(x, e, M_ZINCR);
+        if (is(cmd, "zscore") && x->argc == 3)
+            return m_start(x, e, M_ZSCORE);
+    }
     if (kind != PK_SALT_STRING)
         return 1;
     if (is(cmd, "get") && x->argc == 2)
@@ -510,4 +887,100 @@ int pk__salted_take_str(pk_cmd_ctx *x, pk_txn *t)
 size_t pk__salted_stamp_of(const void *name, size_t len, uint8_t *out)
 {
     return stamp_of(name, len, out);
+}
+
+/* Pairs gathered for PK.SALTTAKE's reply, counted. */
+typedef struct pairs {
+    pk_obuf buf;
+    size_t n;
+} pairs;
+
+static int take_field(void *ctx, pk_slice f, pk_slice v)
+{
+    pairs *p = ctx;
+
+    p->n++;
+    pk_reply_bulk(&p->buf, f.ptr, f.len);
+    return pk_reply_bulk(&p->buf, v.ptr, v.len);
+}
+
+static int take_member(void *ctx, pk_slice m, double score)
+{
+    pairs *p = ctx;
+    char b[40];
+    int n = snprintf(b, sizeof(b), "%.17g", score);
+
+    p->n++;
+    pk_reply_bulk(&p->buf, m.ptr, m.len);
+    return pk_reply_bulk(&p->buf, b, (size_t)n);
+}
+
+int pk__salted_take_more(pk_cmd_ctx *x, pk_txn *t)
+{
+    pk_type type = PK_TYPE_NONE;
+    pairs p = {.n = 0};
+    pk_zrange all = {
+        .kind = PK_ZRANGE_RANK, .start = 0, .stop = -1, .count = -1};
+    int rc = pk_key_type(t, PK_KEY(x, 1), NOW(x), &type);
+
+    if (rc != PK_OK || (type != PK_TYPE_HASH && type != PK_TYPE_ZSET))
+        return 0;
+    pk_obuf_init(&p.buf);
+    if (type == PK_TYPE_HASH)
+        rc = pk_hmap_each(t, PK_KEY(x, 1), NOW(x), take_field, &p);
+    else
+        rc = pk_zset_range(t, PK_KEY(x, 1), &all, NOW(x), take_member, &p);
+    if (rc == PK_OK && p.buf.err)
+        rc = p.buf.err;
+    if (rc != PK_OK) {
+        pk_cmd_store_error(x, rc);
+    } else {
+        pk_reply_array(x->out, 2 * p.n + 1);
+        pk_reply_bulk(x->out, type == PK_TYPE_HASH ? "hash" : "zset", 4);
+        pk_obuf_append(x->out, p.buf.data + p.buf.head,
+                       pk_obuf_pending(&p.buf));
+    }
+    pk_obuf_free(&p.buf);
+    return 1;
+}
+
+int pk__salted_more_tagged(const pk_cmd_ctx *x)
+{
+    const pk_arg *a = &x->argv[3];
+
+    return x->argc >= 4 && a->len == 4 && (x->argc - 4) % 2 == 0 &&
+           (memcmp(a->ptr, "hash", 4) == 0 || memcmp(a->ptr, "zset", 4) == 0);
+}
+
+int pk__salted_add_more(pk_cmd_ctx *x, pk_txn *t)
+{
+    int zset = x->argv[3].ptr[0] == 'z';
+    int rc = PK_OK;
+
+    for (int k = 4; rc == PK_OK && k + 1 < x->argc; k += 2) {
+        const pk_arg *f = &x->argv[k], *v = &x->argv[k + 1];
+        int64_t iv, out;
+        long double fv;
+        pk_slice s;
+        if (zset) {
+            pk_slice m = {f->ptr, f->len};
+            pk_zadd_result res;
+            double sc = strtod(v->ptr, NULL); /* args are NUL-ended */
+            rc = pk_zset_add(t, PK_KEY(x, 1), PK_ZADD_INCR, 1, &sc, &m, NOW(x),
+                             &res);
+            continue;
+        }
+        rc = PK_STORE_HASH_NOTINT;
+        if (pk_str_parse_int(v->ptr, v->len, &iv) == PK_OK)
+            rc = pk_hmap_incrby(t, PK_KEY(x, 1), f->ptr, f->len, iv, NOW(x),
+                                &out);
+        if (rc == PK_STORE_HASH_NOTINT && pk_hmap_parse_ld(v->ptr, v->len, &fv))
+            rc = pk_hmap_incrbyfloat(t, PK_KEY(x, 1), f->ptr, f->len, fv,
+                                     NOW(x), &s);
+        else if (rc == PK_STORE_HASH_NOTINT) /* not a number: kept whole */
+            rc = pk_hmap_set(t, PK_KEY(x, 1), 1, &(pk_slice){f->ptr, f->len},
+                             &(pk_slice){v->ptr, v->len}, NOW(x),
+                             &(uint64_t){0});
+    }
+    return rc;
 }

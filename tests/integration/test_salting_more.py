@@ -222,3 +222,108 @@ def test_rename_folds_first(sc3):
     wait_parts(c, "{rn}b", 0)
     assert r.get("{rn}b") == "7"
     assert no_internal_keys(c)
+
+
+def test_hash_and_zset_counters(sc3):
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    rs[0].hset("stats", mapping={"views": 5, "name": "page"})
+    rs[0].zadd("board", {"alice": 1.5, "bob": 2})
+    assert rs[1].execute_command("PK.SALT", "stats", 4) == "OK"
+    assert rs[2].execute_command("PK.SALT", "board", 4) == "OK"
+    wait_parts(c, "stats", 4)
+    wait_parts(c, "board", 4)
+    views, likes, alice, carol = 5, 0, 1.5, 0
+    for i in range(120):
+        r = rs[i % 3]
+        views += 2
+        assert retry(lambda: r.hincrby("stats", "views", 2)) == views
+        if i % 4 == 0:
+            likes += 1
+            assert retry(lambda: r.hincrby("stats", "likes", 1)) == likes
+        alice += 1
+        assert retry(lambda: r.zincrby("board", 1, "alice")) == alice
+        if i % 5 == 0:
+            carol += 3
+            assert retry(lambda: r.zincrby("board", 3, "carol")) == carol
+    assert float(rs[0].hincrbyfloat("stats", "ratio", 0.5)) == 0.5
+    assert float(rs[1].hincrbyfloat("stats", "ratio", 0.25)) == 0.75
+    assert len(parts_of(c, "stats")) >= 2 and len(parts_of(c, "board")) >= 2
+    want = {"views": str(views), "likes": str(likes), "name": "page",
+            "ratio": "0.75"}
+    for r in rs:
+        assert r.hget("stats", "views") == str(views)
+        assert r.hget("stats", "name") == "page"
+        assert r.hget("stats", "absent") is None
+        assert r.hgetall("stats") == want
+        assert r.hlen("stats") == 4
+        assert r.zscore("board", "alice") == alice
+        assert r.zscore("board", "bob") == 2
+        assert r.zscore("board", "carol") == carol
+        assert r.zscore("board", "nobody") is None
+        assert r.type("stats") == "hash" and r.type("board") == "zset"
+        assert r.exists("stats") == 1
+    # Folded back: the sums in one key, the parts gone.
+    assert rs[0].execute_command("PK.UNSALT", "stats") == "OK"
+    assert rs[0].execute_command("PK.UNSALT", "board") == "OK"
+    wait_parts(c, "stats", 0)
+    wait_parts(c, "board", 0)
+    for r in rs:
+        assert r.hgetall("stats") == want
+        assert r.zscore("board", "alice") == alice
+        assert r.zrange("board", 0, -1, withscores=True) == sorted(
+            [("alice", alice), ("bob", 2.0), ("carol", float(carol))],
+            key=lambda p: p[1])
+    assert no_internal_keys(c)
+    # Other hash commands fold first.
+    assert rs[1].execute_command("PK.SALT", "stats", 2) == "OK"
+    wait_parts(c, "stats", 2)
+    retry(lambda: rs[1].hincrby("stats", "views", 1))
+    assert rs[2].hset("stats", "name", "other") == 0
+    wait_parts(c, "stats", 0)
+    assert rs[0].hget("stats", "views") == str(views + 1)
+    assert retry(lambda: rs[0].delete("board")) == 1
+
+
+def test_no_increment_lost_hash_zset(sc3):
+    """Three clients, one per node, HINCRBY and ZINCRBY one key each
+    while they are salted and folded back; the totals are the sums of
+    the acknowledged increments."""
+    c = sc3
+    stop = threading.Event()
+    hacked, zacked, failed = [0, 0, 0], [0, 0, 0], []
+
+    def writer(i):
+        r = c.nodes[i].client()
+        while not stop.is_set():
+            try:
+                r.hincrby("hrace", "f%d" % (hacked[i] % 3), 1)
+                hacked[i] += 1
+                r.zincrby("zrace", 2, "m")
+                zacked[i] += 1
+            except redis.RedisError as e:
+                failed.append(str(e))
+    ths = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for t in ths:
+        t.start()
+    admin = c.nodes[2].client()
+    try:
+        for parts in (4, 2, 4):
+            time.sleep(0.4)
+            for k in ("hrace", "zrace"):
+                assert retry(lambda: admin.execute_command(
+                    "PK.SALT", k, parts)) == "OK"
+            time.sleep(0.8)
+            for k in ("hrace", "zrace"):
+                assert admin.execute_command("PK.UNSALT", k) == "OK"
+    finally:
+        stop.set()
+        for t in ths:
+            t.join(15)
+    assert not [e for e in failed if "TRYAGAIN" not in e], failed[:5]
+    h = admin.hgetall("hrace")
+    assert sum(hacked) <= sum(map(int, h.values())) <= sum(hacked) + len(
+        failed)
+    z = admin.zscore("zrace", "m")
+    assert 2 * sum(zacked) <= z <= 2 * (sum(zacked) + len(failed))
+    assert sum(hacked) > 100
