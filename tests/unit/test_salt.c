@@ -56,6 +56,37 @@ static void test_names(void **state)
     assert_int_equal(pk_hash_slot(m, n), pk_hash_slot("{u1}:hits", 9));
     assert_int_equal(pk_salt_marker("a}b", 3, 1, m, sizeof(m)), 0);
     assert_int_equal(pk_salt_marker("", 0, 1, m, sizeof(m)), 0);
+
+    /* A stamp lives in its part's slot, and is internal. */
+    n = pk_salt_stamp("ctr", 3, 2, 4711, m, sizeof(m));
+    assert_true(n > 0);
+    assert_int_equal(pk_hash_slot(m, n), pk_hash_slot(tag, strlen(tag)));
+    assert_true(pk_salt_internal(m, n));
+    assert_false(pk_salt_parse(m, n, &k, &kl, &t));
+    n = pk_salt_stamp("ctr", 3, 0, 0, m, sizeof(m));
+    assert_true(n > 0);
+    assert_int_equal(pk_hash_slot(m, n), pk_hash_slot("ctr", 3));
+    assert_true(pk_salt_internal(m, n));
+    n = pk_salt_stamp("{u1}:hits", 9, 0, 0, m, sizeof(m));
+    assert_int_equal(pk_hash_slot(m, n), pk_hash_slot("{u1}:hits", 9));
+    assert_int_equal(pk_salt_stamp("a}b", 3, 0, 0, m, sizeof(m)), 0);
+}
+
+/* Kinds 0..2 keep the top two bits they always had (maps written before
+ * strings were salted read the same); 3 and up use three more bits. */
+static void test_kinds(void **state)
+{
+    (void)state;
+    assert_int_equal(pk_salt_tag_kind(4711), PK_SALT_COUNTER);
+    assert_int_equal(pk_salt_tag_kind((1u << 30) + 99), PK_SALT_SET);
+    assert_int_equal(pk_salt_tag_kind((2u << 30) + 99), PK_SALT_HLL);
+    for (int k = PK_SALT_COUNTER; k <= PK_SALT_ZSET; k++) {
+        uint32_t b = pk_salt_tag_base((pk_salt_kind)k);
+        assert_int_equal(pk_salt_tag_kind(b), k);
+        assert_int_equal(pk_salt_tag_kind(b + PK_SALT_TAG_SPAN - 1), k);
+    }
+    assert_int_equal(pk_salt_tag_base(PK_SALT_SET), 1u << 30);
+    assert_int_equal(pk_salt_tag_base(PK_SALT_STRING), 3u << 30);
 }
 
 static pk_pmap *slots_map(void)
@@ -184,6 +215,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_kinds),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_codec),
     };
