@@ -12,7 +12,7 @@
  *                     [--split-qps N] [--split-size BYTES]
  *                     [--merge-delay SECONDS] [--hotkeys-sample RATE]
  *                     [--hot-key-writes N] [--hot-key-time SECONDS]
- *                     [--unsalt-after SECONDS]
+ *                     [--unsalt-after SECONDS] [--hot-key-reads N]
  *                     [--salted-incr-reply total|local]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free

@@ -66,6 +66,7 @@ void pk_server_config_default(pk_server_config *c)
     c->merge_delay_ms = 300000;
     c->hot_key_writes = 5000;
     c->hot_key_ms = 2000;
+    c->hot_key_reads = 5000;
     c->unsalt_after_ms = 300000;
     c->hotkeys_sample = 0.01;
     c->metrics_port = -1;
