@@ -124,21 +124,22 @@ def test_concurrent_sets_read_your_writes(sc3):
         while not stop.is_set():
             try:
                 n += 1
+                with lock:
+                    started = len(order)  # acknowledged before my SET
                 retry(lambda: w.set("lww", "%d:%d" % (i, n)))
                 with lock:
                     order.append((i, n))
-                    pos = len(order)
+                    seen = {v: k for k, v in enumerate(order)}
                 got = retry(lambda: rd.get("lww"))
-                gi, gn = map(int, got.split(":"))
-                # Mine, or another's acknowledged after... at least one
-                # that was not overwritten by my ack: never my older one.
-                if gi == i and gn < n:
-                    errors.append("writer %d read its %d after %d" %
-                                  (i, gn, n))
-                with lock:
-                    if (gi, gn) not in order[:] and gi == i:
-                        errors.append("never acknowledged %r" % got)
-                del pos
+                g = tuple(map(int, got.split(":")))
+                # Mine, or a write not acknowledged before mine began
+                # (concurrent or later): never one mine followed.
+                if g != (i, n) and g in seen and seen[g] < started:
+                    errors.append("%d:%d read %r, acknowledged before it"
+                                  % (i, n, got))
+                if g[0] == i and g[1] < n:
+                    errors.append("%d:%d read its own older %r" %
+                                  (i, n, got))
                 done[i] += 1
             except redis.RedisError as e:
                 errors.append(str(e))
