@@ -1205,6 +1205,27 @@ static int write_local(pk_cmd_ctx *x, const pk_salt *e)
     return 1;
 }
 
+/* The entry of a salted key among x's keys after its first, or NULL. */
+static const pk_salt *later_salted(const pk_cmd_ctx *x, const pk_cmd *cmd,
+                                   const pk_pmap *m)
+{
+    pk_keyrun r[PK_KEYRUNS_MAX];
+    int n = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
+
+    for (int i = 0; i < n; i++)
+        for (int a = r[i].first; a <= r[i].last;
+             a += r[i].step > 0 ? r[i].step : 1) {
+            const pk_salt *e;
+            pk_slice k;
+            if (a == cmd->first)
+                continue;
+            k = pk_cmd_key(cmd, &x->argv[a]);
+            if ((e = pk_pmap_salt_find(m, k.ptr, k.len)) != NULL)
+                return e;
+        }
+    return NULL;
+}
+
 int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
 {
     const pk_pmap *m = x->srv->cluster.map;
@@ -1213,27 +1234,27 @@ int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
     pk_salt_kind kind;
     int write, incr = 0, more;
 
-    if (cmd->first <= 0 || x->argc <= cmd->first || x->srv->salted == NULL ||
-        cmd->fn == pk_cmd_pk_salt)
+    if ((cmd->first <= 0 && cmd->keys == NULL) || x->argc <= cmd->first ||
+        x->srv->salted == NULL || cmd->fn == pk_cmd_pk_salt)
         return 1;
-    if (!part_check(x, cmd))
+    if (cmd->first > 0 && !part_check(x, cmd))
         return 0;
     if (x->c->raw_keys)
         return 1;
     k = &x->argv[cmd->first];
-    if (is(cmd, "set"))
+    if (cmd->first > 0 && is(cmd, "set"))
         note_set(x->srv->salted, k->ptr, k->len);
     if (m->nsalts == 0)
         return 1;
-    if ((is(cmd, "rename") || is(cmd, "renamenx")) && x->argc == 3 &&
-        (e = pk_pmap_salt_find(m, x->argv[2].ptr, x->argv[2].len)) != NULL) {
-        /* A salted destination is folded back first: RENAME replaces it
-         * whole, parts included. */
+    if ((e = later_salted(x, cmd, m)) != NULL) {
+        /* A command on several keys (DEL a b, RENAME's destination,
+         * SUNIONSTORE ...) runs on them folded back into one: it sees and
+         * replaces a salted key whole, parts included. */
         ask_fold(x->srv, e);
         pk_conn_hold(x);
         return 0;
     }
-    if ((e = pk_pmap_salt_find(m, k->ptr, k->len)) == NULL)
+    if (cmd->first <= 0 || (e = pk_pmap_salt_find(m, k->ptr, k->len)) == NULL)
         return 1;
     kind = pk__salted_kind(e);
     if ((more = pk__salted_more_route(x, cmd, e)) != 1)
@@ -1282,11 +1303,13 @@ int pk_salted_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd)
     const pk_pmap *m = x->srv->cluster.map;
     const pk_salt *e;
 
-    if (m == NULL || m->nsalts == 0 || cmd->first <= 0 ||
+    if (m == NULL || m->nsalts == 0 || (cmd->first <= 0 && cmd->keys == NULL) ||
         x->argc <= cmd->first || x->srv->salted == NULL)
         return 1;
-    e = pk_pmap_salt_find(m, x->argv[cmd->first].ptr, x->argv[cmd->first].len);
-    if (e == NULL)
+    e = cmd->first > 0 ? pk_pmap_salt_find(m, x->argv[cmd->first].ptr,
+                                           x->argv[cmd->first].len)
+                       : NULL;
+    if (e == NULL && (e = later_salted(x, cmd, m)) == NULL)
         return 1;
     ask_fold(x->srv, e);
     pk_reply_error(x->out, "TRYAGAIN the key is salted and is being folded "

@@ -155,6 +155,29 @@ def test_unsplittable_commands_fold_first(sc3):
     assert pipe.execute() == [202]
 
 
+def test_multikey_commands_fold_a_later_salted_key(sc3):
+    """A salted key that is not a command's first key is folded back before
+    the command runs: DEL of two keys leaves no part behind, and MGET reads
+    the whole total."""
+    c = sc3
+    r = c.nodes[2].client()
+    r.set("{mk}a", "x")
+    r.set("{mk}b", 5)
+    assert r.execute_command("PK.SALT", "{mk}b", 4) == "OK"
+    for _ in range(40):
+        r.incr("{mk}b")
+    assert retry(lambda: r.mget("{mk}a", "{mk}b")) == ["x", "45"]
+    ok, waited = pkcluster.wait_until(
+        lambda: salted_parts(c, "{mk}b") == 0, 10, interval=0.1)
+    assert ok, "still salted after %.1fs" % waited
+    assert r.execute_command("PK.SALT", "{mk}b", 4) == "OK"
+    for _ in range(40):
+        r.incr("{mk}b")
+    assert retry(lambda: r.delete("{mk}a", "{mk}b")) == 2
+    assert r.get("{mk}b") is None
+    assert not [k for k in raw_keys(c) if b"mk" in k], raw_keys(c)
+
+
 def test_refusals(sc3):
     r = sc3.nodes[0].client()
     r.rpush("alist", "a")
