@@ -186,9 +186,28 @@ pk__hlc *pk__salted_hlc(pk_server *s)
     return &s->salted->hlc;
 }
 
-int pk__salted_pick(pk_server *s, int n)
+int pk__salted_pick(pk_server *s, const pk_salt *e)
 {
-    return (int)(rnd(s->salted) % (uint64_t)n);
+    const pk_pmap *m = s->cluster.map;
+    uint8_t name[NAME_CAP];
+    int mine[PK_SALT_PARTS_MAX], n = 0;
+
+    /* A node other than the key's home writes a part it leads: the write
+     * costs it no hop, and the clients spread over the nodes spread the
+     * writes.  The home node (where cluster clients send every write)
+     * spreads its own over all the parts. */
+    if (m && pk_pmap_leader(m, pk_cluster_part(&s->cluster, e->key, e->len)) !=
+                 s->cluster.self)
+        for (int i = 0; i < e->n; i++) {
+            size_t len = pk__salted_part_name(e, i, name);
+            if (len &&
+                pk_pmap_leader(m, pk_cluster_part(&s->cluster, name, len)) ==
+                    s->cluster.self)
+                mine[n++] = i;
+        }
+    if (n > 0)
+        return mine[rnd(s->salted) % (uint64_t)n];
+    return (int)(rnd(s->salted) % (uint64_t)e->n);
 }
 
 int pk__salted_leads(const pk_server *s, const void *key, size_t len)
@@ -616,10 +635,10 @@ static int op_started(pk_cmd_ctx *x, sop *op)
     return 0;
 }
 
-/* The write of one random part (part 0 with base), then the total. */
+/* The write of one part (pk__salted_pick; part 0 with base), then the
+ * total. */
 static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want, int base)
 {
-    pk_salted *sd = x->srv->salted;
     sop *op = op_new(x, e, want);
     const char *argv[8];
     size_t lens[8];
@@ -639,7 +658,7 @@ static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want, int base)
         argv[k] = x->argv[k].ptr;
         lens[k] = x->argv[k].len;
     }
-    part = base ? 0 : (int)(rnd(sd) % e->n);
+    part = base ? 0 : pk__salted_pick(x->srv, e);
     op->phase = PH_WRITE;
     if (op_send(op, part, x->argc, argv, lens) != PK_OK)
         op_fail(op, "ERR a part of the salted key is not reachable");
@@ -1183,7 +1202,7 @@ static void note_set(pk_salted *sd, const void *key, size_t len)
 static int write_local(pk_cmd_ctx *x, const pk_salt *e)
 {
     pk_salted *sd = x->srv->salted;
-    int part = (int)(rnd(sd) % e->n);
+    int part = pk__salted_pick(x->srv, e);
     size_t len;
 
     if (part == 0)

@@ -55,8 +55,9 @@ pk_mop **pk__salted_mops(pk_server *s);
 /* This node's clock. */
 pk__hlc *pk__salted_hlc(pk_server *s);
 
-/* A random part of n. */
-int pk__salted_pick(pk_server *s, int n);
+/* The part a write of e goes to: at random among those this node leads,
+ * unless it is e's home (or leads none): then among all. */
+int pk__salted_pick(pk_server *s, const pk_salt *e);
 
 /* 1 when this node leads key's partition. */
 int pk__salted_leads(const pk_server *s, const void *key, size_t len);

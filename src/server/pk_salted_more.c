@@ -740,7 +740,7 @@ static int m_start(pk_cmd_ctx *x, const pk_salt *e, int want)
         op->field = &op->args[want == M_ZINCR ? 3 : 2];
         if (e->state != PK_SALT_SALTED)
             op->fell_back = 1; /* folding: part 0 takes the writes */
-        m_write_cmd(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e->n));
+        m_write_cmd(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e));
     } else if (hashy(want)) {
         op->phase = MP_PARTS;
         op->field = want == M_HGET || want == M_ZSCORE ? &op->args[2] : NULL;
@@ -751,7 +751,7 @@ static int m_start(pk_cmd_ctx *x, const pk_salt *e, int want)
         pk__salted_hlc_stamp(x->srv, op->stamp);
         if (e->state != PK_SALT_SALTED)
             op->fell_back = 1; /* folding: part 0 takes the writes */
-        m_write(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e->n));
+        m_write(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e));
     } else if (want == M_GET) {
         op->phase = MP_PARTS;
         for (int i = 1; i < e->n; i++)
