@@ -9,9 +9,14 @@
  * other nodes (core/pk_salt.h) -- so that its writes spread over n
  * partitions' logs.  Every node routes by the table:
  *
- *   INCR INCRBY DECR DECRBY INCRBYFLOAT   INCRBY(FLOAT) of one random part;
- *                                         the reply is the new total (read
- *                                         of every part), or with
+ *   INCR INCRBY DECR DECRBY INCRBYFLOAT   INCRBY(FLOAT) of one part
+ *                                         (pk__salted_pick); the reply is
+ *                                         the new total (read of every
+ *                                         part: it counts this increment
+ *                                         and every one acknowledged
+ *                                         before, but increments at once
+ *                                         through other parts can answer
+ *                                         the same total), or with
  *                                         --salted-incr-reply local the
  *                                         part's own value
  *   GET                                   the sum of the parts
