@@ -1,8 +1,11 @@
 /*
- * partkv proxy --cluster HOST:PORT [--port P] [--bind ADDR]: a routing
- * tier that owns nothing.  It follows the map any cluster node shows
- * (CLUSTER SLOTS) and forwards every keyed command to its owner, so a
- * plain Redis client sees one keyspace.
+ * partkv proxy --cluster HOST:PORT [--port P] [--bind ADDR]
+ *              [--hot-key-reads N] [--hotkeys-sample RATE]: a routing
+ * tier that owns nothing.  It follows the map any cluster node holds
+ * (PK.MAP) and forwards every keyed command to its owner, so a plain
+ * Redis client sees one keyspace; a read of a key read more than N times
+ * a second (default 5000, 0: never) goes to any replica of its
+ * partition, which serves it by read index (server/pk_hotread.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +45,26 @@ int pk_cli_proxy(int argc, char **argv)
             c.port = (int)p;
         } else if (v && strcmp(argv[i], "--bind") == 0) {
             c.bind = v;
+        } else if (v && strcmp(argv[i], "--hot-key-reads") == 0) {
+            unsigned long long n = strtoull(v, &end, 10);
+            if (*v == '\0' || *v == '-' || *end) {
+                fprintf(stderr,
+                        "partkv proxy: --hot-key-reads needs a count, got "
+                        "'%s'\n",
+                        v);
+                return 2;
+            }
+            c.hot_key_reads = n;
+        } else if (v && strcmp(argv[i], "--hotkeys-sample") == 0) {
+            double f = strtod(v, &end);
+            if (*v == '\0' || *end || !(f >= 0 && f <= 1)) {
+                fprintf(stderr,
+                        "partkv proxy: --hotkeys-sample needs 0..1, got "
+                        "'%s'\n",
+                        v);
+                return 2;
+            }
+            c.hotkeys_sample = f;
         } else {
             fprintf(stderr, "partkv proxy: bad or incomplete option '%s'\n",
                     argv[i]);

@@ -51,7 +51,7 @@ struct pk_hotread {
     pk_conn *ready; /* release(): the reads to run again */
     uint64_t rng;
     /* Stats. */
-    uint64_t served, waited, forwarded, indexes, refused;
+    uint64_t served, waited, forwarded, indexes, refused, spread;
 };
 
 /* The answer of an index, with what it was for. */
@@ -101,16 +101,22 @@ static int is_hot(const pk_hotread *hr, uint64_t h)
     return 0;
 }
 
-/* Samples a read of key received here: 1 with *h its hash when it was
- * sampled, else 0 with *h 0. */
-static int sample(pk_hotread *hr, pk_slice key, uint32_t part, uint64_t *h)
+static uint64_t next_rand(pk_hotread *hr)
 {
     uint64_t r = hr->rng; /* xorshift64 */
 
     r ^= r << 13;
     r ^= r >> 7;
     r ^= r << 17;
-    hr->rng = r;
+    return hr->rng = r;
+}
+
+/* Samples a read of key received here: 1 with *h its hash when it was
+ * sampled, else 0 with *h 0. */
+static int sample(pk_hotread *hr, pk_slice key, uint32_t part, uint64_t *h)
+{
+    uint64_t r = next_rand(hr);
+
     *h = 0;
     if (!pk_topk_want(&hr->rx, (double)(r >> 11) / 9007199254740992.0))
         return 0;
@@ -270,12 +276,35 @@ static int ask(pk_hotread *hr, hr_part *p, uint64_t now)
     return PK_OK;
 }
 
+/* A proxy (no store): a read of a read-hot key goes to a random replica of
+ * its partition that is up -- a follower serves it by read index, or
+ * forwards it to the leader until the key is hot there too -- instead of
+ * always to the leader.  -1: route it as usual; 0: sent. */
+static int spread(pk_hotread *hr, pk_cmd_ctx *x, uint32_t part)
+{
+    pk_server *s = hr->srv;
+    const pk_pmap *m = s->cluster.map;
+    const pk_partition *pt = &m->parts[part];
+    uint32_t pick;
+
+    if (pt->nreplicas < 2)
+        return -1;
+    pick = pt->replicas[next_rand(hr) % pt->nreplicas];
+    if (pick == pt->replicas[0] || m->nodes[pick].state != PK_NODE_UP ||
+        pk_link_forward(s, x->c, m->nodes[pick].addr, x->argc, x->argv) !=
+            PK_OK)
+        return -1;
+    x->c->iter_cmds--; /* its reply comes from the replica */
+    hr->spread++;
+    return 0;
+}
+
 int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
 {
     pk_server *s = x->srv;
     pk_hotread *hr = s->hotread;
     pk_conn *c = x->c;
-    uint64_t epoch, h, now;
+    uint64_t epoch = 0, h, now;
     pk_keyrun r[PK_KEYRUNS_MAX];
     pk_slice key;
     hr_part *p;
@@ -288,7 +317,7 @@ int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
         hr->forwarded++;
         return -1;
     }
-    if ((epoch = pk_repl_follow_epoch(s, part)) == 0)
+    if (s->store && (epoch = pk_repl_follow_epoch(s, part)) == 0)
         return -1;
     key = pk_cmd_key(cmd, &x->argv[r[0].first]);
     if (!sample(hr, key, part, &h) && hr->nhot == 0)
@@ -297,6 +326,8 @@ int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
         h = pk_topk_hash(key.ptr, key.len);
     if (!is_hot(hr, h))
         return -1;
+    if (s->store == NULL)
+        return spread(hr, x, part);
     now = pk_srv_wall_ms();
     if ((p = part_state(hr, part, now)) == NULL)
         return -1;
@@ -434,9 +465,11 @@ void pk_hotread_info(pk_server *s, pk_obuf *b)
         line, sizeof(line),
         "hot_reads_keys:%u\r\nhot_reads_served:%llu\r\n"
         "hot_reads_waited:%llu\r\nhot_reads_indexes:%llu\r\n"
-        "hot_reads_refused:%llu\r\nhot_reads_forwarded:%llu\r\n",
+        "hot_reads_refused:%llu\r\nhot_reads_forwarded:%llu\r\n"
+        "hot_reads_spread:%llu\r\n",
         hr->nhot, (unsigned long long)hr->served,
         (unsigned long long)hr->waited, (unsigned long long)hr->indexes,
-        (unsigned long long)hr->refused, (unsigned long long)hr->forwarded);
+        (unsigned long long)hr->refused, (unsigned long long)hr->forwarded,
+        (unsigned long long)hr->spread);
     pk_obuf_append(b, line, (size_t)n);
 }

@@ -285,6 +285,7 @@ static void on_rate(uv_timer_t *t)
 
     s->ops_rate = s->total_cmds - s->ops_last;
     s->ops_last = s->total_cmds;
+    pk_hotread_tick(s); /* a proxy's too: it spreads read-hot keys */
     if (s->store == NULL || pk_txn_begin(s->store, 1, &txn) != PK_OK)
         return;
     for (uint32_t p = 0; p < PK_SLOTS; p++)
@@ -307,7 +308,6 @@ static void on_rate(uv_timer_t *t)
     pk_split_tend(s);
     pk_salted_tick(s);
     pk_hot_tick(s);
-    pk_hotread_tick(s);
 }
 
 static void sync_work(uv_work_t *w)

@@ -47,28 +47,34 @@ def leader_index(c, key):
 
 
 class Load:
-    """One writer (unique values, on the leader's node) and readers on
-    every node, all recorded in a History."""
+    """One writer (unique values) and readers, all recorded in a History.
+    By default the writer is on the key's leader and readers_per_node
+    readers on every node; `via` (host, port) sends every request there
+    instead (a proxy), with 2 * readers_per_node readers."""
 
-    def __init__(self, c, key, readers_per_node=2):
-        self.c, self.key = c, key
+    def __init__(self, c, key, readers_per_node=2, via=None):
+        self.c, self.key, self.via = c, key, via
         self.hist = History()
         self.stop = threading.Event()
-        self.reads = [0] * len(c.nodes)
+        targets = [None] if via else list(range(len(c.nodes)))
+        self.reads = [0] * len(targets)
         self.errors = []
         self.threads = [threading.Thread(target=self.writer, daemon=True)]
-        for i in range(len(c.nodes)):
-            for _ in range(readers_per_node):
+        for i in range(len(targets)):
+            for _ in range(readers_per_node * (2 if via else 1)):
                 self.threads.append(threading.Thread(
                     target=self.reader, args=(i,), daemon=True))
 
     def conn(self, i):
-        n = self.c.nodes[i]
-        return redis.Redis(host=n.host, port=n.port, socket_timeout=5,
+        host, port = self.via or (self.c.nodes[i].host, self.c.nodes[i].port)
+        return redis.Redis(host=host, port=port, socket_timeout=5,
                            decode_responses=True)
 
+    def writer_conn(self):
+        return self.conn(0 if self.via else leader_index(self.c, self.key))
+
     def writer(self):
-        r = self.conn(leader_index(self.c, self.key))
+        r = self.writer_conn()
         seq = 0
         while not self.stop.is_set():
             seq += 1
@@ -81,7 +87,7 @@ class Load:
                 self.hist.info(h)  # may or may not have taken effect
                 self.errors.append(repr(e))
                 time.sleep(0.05)
-                r = self.conn(leader_index(self.c, self.key))
+                r = self.writer_conn()
             time.sleep(0.002)
 
     def reader(self, i):
@@ -154,6 +160,47 @@ def test_cold_key_is_forwarded(hc3):
     after = info_stats(c.nodes[i])
     assert after.get("hot_reads_served", 0) == before.get(
         "hot_reads_served", 0)
+
+
+def test_proxy_spreads_hot_reads_over_replicas(hc3):
+    """partkv proxy sends reads of a read-hot key to every replica, whose
+    followers serve them by read index; reads and writes through the proxy
+    stay linearizable."""
+    c = hc3
+    key = "hotread:{p}"
+    lead = leader_index(c, key)
+    c.nodes[lead].client().set(key, "w0")
+    px = pkcluster.Proxy(c.nodes[0].addr,
+                         extra=["--hot-key-reads", "50",
+                                "--hotkeys-sample", "1"])
+    try:
+        px.start()
+        raw = redis.Redis(host=px.host, port=px.port, socket_timeout=10)
+        ok, waited = pkcluster.wait_until(
+            lambda: raw.execute_command("PK.MAP"), 10)
+        assert ok, "the proxy has no map after %.1fs" % waited
+        before = [info_stats(n) for n in c.nodes]
+        load = Load(c, key, via=(px.host, px.port)).start()
+        try:
+            time.sleep(4.0)
+        finally:
+            load.finish()
+        after = [info_stats(n) for n in c.nodes]
+        spread = info_stats(pkcluster.Node(0, px.host, px.port, px.pid,
+                                           "proxy"))
+    finally:
+        px.stop()
+    served = [after[i].get("hot_reads_served", 0) -
+              before[i].get("hot_reads_served", 0) for i in range(3)]
+    print("reads %r, proxy %r, served by followers %r" % (
+        load.reads, spread, served))
+    assert spread.get("hot_reads_spread", 0) > 0, spread
+    for i in range(3):
+        if i != lead:
+            assert served[i] > 0, (i, served, after)
+    assert not load.errors, load.errors[:5]
+    res = load.hist.check(initial="w0", timeout_s=60)
+    assert res.ok, res.summary()
 
 
 def test_leader_stopped_past_its_lease():
