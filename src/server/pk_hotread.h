@@ -25,6 +25,10 @@
  * within a second sends the reads waiting for it to the leader, as
  * before.
  *
+ * A proxy (no store) keeps the same tracker of the reads it routes and
+ * sends a read of a read-hot key to a random replica of its partition
+ * that is up, instead of the leader.
+ *
  * Reads served so are linearizable: a write acknowledged before the read
  * began is in the leader's log position the index names; a write the read
  * sees is durable on the leader and this node.
@@ -51,7 +55,8 @@ void pk_hotread_tick(pk_server *s);
 /*
  * Routing of a read-only command x (cmd) whose keys are in part, led by
  * another node: -1 when it is not a replica read (route it as before), 1
- * to run it here now, 0 when its connection waits for a read index.
+ * to run it here now, 0 when its connection waits for a read index (or,
+ * on a proxy, when it was sent to a replica).
  */
 int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part);
 
