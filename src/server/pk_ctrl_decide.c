@@ -196,9 +196,10 @@ out:
     return changed;
 }
 
-/* Completes promotions whose fences went out earlier: those of a handoff
- * as they began, the others with the leader asked too (promote's self).
- * Returns the partitions changed. */
+/* Completes promotions whose fences went out earlier, with the leader
+ * asked too where too few followers answer (promote's self); a handoff
+ * still goes to a follower when enough of them answer.  Returns the
+ * partitions changed. */
 int pk__ctrl_retry(pk_ctrl *c, pk_pmap *m, const char *names)
 {
     uint32_t np = m->npartitions, changed = 0;
@@ -224,8 +225,17 @@ int pk__ctrl_retry(pk_ctrl *c, pk_pmap *m, const char *names)
         uint32_t *none = malloc(np * sizeof(*none));
         for (uint32_t p = 0; none && p < np; p++)
             none[p] = PK_NODE_NONE;
+        /* The leader is fenced too where the followers cannot finish (one
+         * is stopped but still registered, or down).  Each fence of its
+         * partitions withdraws the answering follower's promise to it --
+         * for all its partitions -- until it has the map the fence was
+         * for (epoch + 1, pk_repl.h); retried without a map change, the
+         * handoff re-fenced at each new map's epoch + 1, and the live
+         * leader lost its lease on everything it leads until the missing
+         * follower came back.  Leading on at epoch + 1 ends the handoff
+         * with a map change. */
         if (none)
-            changed += promote(c, m, todo + np, ask, none, 0);
+            changed += promote(c, m, todo + np, ask, none, 1);
         free(none);
     }
     if (changed > 0)
