@@ -21,6 +21,7 @@
 #include "core/pk_hash.h"
 #include "server/pk_cmd.h"
 #include "server/pk_repl.h"
+#include "server/pk_salted.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
 #include "store/pk_store_log.h"
@@ -455,6 +456,40 @@ void pk_cmd_discard(pk_cmd_ctx *x)
     pk_reply_simple(x->out, "OK");
 }
 
+/* A WATCHed key salted now (pk_salted.h) counts as touched: writes to
+ * its parts run on other nodes' partitions, where no watcher sees them.
+ * (One salted and folded back since WATCH was touched by the fold's add
+ * into it, or by the writes to part 0, the key itself.) */
+static int watch_salted(const pk_conn *c)
+{
+    for (const pk_wkey *e = c->watched; e; e = e->cnext)
+        if (pk_salted_parts(c->srv, e->key, (unsigned)e->len))
+            return 1;
+    return 0;
+}
+
+/* A key salted after its command was queued would see or change only
+ * part 0: the transaction is refused (-TRYAGAIN) and the key folded back,
+ * as when the command was queued.  1 when no queued key is salted. */
+static int queue_unsalted(pk_cmd_ctx *x, struct pk_multi *m)
+{
+    const pk_pmap *map = x->srv->cluster.map;
+
+    if (map == NULL || map->nsalts == 0)
+        return 1;
+    for (uint32_t i = 0; i < m->n; i++) {
+        pk_cmd_ctx y = {.srv = x->srv,
+                        .c = x->c,
+                        .argc = m->q[i].argc,
+                        .argv = queued_args(m, &m->q[i]),
+                        .out = x->out,
+                        .proto = x->proto};
+        if (!pk_salted_route_queued(&y, m->q[i].cmd))
+            return 0; /* it replied */
+    }
+    return 1;
+}
+
 /* Runs the queued commands in x's transaction, one reply each. */
 static void exec_run(pk_cmd_ctx *x, struct pk_multi *m)
 {
@@ -495,8 +530,12 @@ void pk_cmd_exec(pk_cmd_ctx *x)
         discard(c);
         return;
     }
-    if (c->watch_dirty || watch_expired(c, NOW(x))) {
+    if (c->watch_dirty || watch_expired(c, NOW(x)) || watch_salted(c)) {
         pk_reply_null_array(x->out, x->proto);
+        discard(c);
+        return;
+    }
+    if (!queue_unsalted(x, m)) {
         discard(c);
         return;
     }

@@ -27,6 +27,7 @@
 #define NAME_CAP PK__SALT_NAME_CAP
 #define VAL_CAP 64       /* a part's value: a number */
 #define STEP_RETRY_MS 50 /* a fold or salting step that failed goes again */
+#define ANSWER_TRIES 100 /* after so many, the client asking is answered */
 #define WATCHED 32       /* keys followed for --hot-key-time / unsalt */
 
 typedef struct sop sop;
@@ -90,6 +91,7 @@ typedef struct salting {
     int step, i; /* the step, and the part it is at */
     int busy;    /* a call or map edit outstanding */
     int warned;  /* a failed step was logged */
+    int tries;   /* failed steps */
     uint64_t retry_ms;
     pk_salt e; /* the entry to write (salt) or as found (fold) */
     uint8_t key[PK_SALT_KEY_MAX];
@@ -525,6 +527,15 @@ static void keep_value(char *dst, uint8_t *dlen, const pk_rr *r)
     *dlen = (uint8_t)n;
 }
 
+/* The increment of op's INCR/DECR/INCRBY/DECRBY is an integer: only then
+ * does a part's "not an integer" mean that the part holds a float. */
+static int whole_delta(const sop *op)
+{
+    int64_t v;
+
+    return op->wargc < 3 || pk_arg_i64(&op->wargv[2], &v);
+}
+
 static void on_op_reply(void *ctx, const pk_rr *r, const char *err)
 {
     sop_call *call = ctx;
@@ -550,7 +561,7 @@ static void on_op_reply(void *ctx, const pk_rr *r, const char *err)
             err = "ERR the salted key's partition is not reachable";
         }
         if (err && op->want == R_INT && !op->as_float &&
-            strstr(err, "not an integer")) {
+            strstr(err, "not an integer") && whole_delta(op)) {
             /* A part holds a float: INCR goes on if the total is whole. */
             op->as_float = 1;
             if (op_read_parts(op) > 0)
@@ -708,18 +719,25 @@ static salting *run_find(pk_salted *sd, const void *key, size_t len)
     return NULL;
 }
 
+/* The PK.SALT / PK.UNSALT waiting for r, if any, gets err (NULL: OK). */
+static void run_answer(salting *r, const char *err)
+{
+    if (r->c == NULL)
+        return;
+    if (err)
+        pk_reply_error(&r->c->out, err);
+    else
+        pk_reply_simple(&r->c->out, "OK");
+    r->c->waiting_fwd = 0;
+    pk_conn_resume(r->c);
+    r->c = NULL;
+}
+
 static void run_end(salting *r, const char *err)
 {
     pk_salted *sd = r->s->salted;
 
-    if (r->c) {
-        if (err)
-            pk_reply_error(&r->c->out, err);
-        else
-            pk_reply_simple(&r->c->out, "OK");
-        r->c->waiting_fwd = 0;
-        pk_conn_resume(r->c);
-    }
+    run_answer(r, err);
     if (err)
         fprintf(stderr, "partkv: %s of a %u-byte key stopped: %s\n",
                 r->fold ? "fold" : "salting", (unsigned)r->e.len, err);
@@ -755,6 +773,13 @@ static void run_retry(salting *r, const char *why)
                 why);
     r->warned = 1;
     r->retry_ms = pk_srv_wall_ms() + STEP_RETRY_MS;
+    /* A step that keeps failing (a part's leader away, a total that does
+     * not fit) must not hold the PK.SALT / PK.UNSALT that asked for it. */
+    if (++r->tries == ANSWER_TRIES)
+        run_answer(r, r->fold ? "TRYAGAIN the fold waits and goes on: see "
+                                "the node's log"
+                              : "TRYAGAIN the salting waits and goes on: "
+                                "see the node's log");
 }
 
 static void on_run_job(pk_agent_job *j)

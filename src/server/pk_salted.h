@@ -107,7 +107,8 @@ void pk_salted_free(pk_server *s);
 int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd);
 
 /* The salted key of a MULTI-queued command is folded back first: 0 after
- * an error reply (the transaction is aborted), else 1. */
+ * an error reply (the transaction is aborted), else 1.  EXEC asks again
+ * for every queued command (a key may have been salted since). */
 int pk_salted_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd);
 
 /* Every second: salts what is write-hot, folds what is cold, resumes the

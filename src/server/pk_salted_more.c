@@ -843,6 +843,7 @@ int pk__salted_add_str(pk_cmd_ctx *x, pk_txn *t)
     size_t sl = stamp_of(x->argv[1].ptr, x->argv[1].len, sname);
     const pk_arg *st = &x->argv[4], *v = &x->argv[5];
     uint32_t part = pk_cmd_part(x, 1);
+    pk_set_opts keep = {PK_SET_KEEPTTL, 0};
     pk_slice cur;
     int done, rc;
 
@@ -854,7 +855,12 @@ int pk__salted_add_str(pk_cmd_ctx *x, pk_txn *t)
         return PK_OK; /* the part holds a newer (or this) write */
     if (rc != PK_OK && rc != PK_ENOTFOUND && rc != PK_STORE_WRONGTYPE)
         return rc;
-    rc = pk_str_set(t, PK_KEY(x, 1), v->ptr, v->len, NULL, NOW(x), &done, NULL);
+    /* A fold (part i >= 1 into part 0) keeps part 0's expiry; a SET of a
+     * part replaces it, as SET does. */
+    rc = pk_str_set(t, PK_KEY(x, 1), v->ptr, v->len,
+                    x->argv[2].len == 1 && x->argv[2].ptr[0] == '0' ? NULL
+                                                                    : &keep,
+                    NOW(x), &done, NULL);
     if (rc == PK_OK)
         rc = pk_str_set(t, part, sname, sl, st->ptr, st->len, NULL, NOW(x),
                         &done, NULL);

@@ -328,3 +328,121 @@ def test_no_increment_lost_hash_zset(sc3):
     z = admin.zscore("zrace", "m")
     assert 2 * sum(zacked) <= z <= 2 * (sum(zacked) + len(failed))
     assert sum(hacked) > 100
+
+
+def leader_client(c, key):
+    """A client of key's leader, on one connection (MULTI is not
+    forwarded)."""
+    import pmap
+    m = pmap.decode(c.nodes[0].client(decode_responses=False)
+                    .execute_command("PK.MAP"))
+    part = m["parts"][pkcluster.keyslot(key)]
+    host, port = m["nodes"][part["replicas"][0]].rsplit(":", 1)
+    r = redis.Redis(host=host, port=int(port), decode_responses=True,
+                    single_connection_client=True, socket_timeout=10)
+    return Raw(r)
+
+
+class Raw:
+    """Commands on one connection, replies as sent (no redis-py reply
+    callbacks: SET in MULTI answers QUEUED, not a bool)."""
+
+    def __init__(self, r):
+        self.conn = r.connection
+
+    def execute_command(self, *args):
+        self.conn.send_command(*args)
+        return self.conn.read_response()
+
+
+def test_fold_keeps_part0_expiry(sc3):
+    """A fold of a salted string whose newest value is in another part
+    keeps the key's expiry."""
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    for n in range(4):
+        k = "fttl%d" % n
+        rs[0].set(k, "hello")
+        assert rs[0].execute_command("PK.SALT", k, 2) == "OK"
+        wait_parts(c, k, 2)
+        for i in range(6):
+            retry(lambda: rs[i % 3].set(k, "v%d" % i))
+        assert rs[1].expire(k, 1000) is True
+        assert rs[2].execute_command("PK.UNSALT", k) == "OK"
+        wait_parts(c, k, 0)
+        assert rs[0].get(k) == "v5"
+        assert 990 < rs[0].ttl(k) <= 1000, (k, rs[0].ttl(k))
+
+
+def test_exec_refuses_a_key_salted_after_queueing(sc3):
+    """A SET queued in MULTI before its key was salted is not run on part 0
+    alone (it would lose to the stamped parts): EXEC answers TRYAGAIN and
+    the key is folded back; the transaction again then runs."""
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    rs[0].set("mx1", "orig")
+    lr = leader_client(c, "mx1")
+    assert lr.execute_command("MULTI") == "OK"
+    assert lr.execute_command("SET", "mx1", "from-exec") == "QUEUED"
+    assert rs[1].execute_command("PK.SALT", "mx1", 2) == "OK"
+    wait_parts(c, "mx1", 2)
+    retry(lambda: rs[2].set("mx1", "stamped-before-exec"))
+    with pytest.raises(redis.ResponseError) as ei:
+        lr.execute_command("EXEC")
+    assert "TRYAGAIN" in str(ei.value)
+    wait_parts(c, "mx1", 0)
+    assert rs[0].get("mx1") == "stamped-before-exec"
+    assert lr.execute_command("MULTI") == "OK"
+    assert lr.execute_command("SET", "mx1", "from-exec") == "QUEUED"
+    assert lr.execute_command("EXEC") == ["OK"]
+    assert [r.get("mx1") for r in rs] == ["from-exec"] * 3
+
+
+def test_watch_of_a_key_salted_since_fails_exec(sc3):
+    """Writes to a salted key's parts run elsewhere: a WATCH of the key
+    fails EXEC once the key is salted, as a write to it would."""
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    rs[0].set("{wy}0", 5)
+    lr = leader_client(c, "{wy}0")
+    assert lr.execute_command("WATCH", "{wy}0") == "OK"
+    assert rs[1].execute_command("PK.SALT", "{wy}0", 2) == "OK"
+    wait_parts(c, "{wy}0", 2)
+    for i in range(6):
+        retry(lambda: rs[i % 3].incr("{wy}0"))
+    assert lr.execute_command("MULTI") == "OK"
+    assert lr.execute_command("SET", "{wy}side", "0") == "QUEUED"
+    assert lr.execute_command("EXEC") is None
+    assert rs[0].get("{wy}side") is None
+    assert rs[2].get("{wy}0") == "11"
+    # Salted with no write seen here: a write to another part could have
+    # come first, so EXEC fails too (a WATCH that a write would fail).
+    assert rs[0].execute_command("PK.UNSALT", "{wy}0") == "OK"
+    wait_parts(c, "{wy}0", 0)
+    assert lr.execute_command("WATCH", "{wy}0") == "OK"
+    assert rs[1].execute_command("PK.SALT", "{wy}0", 2) == "OK"
+    wait_parts(c, "{wy}0", 2)
+    assert lr.execute_command("MULTI") == "OK"
+    assert lr.execute_command("SET", "{wy}side", "1") == "QUEUED"
+    assert lr.execute_command("EXEC") is None
+    assert rs[0].get("{wy}side") is None
+
+
+def test_incrby_needs_an_integer_increment(sc3):
+    """INCRBY/DECRBY of a salted counter refuse what Redis refuses, and the
+    counter stays as it was."""
+    c = sc3
+    rs = [nd.client() for nd in c.nodes]
+    rs[0].set("nint", 10)
+    assert rs[0].execute_command("PK.SALT", "nint", 2) == "OK"
+    wait_parts(c, "nint", 2)
+    for bad in ("1.5", "1e3", "abc", " 5"):
+        for r in rs:
+            with pytest.raises(redis.ResponseError) as ei:
+                r.execute_command("INCRBY", "nint", bad)
+            assert "not an integer" in str(ei.value), (bad, ei.value)
+            with pytest.raises(redis.ResponseError):
+                r.execute_command("DECRBY", "nint", bad)
+    assert [r.get("nint") for r in rs] == ["10"] * 3
+    assert rs[1].incrby("nint", 5) == 15
+    assert rs[0].execute_command("PK.UNSALT", "nint") == "OK"
