@@ -35,7 +35,9 @@
  *                                         its hybrid logical clock (ms,
  *                                         counter, node), written to one
  *                                         random part unless the part
- *                                         holds a newer stamp
+ *                                         holds a newer stamp; the first
+ *                                         SET of the key in a leader term
+ *                                         reads every part's stamp first
  *   GET (a salted string)                 the value with the newest stamp
  *                                         (pk_salted_more.c)
  *   DEL UNLINK EXISTS TYPE                fanned out to every part

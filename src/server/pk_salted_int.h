@@ -22,9 +22,14 @@ typedef struct pk_uop pk_uop;
 typedef struct pk_mop pk_mop;
 
 /* A node's hybrid logical clock (pk_salted_more.c). */
+#define PK__HLC_WARM 64 /* keys remembered as stamped in this term */
+
 typedef struct pk__hlc {
     uint64_t ms; /* the newest physical milliseconds seen or stamped */
     uint32_t lc; /* the logical counter within ms */
+    /* A key's stamps were read (and seen) by this node as the leader of
+     * its partition at that leader epoch: slot hash % PK__HLC_WARM. */
+    uint64_t warm_hash[PK__HLC_WARM], warm_epoch[PK__HLC_WARM];
 } pk__hlc;
 
 #define PK__STAMP_LEN 20 /* hex: ms (12), counter (4), node (4) */

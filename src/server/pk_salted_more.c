@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_hash.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_cmd.h"
 #include "server/pk_salted_int.h"
@@ -70,6 +71,7 @@ struct pk_mop {
     pk_conn *c; /* NULL once the client went away */
     int want, phase, pending;
     int fell_back; /* SET: the write went to part 0 after -SALTFOLD */
+    int warming;   /* SET: its parts' stamps are read first (warm) */
     pk_salt e;     /* the entry when it started; e.key -> key */
     uint8_t key[PK_SALT_KEY_MAX];
     char *err;    /* first error, owned */
@@ -615,6 +617,34 @@ static void m_reply(pk_mop *op, pk_obuf *out)
     }
 }
 
+/* Whether this node, leading key's partition, has read the key's stamps
+ * in the present leader epoch; set: remember that it has. */
+static int warm(pk_server *s, const pk_salt *e, int set)
+{
+    pk__hlc *h = pk__salted_hlc(s);
+    const pk_pmap *m = s->cluster.map;
+    uint64_t hash = pk_hash_xxh3(e->key, e->len);
+    uint64_t ep =
+        m->parts[pk_cluster_part(&s->cluster, e->key, e->len)].leader_epoch;
+    uint32_t i = (uint32_t)(hash % PK__HLC_WARM);
+
+    if (set) {
+        h->warm_hash[i] = hash;
+        h->warm_epoch[i] = ep;
+    }
+    return h->warm_hash[i] == hash && h->warm_epoch[i] == ep;
+}
+
+/* The SET's write: stamped now, to one part (part 0 while folding). */
+static void m_set_write(pk_mop *op)
+{
+    op->phase = MP_WRITE;
+    pk__salted_hlc_stamp(op->s, op->stamp);
+    if (op->e.state != PK_SALT_SALTED)
+        op->fell_back = 1; /* folding: part 0 takes the writes */
+    m_write(op, op->fell_back ? 0 : pk__salted_pick(op->s, &op->e));
+}
+
 static void m_finish(pk_mop *op)
 {
     pk_conn *c = op->c;
@@ -682,6 +712,13 @@ static void on_m_reply(void *ctx, const pk_rr *r, const char *err)
         if (op->pending > 0)
             return;
     }
+    if (op->warming && op->phase == MP_BASE && !op->err) {
+        op->warming = 0; /* every part's stamp seen: now the write */
+        warm(op->s, &op->e, 1);
+        m_set_write(op);
+        if (op->pending > 0)
+            return;
+    }
     m_finish(op);
 }
 
@@ -746,12 +783,16 @@ static int m_start(pk_cmd_ctx *x, const pk_salt *e, int want)
         op->field = want == M_HGET || want == M_ZSCORE ? &op->args[2] : NULL;
         for (int i = 1; i < e->n; i++)
             m_read(op, i);
+    } else if (want == M_SET && !warm(x->srv, e, 0)) {
+        /* The first SET of the key in this term reads the parts' stamps
+         * first (m_set_write then), so that it stamps past every SET an
+         * earlier leader acknowledged, whatever the clocks say. */
+        op->warming = 1;
+        op->phase = MP_PARTS;
+        for (int i = 1; i < e->n; i++)
+            m_read(op, i);
     } else if (want == M_SET) {
-        op->phase = MP_WRITE;
-        pk__salted_hlc_stamp(x->srv, op->stamp);
-        if (e->state != PK_SALT_SALTED)
-            op->fell_back = 1; /* folding: part 0 takes the writes */
-        m_write(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e));
+        m_set_write(op);
     } else if (want == M_GET) {
         op->phase = MP_PARTS;
         for (int i = 1; i < e->n; i++)
