@@ -28,6 +28,7 @@
 #define VAL_CAP 64       /* a part's value: a number */
 #define STEP_RETRY_MS 50 /* a fold or salting step that failed goes again */
 #define ANSWER_TRIES 100 /* after so many, the client asking is answered */
+#define COOL_MS 60000    /* a key folded for a command stays unsalted */
 #define WATCHED 32       /* keys followed for --hot-key-time / unsalt */
 
 typedef struct sop sop;
@@ -125,6 +126,8 @@ typedef struct pk_salted {
     uv_timer_t timer;
     uint64_t rng;
     watch hot[WATCHED], cold[WATCHED];
+    watch cool[WATCHED]; /* folded for a command or by hand: not salted
+                          * again by the tick for COOL_MS */
     pk_arg *argv; /* write_local: the command with a part's name; owned */
     int argv_cap;
     uint8_t name[NAME_CAP];
@@ -1164,12 +1167,55 @@ static const char *salt_start(pk_server *s, pk_txn *t, const void *key,
 
 /* ---- the command path -------------------------------------------------- */
 
+/* A key folded back for a command that cannot be split (or by hand): a
+ * workload that mixes such commands with hot writes would otherwise be
+ * salted and folded over and over, each fold holding its clients.  The
+ * tick does not salt it again for COOL_MS (PK.SALT still does). */
+static void cool_mark(pk_salted *sd, const void *key, size_t len)
+{
+    uint64_t now = pk_srv_wall_ms();
+    watch *free_slot = NULL, *oldest = &sd->cool[0];
+
+    if (len > PK_SALT_KEY_MAX)
+        return;
+    for (int i = 0; i < WATCHED; i++) {
+        watch *w = &sd->cool[i];
+        if (w->len == len && memcmp(w->key, key, len) == 0) {
+            w->since_ms = now;
+            return;
+        }
+        if (w->len == 0 && free_slot == NULL)
+            free_slot = w;
+        if (w->since_ms < oldest->since_ms)
+            oldest = w;
+    }
+    if (free_slot == NULL)
+        free_slot = oldest;
+    memcpy(free_slot->key, key, len);
+    free_slot->len = (uint32_t)len;
+    free_slot->since_ms = now;
+}
+
+/* Whether key was folded back for a command less than COOL_MS ago. */
+static int cooling(pk_salted *sd, const void *key, size_t len, uint64_t now)
+{
+    for (int i = 0; i < WATCHED; i++) {
+        watch *w = &sd->cool[i];
+        if (w->len && now - w->since_ms >= COOL_MS)
+            w->len = 0;
+        else if (w->len == len && memcmp(w->key, key, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Asks the key's leader to fold it back (this node or another). */
 static void ask_fold(pk_server *s, const pk_salt *e)
 {
     uint32_t part;
 
     if (leads(s, e->key, e->len, &part)) {
+        cool_mark(s->salted, e->key, e->len);
         fold_start(s, e->key, e->len, NULL);
         return;
     }
@@ -1456,6 +1502,7 @@ void pk_salted_tick(pk_server *s)
         if (rate < thr || te->truncated || pk_salt_internal(te->key, te->len) ||
             pk_pmap_salt_find(m, te->key, te->len) ||
             !leads(s, te->key, te->len, &part) ||
+            cooling(sd, te->key, te->len, now) ||
             (w = watch_get(sd->hot, te->key, te->len, now)) == NULL)
             continue;
         w->seen = 1;
@@ -1492,6 +1539,7 @@ void pk_cmd_pk_salt(pk_cmd_ctx *x)
         return;
     }
     if (unsalt) {
+        cool_mark(x->srv->salted, x->argv[1].ptr, x->argv[1].len);
         why = fold_start(x->srv, x->argv[1].ptr, x->argv[1].len,
                          x->c->raw_keys ? NULL : x->c);
     } else {

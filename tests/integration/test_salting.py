@@ -273,6 +273,27 @@ def test_hot_counter_salted_then_folded_by_itself():
     print("salted %.2fs after the load began" % salted_after)
     assert salted_after < 10, salted_after
     assert "salted" in c.stderr_text() and "folded back" in c.stderr_text()
+    # Hot again: salted again; a command that cannot be split (GETRANGE)
+    # folds it back, and the same load does not salt it again (COOL_MS).
+    stop.clear()
+    th = threading.Thread(target=load, daemon=True)
+    th.start()
+    try:
+        ok, waited = pkcluster.wait_until(
+            lambda: salted_parts(c, "celebrity:likes") >= 2, 20, interval=0.2)
+        assert ok, "not salted again after %.1fs" % waited
+        assert retry(lambda: r.getrange("celebrity:likes", 0, 0)) != ""
+        ok, waited = pkcluster.wait_until(
+            lambda: salted_parts(c, "celebrity:likes") == 0, 10, interval=0.1)
+        assert ok, "not folded for GETRANGE after %.1fs" % waited
+        for _ in range(20):  # 4 s under the load that salted it
+            assert salted_parts(c, "celebrity:likes") == 0, \
+                "salted again right after a fold for a command"
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        th.join(15)
+    assert int(r.get("celebrity:likes")) == count[0]
     for _ in gen:
         pass
 
