@@ -5,6 +5,9 @@
  */
 #include "core/pk_num.h"
 
+#include <stdio.h>
+#include <string.h>
+
 /* Decimal digits of v. */
 static size_t digits(uint64_t v)
 {
@@ -63,4 +66,26 @@ size_t pk_i64_format(char *buf, int64_t v)
     n += format_u64(buf + n, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
     buf[n] = '\0';
     return n;
+}
+
+size_t pk_ld_format(char *buf, size_t cap, long double v)
+{
+    int n = snprintf(buf, cap, "%.17Lf", v);
+    size_t len;
+
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    len = (size_t)n;
+    if (memchr(buf, '.', len) != NULL) {
+        while (len > 0 && buf[len - 1] == '0')
+            len--;
+        if (len > 0 && buf[len - 1] == '.')
+            len--;
+    }
+    if (len == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        len = 1;
+    }
+    buf[len] = '\0';
+    return len;
 }

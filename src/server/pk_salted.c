@@ -13,6 +13,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hll.h"
+#include "core/pk_num.h"
 #include "core/pk_salt.h"
 #include "core/pk_topk.h"
 #include "proto/pk_rreply.h"
@@ -274,24 +275,6 @@ static int parse_num(const char *v, size_t len, int64_t *i, long double *f)
     return 2;
 }
 
-/* A float as Redis' INCRBYFLOAT prints it: "%.17Lf", trailing zeros and
- * point dropped. */
-static size_t fmt_float(long double f, char *out, size_t cap)
-{
-    int n = snprintf(out, cap, "%.17Lf", f);
-
-    if (n <= 0 || (size_t)n >= cap)
-        return 0;
-    if (strchr(out, '.')) {
-        while (n > 0 && out[n - 1] == '0')
-            n--;
-        if (n > 0 && out[n - 1] == '.')
-            n--;
-    }
-    out[n] = '\0';
-    return (size_t)n;
-}
-
 /* ---- operations on a salted key ---------------------------------------- */
 
 static void op_free(sop *op)
@@ -393,7 +376,7 @@ static void reply_total(sop *op, pk_obuf *out)
         return;
     }
     if (floats || op->want == R_FLOAT)
-        n = fmt_float(fsum, buf, sizeof(buf));
+        n = pk_ld_format(buf, sizeof(buf), fsum);
     else
         n = (size_t)snprintf(buf, sizeof(buf), "%lld", (long long)isum);
     pk_reply_bulk(out, buf, n);

@@ -32,6 +32,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "core/pk_num.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_cmd.h"
 #include "server/pk_salted_int.h"
@@ -449,23 +450,6 @@ static int cmp_rec(const void *x, const void *y)
     return c ? c : (al > bl) - (al < bl);
 }
 
-/* A float as Redis' HINCRBYFLOAT prints it. */
-static size_t fmt_ld(long double f, char *out, size_t cap)
-{
-    int n = snprintf(out, cap, "%.17Lf", f);
-
-    if (n <= 0 || (size_t)n >= cap)
-        return 0;
-    if (strchr(out, '.')) {
-        while (n > 0 && out[n - 1] == '0')
-            n--;
-        if (n > 0 && out[n - 1] == '.')
-            n--;
-    }
-    out[n] = '\0';
-    return (size_t)n;
-}
-
 /* The total of one field: the records v[0..n-1] (n >= 1) summed into
  * out (a lone value as it is); its length, or 0 with *err set. */
 static size_t field_total(pk_mop *op, const uint8_t *const *v, size_t n,
@@ -514,7 +498,7 @@ static size_t field_total(pk_mop *op, const uint8_t *const *v, size_t n,
         return (size_t)snprintf(out, cap, "%.17g", dsum);
     if (ints && op->want != M_HINCRF)
         return (size_t)snprintf(out, cap, "%lld", (long long)isum);
-    return fmt_ld(fsum, out, cap);
+    return pk_ld_format(out, cap, fsum);
 }
 
 /* The answer of a hash or sorted-set read from the records. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "core/pk_num.h"
 #include "store/pk_hmap.h"
 #include "store/pk_store_int.h"
 #include "store/pk_str.h"
@@ -424,31 +425,6 @@ int pk_hmap_parse_ld(const void *s, size_t len, long double *out)
     return 1;
 }
 
-/* Redis's human long double format: "%.17Lf" less trailing zeros. */
-static size_t format_ld(char *buf, size_t cap, long double v)
-{
-    int n = snprintf(buf, cap, "%.17Lf", v);
-    size_t len;
-
-    if (n < 0 || (size_t)n >= cap) {
-        return 0;
-    }
-    len = (size_t)n;
-    if (memchr(buf, '.', len) != NULL) {
-        while (len > 0 && buf[len - 1] == '0') {
-            len--;
-        }
-        if (len > 0 && buf[len - 1] == '.') {
-            len--;
-        }
-    }
-    if (len == 2 && buf[0] == '-' && buf[1] == '0') {
-        buf[0] = '0';
-        len = 1;
-    }
-    return len;
-}
-
 int pk_hmap_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
                         const void *field, size_t flen, long double by,
                         uint64_t now_ms, pk_slice *out)
@@ -487,7 +463,7 @@ int pk_hmap_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
         rc = PK_STORE_INCR_NANINF;
         goto out;
     }
-    if ((n = format_ld(num, sizeof(num), cur)) == 0) {
+    if ((n = pk_ld_format(num, sizeof(num), cur)) == 0) {
         rc = PK_STORE_INCR_NANINF; /* cannot happen for finite values */
         goto out;
     }

@@ -370,31 +370,6 @@ int pk_str_parse_float(const void *s, size_t len, long double *out)
     return 0;
 }
 
-/*
- * Redis's "human" long double format: 17 digits after the point, trailing
- * zeros (and a bare point) dropped, "-0" written "0".  buf holds
- * FLOAT_CHARS_MAX bytes, enough for any finite long double this way.
- */
-static size_t format_float(char *buf, long double v)
-{
-    int n = snprintf(buf, FLOAT_CHARS_MAX, "%.17Lf", v);
-    size_t l = n > 0 ? (size_t)n : 0;
-
-    if (memchr(buf, '.', l) != NULL) {
-        while (l > 0 && buf[l - 1] == '0') {
-            l--;
-        }
-        if (l > 0 && buf[l - 1] == '.') {
-            l--;
-        }
-    }
-    if (l == 2 && buf[0] == '-' && buf[1] == '0') {
-        buf[0] = '0';
-        l = 1;
-    }
-    return l;
-}
-
 int pk_str_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
                        const void *by, size_t bylen, uint64_t now_ms,
                        pk_slice *out)
@@ -422,7 +397,7 @@ int pk_str_incrbyfloat(pk_txn *t, uint32_t part, const void *key, size_t klen,
         rc = pk__fail(t, PK_ENOMEM);
         goto out;
     }
-    n = format_float((char *)t->scratch.p, cur);
+    n = pk_ld_format((char *)t->scratch.p, FLOAT_CHARS_MAX, cur);
     m.type = PK__T_STRING;
     if ((rc = pk__meta_put(t, &m, t->scratch.p, n, NULL, 0)) == 0) {
         *out = (pk_slice){t->scratch.p, n};
