@@ -228,8 +228,10 @@ int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd)
         return 0;
     if (slot < 0)
         return 1;
-    /* A read of a read-hot key led elsewhere may be served here. */
-    if (x->srv->hotread && x->srv->cfg.forward &&
+    /* A read of a read-hot key led elsewhere may be served here (in
+     * either mode: a proxy spreads such reads over the replicas; a
+     * READONLY connection reads its copy as it is, below). */
+    if (x->srv->hotread && !x->c->readonly &&
         pk_pmap_leader(x->srv->cluster.map, (uint32_t)slot) !=
             x->srv->cluster.self &&
         (here = pk_hotread_route(x, cmd, (uint32_t)slot)) >= 0)

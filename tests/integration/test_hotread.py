@@ -166,8 +166,26 @@ def test_proxy_spreads_hot_reads_over_replicas(hc3):
     """partkv proxy sends reads of a read-hot key to every replica, whose
     followers serve them by read index; reads and writes through the proxy
     stay linearizable."""
-    c = hc3
-    key = "hotread:{p}"
+    proxy_spreads(hc3, "hotread:{p}")
+
+
+def test_proxy_spreads_hot_reads_in_redirect_mode():
+    """Nodes in redirect mode serve the proxy's spread reads of a read-hot
+    key the same way (instead of MOVED)."""
+    c = pkcluster.Cluster(
+        nodes=3, replicas=3,
+        extra=["--hotkeys-sample", "1", "--hot-key-reads", "50"])
+    gen = pkcluster.serving(c)
+    next(gen)
+    proxy_spreads(c, "hotread:{r}")
+    for _ in gen:
+        pass
+
+
+def proxy_spreads(c, key):
+    """Readers and a writer of key through a proxy for 4 s: the proxy
+    spreads the reads, the followers serve some, the history is
+    linearizable."""
     lead = leader_index(c, key)
     c.nodes[lead].client().set(key, "w0")
     px = pkcluster.Proxy(c.nodes[0].addr,
