@@ -6,8 +6,9 @@
  * partitions led elsewhere, in a small top-K tracker of its own.  A key
  * read here more than --hot-key-reads times a second is read-hot: while
  * this node follows the key's partition, a read of it is served from the
- * local copy instead of being forwarded, once the copy is known to hold
- * every write the leader acknowledged before the read arrived.
+ * local copy instead of being forwarded (or answered MOVED), once the
+ * copy is known to hold every write the leader acknowledged before the
+ * read arrived.
  *
  * That knowledge is a read index (as Raft's ReadIndex): the follower asks
  * the leader, on a node-to-node link, PK.READINDEX part epoch node; the
