@@ -5,6 +5,7 @@ on free loopback ports, in a temp dir, stopped by PID.
 skip): the etcd backend is part of what is tested.
 """
 import os
+import random
 import shutil
 import signal
 import socket
@@ -16,12 +17,29 @@ import urllib.request
 ETCD = os.environ.get("PARTKV_ETCD", "/usr/bin/etcd")
 
 
+_given = set()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    """A port free on 127.0.0.1 now, below the Linux ephemeral range: a
+    port-0 bind or an outgoing connection elsewhere in the run (a node, a
+    client) once took an ephemeral one before etcd bound it ("address
+    already in use").  Never the same one twice in a run."""
+    rnd = random.Random()
+    for _ in range(500):
+        p = rnd.randrange(20000, 32000)
+        if p in _given:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _given.add(p)
+        return p
+    raise RuntimeError("no free port below 32000 for etcd")
 
 
 class Etcd:
