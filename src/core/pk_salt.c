@@ -45,14 +45,16 @@ size_t pk_salt_subkey(const void *key, size_t len, uint32_t tag, uint8_t *out,
     return (size_t)n + SUB_MID_LEN + len;
 }
 
-size_t pk_salt_marker(const void *key, size_t len, unsigned i, uint8_t *out,
-                      size_t cap)
+/* Writes key so that a name that goes on with rest (rlen bytes) lands in
+ * key's own slot: key itself when it has a hash tag, else "{key}"; then
+ * rest.  Returns the name's length, or 0 when it does not fit or key has
+ * no such name (empty, or a '}' without a hash tag). */
+static size_t own_slot(const void *key, size_t len, const void *rest,
+                       size_t rlen, uint8_t *out, size_t cap)
 {
     const void *tag;
     int tagged = pk_hash_tag(key, len, &tag) != len || tag != key;
-    char tail[16];
-    int n = snprintf(tail, sizeof(tail), "%u", i);
-    size_t at = 0, need = len + MARK_MID_LEN + (size_t)n + (tagged ? 0 : 2);
+    size_t at = 0, need = len + rlen + (tagged ? 0 : 2);
 
     if (len == 0 || need > cap || (!tagged && memchr(key, '}', len)))
         return 0;
@@ -62,19 +64,26 @@ size_t pk_salt_marker(const void *key, size_t len, unsigned i, uint8_t *out,
     at += len;
     if (!tagged)
         out[at++] = '}';
-    memcpy(out + at, MARK_MID, MARK_MID_LEN);
-    memcpy(out + at + MARK_MID_LEN, tail, (size_t)n);
+    memcpy(out + at, rest, rlen);
     return need;
+}
+
+size_t pk_salt_marker(const void *key, size_t len, unsigned i, uint8_t *out,
+                      size_t cap)
+{
+    char rest[MARK_MID_LEN + 16];
+    int n = snprintf(rest + MARK_MID_LEN, 16, "%u", i);
+
+    memcpy(rest, MARK_MID, MARK_MID_LEN);
+    return own_slot(key, len, rest, MARK_MID_LEN + (size_t)n, out, cap);
 }
 
 size_t pk_salt_stamp(const void *key, size_t len, unsigned i, uint32_t tag,
                      uint8_t *out, size_t cap)
 {
-    const void *ht;
-    int tagged;
     char head[16];
     int n;
-    size_t at = 0, need;
+    size_t need;
 
     if (i > 0) { /* the part's hash tag, then the mid and K */
         n = snprintf(head, sizeof(head), "{s%u}", (unsigned)tag);
@@ -86,18 +95,7 @@ size_t pk_salt_stamp(const void *key, size_t len, unsigned i, uint32_t tag,
         memcpy(out + n + STAMP_MID_LEN, key, len);
         return need;
     }
-    tagged = pk_hash_tag(key, len, &ht) != len || ht != key;
-    need = len + STAMP_MID_LEN + (tagged ? 0 : 2);
-    if (len == 0 || need > cap || (!tagged && memchr(key, '}', len)))
-        return 0;
-    if (!tagged)
-        out[at++] = '{';
-    memcpy(out + at, key, len);
-    at += len;
-    if (!tagged)
-        out[at++] = '}';
-    memcpy(out + at, STAMP_MID, STAMP_MID_LEN);
-    return need;
+    return own_slot(key, len, STAMP_MID, STAMP_MID_LEN, out, cap);
 }
 
 int pk_salt_parse(const void *name, size_t len, const void **key, size_t *klen,
