@@ -27,7 +27,8 @@
 #
 # Environment: BENCH_SECS (default 10), BENCH_RUNS (default 3), BENCH_C
 # (GET clients per process, default 32), BENCH_P (pipeline, default 1),
-# BENCH_C_SET (default 2), BENCH_HOT, BENCH_NODE_CPU, PARTKV.
+# BENCH_C_SET (default 2), BENCH_HOT, BENCH_NODE_CPU, BENCH_MODES (default
+# "leader forward replicas"), PARTKV.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,7 +55,7 @@ cleanup() {
     rm -rf "$work"
 }
 own_partkv "$PARTKV_SRC" "$work"
-modes=(leader forward replicas)
+read -r -a modes <<<"${BENCH_MODES:-leader forward replicas}"
 results=$work/results
 : >"$results"
 
@@ -112,9 +113,15 @@ one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
     for p in "${pkc_ports[@]}"; do
         got=$(redis-cli -p "$p" GET "$KEY")
         [[ $got == "$want" ]] || die "$mode: GET on $p says '$got', the leader '$want'"
+        { redis-cli -p "$p" INFO stats | tr -d '\r' | grep '^hot_reads_' || :; } |
+            tr '\n' ' ' | sed "s/^/$mode node $p: /" >&2
+        echo >&2
         i=$(redis-cli -p "$p" INFO stats | tr -d '\r' |
             sed -n 's/^hot_reads_served://p')
         served=$((served + ${i:-0}))
+    done
+    for f in "${node_cgs[@]}"; do # how much each capped node was held back
+        [[ -r $f/cpu.stat ]] && echo "$mode ${f##*/}: $(tr '\n' ' ' <"$f/cpu.stat")" >&2
     done
     echo "$mode $(awk -v a="$gets" -v b="$sets" 'BEGIN {print a + b}') $gets $sets $served"
     stop "$pkc_pid"
@@ -125,8 +132,8 @@ one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
 
 machine_info
 for ((run = 0; run < RUNS; run++)); do
-    for ((k = 0; k < 3; k++)); do
-        one_run "${modes[$(((k + run) % 3))]}" "$run" >>"$results"
+    for ((k = 0; k < ${#modes[@]}; k++)); do
+        one_run "${modes[$(((k + run) % ${#modes[@]}))]}" "$run" >>"$results"
     done
 done
 

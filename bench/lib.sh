@@ -343,7 +343,7 @@ EOF
 # --- nodes capped in cgroups (BENCH_NODE_CPU of range-split.sh, hotread.sh)
 
 CG_ROOT=/sys/fs/cgroup/cpu
-CG_PERIOD=100000
+CG_PERIOD=${BENCH_CG_PERIOD_US:-100000} # the cap's period: a throttled node sleeps up to this long
 cg_quota=""  # cpu.cfs_quota_us per node, or empty: no cap
 cg_share=""  # the share of one core it stands for
 cg_all=()    # every cgroup made

@@ -172,7 +172,7 @@ static const pk_cmd table[] = {
     {"pk.range", -3, R | PK_CMD_BOUNDS, 1, 2, 1, "read keyspace slow",
      pk_cmd_pk_range, pk_cmd_keys_pk_range},
     {"pk.rawkeys", 1, F, 0, 0, 0, "fast connection", pk_cmd_pk_rawkeys, NULL},
-    {"pk.readindex", 5, F, 0, 0, 0, "fast read", pk_cmd_pk_readindex, NULL},
+    {"pk.readindex", 6, F, 0, 0, 0, "fast read", pk_cmd_pk_readindex, NULL},
     {"pk.repl", -2, N, 0, 0, 0, "slow", pk_cmd_pk_repl, NULL},
     {"pk.salt", 3, W, 1, 1, 1, "slow", pk_cmd_pk_salt, NULL},
     {"pk.saltadd", -4, W, 1, 1, 1, "write slow", pk_cmd_pk_saltadd, NULL},

@@ -10,20 +10,27 @@
 
 #include "core/pk_err.h"
 #include "server/pk_cmd.h"
+#include "server/pk_hotread.h"
 #include "store/pk_key.h"
 #include "store/pk_str.h"
 
 void pk_cmd_get(pk_cmd_ctx *x)
 {
     TXN_OR_RETURN(x, t);
-    pk_slice v;
-    int rc = pk_str_get(t, PK_KEY(x, 1), NOW(x), &v);
+    pk_slice v, key = {x->argv[1].ptr, x->argv[1].len};
+    size_t out0 = pk_obuf_pending(x->out);
+    int rc;
 
+    if (x->srv->hotread && pk_hotread_cached(x, t, key))
+        return;
+    rc = pk_str_get(t, PK_KEY(x, 1), NOW(x), &v);
     if (rc == PK_OK)
         x->srv->hits++;
     else if (rc == PK_ENOTFOUND)
         x->srv->misses++;
     pk_reply_value(x, rc, v);
+    if (x->srv->hotread)
+        pk_hotread_keep(x, t, key, rc, out0);
 }
 
 void pk_cmd_getdel(pk_cmd_ctx *x)

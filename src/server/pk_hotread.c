@@ -10,8 +10,10 @@
 #include "core/pk_topk.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_link.h"
+#include "server/pk_move.h"
 #include "server/pk_repl.h"
 #include "server/pk_srv.h"
+#include "store/pk_key.h"
 #include "store/pk_store_log.h"
 
 #define HR_TRACKED 16   /* keys the tracker follows */
@@ -19,6 +21,9 @@
 #define HR_PARTS 32     /* partitions with read indexes */
 #define HR_WAIT_MS 1000 /* an index not answered by then is given up */
 #define HR_FLIGHT 4     /* indexes in flight per partition */
+#define HR_CACHED 16    /* GET replies kept, of read-hot keys */
+#define HR_CACHE_KEY 128
+#define HR_CACHE_REPLY 1024
 
 /* The read indexes of one partition this node follows.  Up to HR_FLIGHT
  * are in flight at once: a read that arrives after the newest was asked
@@ -38,7 +43,23 @@ typedef struct hr_part {
     uint64_t first_ms; /* when the oldest of them was asked, or 0 */
     uint64_t used_ms;  /* last read routed here */
     pk_conn *waiting;  /* reads held for an index */
+    /* The read lease the leader granted with an index: until then (our
+     * monotonic clock) any read is served here once our log reaches
+     * lease_seq, while we follow the epoch it was granted at. */
+    uint64_t lease_until, lease_seq, lease_epoch;
 } hr_part;
+
+/* A GET's reply to a read-hot key, as it was at the partition's log
+ * position seq: good while that position, the map and the key's expiry
+ * hold (every change to a partition's data is a record of its log). */
+typedef struct hr_cached {
+    uint64_t hash, seq, mapep;
+    int64_t expire_ms; /* Unix ms, or -1: none */
+    uint32_t part, klen, rlen;
+    int proto, hit; /* hit: a value (INFO keyspace_hits) */
+    char key[HR_CACHE_KEY];
+    char reply[HR_CACHE_REPLY];
+} hr_cached;
 
 typedef struct pk_hotread pk_hotread;
 
@@ -48,18 +69,33 @@ struct pk_hotread {
     uint64_t hot[HR_HOT];
     uint32_t nhot;
     hr_part parts[HR_PARTS];
+    /* Keys read-hot here, as replicas (hot) or as leader (the node's
+     * tracker): their GETs are cached. */
+    uint64_t cache_hot[2 * HR_HOT];
+    uint32_t ncache_hot;
+    hr_cached cached[HR_CACHED];
+    uint32_t ncached;
     pk_conn *ready; /* release(): the reads to run again */
     uint64_t rng;
     /* Stats. */
-    uint64_t served, waited, forwarded, indexes, refused, spread;
+    uint64_t served, waited, forwarded, indexes, refused, spread, leased;
+    uint64_t cache_hits, cache_fills;
 };
 
 /* The answer of an index, with what it was for. */
 typedef struct hr_call {
     pk_server *srv;
     uint32_t slot, gen;
-    uint64_t rx; /* srv->rx_seq when it was asked */
+    uint64_t rx;       /* srv->rx_seq when it was asked */
+    uint64_t asked_ms; /* ... and our monotonic clock */
+    uint64_t epoch;    /* ... and the leader epoch followed */
 } hr_call;
+
+/* Leases run on the monotonic clock. */
+static uint64_t mono_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
 
 int pk_hotread_init(pk_server *s)
 {
@@ -142,6 +178,8 @@ static uint64_t log_pos(pk_server *s, uint32_t part)
     return seq;
 }
 
+static void cache_tick(pk_hotread *hr);
+
 static hr_part *part_state(pk_hotread *hr, uint32_t part, uint64_t now)
 {
     hr_part *free_one = NULL, *oldest = NULL;
@@ -208,14 +246,19 @@ static void on_index(void *ctx, const pk_rr *r, const char *err)
     pk_server *s = call->srv;
     pk_hotread *hr = s->hotread;
     hr_part *p = hr ? &hr->parts[call->slot] : NULL;
-    uint64_t rx = call->rx;
+    hr_call c = *call;
+    int64_t seq = -1, lease = 0;
 
-    if (p == NULL || !p->used || p->gen != call->gen || p->flight == 0) {
-        free(call);
-        return; /* given up on, or its slot reused */
-    }
     free(call);
-    if (err || r == NULL || r->type != PK_RR_INT || r->integer < 0) {
+    if (p == NULL || !p->used || p->gen != c.gen || p->flight == 0)
+        return; /* given up on, or its slot reused */
+    /* [seq, lease ms] */
+    if (!err && r && r->type == PK_RR_ARRAY && r->n == 2 &&
+        r->elems[0].type == PK_RR_INT && r->elems[1].type == PK_RR_INT) {
+        seq = r->elems[0].integer;
+        lease = r->elems[1].integer;
+    }
+    if (seq < 0 || lease < 0) {
         hr->refused++;
         drop_flight(p);
         release(p, 1);
@@ -224,8 +267,20 @@ static void on_index(void *ctx, const pk_rr *r, const char *err)
     /* Answers come in order on the link: the next in flight is younger. */
     p->flight--;
     p->first_ms = p->flight ? pk_srv_wall_ms() : 0;
-    if ((uint64_t)r->integer > p->seq)
-        p->seq = (uint64_t)r->integer;
+    if ((uint64_t)seq > p->seq)
+        p->seq = (uint64_t)seq;
+    /* The lease runs from when we asked, less the margin for clock rates:
+     * it ends here before it ends at the leader. */
+    if (lease > PK_REPL_LEASE_MARGIN_MS && c.epoch == p->epoch &&
+        c.asked_ms + (uint64_t)lease - PK_REPL_LEASE_MARGIN_MS >
+            p->lease_until) {
+        p->lease_until = c.asked_ms + (uint64_t)lease - PK_REPL_LEASE_MARGIN_MS;
+        p->lease_seq = (uint64_t)seq;
+        p->lease_epoch = c.epoch;
+        hr->leased++;
+    }
+    pk_repl_commit_seen(s, p->part, c.epoch, (uint64_t)seq);
+    uint64_t rx = c.rx;
     if (rx > p->done_rx)
         p->done_rx = rx;
     if (log_pos(s, p->part) >= p->seq)
@@ -239,8 +294,8 @@ static int ask(pk_hotread *hr, hr_part *p, uint64_t now)
     const pk_pmap *m = s->cluster.map;
     uint32_t leader = pk_pmap_leader(m, p->part);
     char part[24], epoch[24], node[24], mapep[24];
-    const char *argv[] = {"PK.READINDEX", part, epoch, node, mapep};
-    size_t lens[5];
+    const char *argv[] = {"PK.READINDEX", part, epoch, node, mapep, "LEASE"};
+    size_t lens[6];
     hr_call *call;
     pk_obuf ob;
     int rc;
@@ -254,14 +309,16 @@ static int ask(pk_hotread *hr, hr_part *p, uint64_t now)
     snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)p->epoch);
     snprintf(node, sizeof(node), "%u", s->cluster.self);
     snprintf(mapep, sizeof(mapep), "%llu", (unsigned long long)m->epoch);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         lens[i] = strlen(argv[i]);
     call->srv = s;
     call->slot = (uint32_t)(p - hr->parts);
     call->gen = p->gen;
     call->rx = s->rx_seq;
+    call->asked_ms = mono_ms();
+    call->epoch = p->epoch;
     pk_obuf_init(&ob);
-    rc = pk_rr_write_cmd(&ob, 5, argv, lens);
+    rc = pk_rr_write_cmd(&ob, 6, argv, lens);
     if (rc == PK_OK)
         rc = pk_link_call(s, m->nodes[leader].addr, &ob, on_index, call);
     pk_obuf_free(&ob);
@@ -297,6 +354,18 @@ static int spread(pk_hotread *hr, pk_cmd_ctx *x, uint32_t part)
     x->c->iter_cmds--; /* its reply comes from the replica */
     hr->spread++;
     return 0;
+}
+
+/* The read runs here; its reply waits until the leader committed what it
+ * sees (pk_repl_note): a write is visible on a follower before every
+ * lease holder has it, and one that had no part in a read seen here must
+ * not read older. */
+static int serve(pk_hotread *hr, pk_cmd_ctx *x, uint32_t part)
+{
+    hr->served++;
+    x->have_part = 1;
+    x->part = part;
+    return 1;
 }
 
 int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
@@ -335,12 +404,23 @@ int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
     if (p->epoch != epoch) { /* a new leader: what we knew is moot */
         p->epoch = epoch;
         p->done_rx = p->seq = 0;
+        p->lease_until = 0;
         drop_flight(p);
     }
-    if (c->rx_seq <= p->done_rx && log_pos(s, part) >= p->seq) {
-        hr->served++;
-        return 1;
+    if (p->lease_until) {
+        uint64_t mono = mono_ms();
+        if (mono >= p->lease_until || p->lease_epoch != epoch) {
+            p->lease_until = 0;
+        } else if (log_pos(s, part) >= p->lease_seq) {
+            /* Renewed at half its life, with an index. */
+            if (p->lease_until - mono < PK_REPL_READ_LEASE_MS / 2 &&
+                p->flight == 0)
+                p->want = 1;
+            return serve(hr, x, part);
+        }
     }
+    if (c->rx_seq <= p->done_rx && log_pos(s, part) >= p->seq)
+        return serve(hr, x, part);
     /* An index asked after this read arrived covers it; else one more is
      * asked at the end of this loop iteration, for every read it brought
      * (pk_hotread_flush). */
@@ -399,6 +479,7 @@ void pk_hotread_tick(pk_server *s)
     for (uint32_t i = 0; i < n && hr->nhot < HR_HOT; i++)
         if (pk_topk_rate(&hr->rx, top[i], 0) >= (double)s->cfg.hot_key_reads)
             hr->hot[hr->nhot++] = top[i]->hash;
+    cache_tick(hr);
     for (int i = 0; i < HR_PARTS; i++) {
         hr_part *p = &hr->parts[i];
         /* Not answered in time (a stopped leader): the reads go to the
@@ -414,16 +495,128 @@ void pk_hotread_tick(pk_server *s)
     }
 }
 
-/* PK.READINDEX part epoch node mapepoch: our log position of part once
- * it is acknowledged (the reply waits like a read's), while we lead part
- * at epoch and stream it to node, and node's map is not older than ours
- * (with an older one it could look for a key in a partition that no
- * longer holds it: a split, a move). */
+/* ---- the cache of read-hot keys' GET replies ------------------------- */
+
+/* Once a second: the keys to cache are those read-hot here as a replica
+ * and as the leader; entries of others go. */
+static void cache_tick(pk_hotread *hr)
+{
+    pk_server *s = hr->srv;
+    const pk_topk_entry *top[HR_HOT];
+    uint32_t n = 0, kept = 0;
+
+    memcpy(hr->cache_hot, hr->hot, hr->nhot * sizeof(uint64_t));
+    hr->ncache_hot = hr->nhot;
+    if (s->hot)
+        n = pk_topk_top(s->hot, top, HR_HOT);
+    for (uint32_t i = 0; i < n; i++)
+        if (pk_topk_rate(s->hot, top[i], 0) >= (double)s->cfg.hot_key_reads)
+            hr->cache_hot[hr->ncache_hot++] = top[i]->hash;
+    for (uint32_t i = 0; i < hr->ncached; i++) {
+        int hot = 0;
+        for (uint32_t j = 0; j < hr->ncache_hot && !hot; j++)
+            hot = hr->cache_hot[j] == hr->cached[i].hash;
+        if (hot && kept != i)
+            hr->cached[kept] = hr->cached[i];
+        kept += hot;
+    }
+    hr->ncached = kept;
+}
+
+/* The entry of key, or NULL; *h gets its hash when it is read-hot (else
+ * 0: not to be cached). */
+static hr_cached *cache_find(pk_hotread *hr, pk_slice key, uint64_t *h)
+{
+    int hot = 0;
+
+    *h = 0;
+    if (hr == NULL || hr->ncache_hot == 0 || key.len > HR_CACHE_KEY)
+        return NULL;
+    *h = pk_topk_hash(key.ptr, key.len);
+    for (uint32_t j = 0; j < hr->ncache_hot && !hot; j++)
+        hot = hr->cache_hot[j] == *h;
+    if (!hot) {
+        *h = 0;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < hr->ncached; i++) {
+        hr_cached *e = &hr->cached[i];
+        if (e->hash == *h && e->klen == key.len &&
+            memcmp(e->key, key.ptr, key.len) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key)
+{
+    pk_hotread *hr = x->srv->hotread;
+    uint64_t h, seq = 0;
+    hr_cached *e;
+
+    if (!x->have_part || x->srv->cluster.map == NULL ||
+        (e = cache_find(hr, key, &h)) == NULL || e->part != x->part ||
+        e->proto != x->c->proto || e->mapep != x->srv->cluster.map->epoch ||
+        (e->expire_ms >= 0 && (int64_t)x->srv->now_ms >= e->expire_ms) ||
+        pk_store_log_last(t, x->part, &seq) != PK_OK || seq != e->seq)
+        return 0;
+    pk_obuf_append(x->out, e->reply, e->rlen);
+    if (e->hit)
+        x->srv->hits++;
+    else
+        x->srv->misses++;
+    hr->cache_hits++;
+    return 1;
+}
+
+void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, int rc,
+                     size_t out0)
+{
+    pk_hotread *hr = x->srv->hotread;
+    size_t rlen = pk_obuf_pending(x->out) - out0;
+    uint64_t h, seq;
+    int64_t when;
+    hr_cached *e;
+
+    if (!x->have_part || (rc != PK_OK && rc != PK_ENOTFOUND) ||
+        rlen > HR_CACHE_REPLY || x->srv->cluster.map == NULL)
+        return;
+    e = cache_find(hr, key, &h);
+    if (h == 0 || pk_store_log_last(t, x->part, &seq) != PK_OK ||
+        pk_key_expiretime(t, x->part, key.ptr, key.len, x->srv->now_ms,
+                          &when) != PK_OK)
+        return;
+    if (e == NULL) {
+        if (hr->ncached == HR_CACHED)
+            return; /* full of hot keys: the tick makes room */
+        e = &hr->cached[hr->ncached++];
+    }
+    e->hash = h;
+    e->seq = seq;
+    e->mapep = x->srv->cluster.map->epoch;
+    e->expire_ms = when >= 0 ? when : -1;
+    e->part = x->part;
+    e->proto = x->c->proto;
+    e->hit = rc == PK_OK;
+    e->klen = (uint32_t)key.len;
+    memcpy(e->key, key.ptr, key.len);
+    e->rlen = (uint32_t)rlen;
+    memcpy(e->reply, x->out->data + x->out->head + out0, rlen);
+    hr->cache_fills++;
+}
+
+/* PK.READINDEX part epoch node mapepoch LEASE: [our log position of
+ * part, a read lease's ms or 0] once that position is acknowledged (the
+ * reply waits like a read's), while we lead part at epoch and stream it
+ * to node, and node's map is not older than ours (with an older one it
+ * could look for a key in a partition that no longer holds it: a split, a
+ * move).  No lease on the range scheme (a split makes new partitions
+ * whose writes would not wait for it) nor while a move fences part. */
 void pk_cmd_pk_readindex(pk_cmd_ctx *x)
 {
     pk_server *s = x->srv;
     int64_t part, epoch, node, mapep;
-    uint64_t seq = 0;
+    uint64_t seq = 0, lease = 0;
     pk_txn *t;
 
     if (!x->c->internal) {
@@ -431,7 +624,8 @@ void pk_cmd_pk_readindex(pk_cmd_ctx *x)
                                "cluster secret");
         return;
     }
-    if (!pk_arg_i64(&x->argv[1], &part) || !pk_arg_i64(&x->argv[2], &epoch) ||
+    if (x->argc != 6 || !pk_arg_eq(&x->argv[5], "lease") ||
+        !pk_arg_i64(&x->argv[1], &part) || !pk_arg_i64(&x->argv[2], &epoch) ||
         !pk_arg_i64(&x->argv[3], &node) || !pk_arg_i64(&x->argv[4], &mapep) ||
         part < 0 || epoch < 0 || node < 0 || part >= PK_SLOTS ||
         node > UINT32_MAX) {
@@ -447,10 +641,16 @@ void pk_cmd_pk_readindex(pk_cmd_ctx *x)
     }
     if ((t = pk_srv_txn(x)) == NULL)
         return; /* replied */
+    pk_repl_want_commits(s, (uint32_t)part);
     pk_store_log_last(t, (uint32_t)part, &seq);
+    if (s->cluster.map->scheme != PK_SCHEME_RANGE &&
+        !pk_move_fenced(s, (uint32_t)part))
+        lease = pk_repl_read_lease(s, (uint32_t)part, (uint32_t)node);
     x->have_part = 1; /* the reply waits for seq's acknowledgement */
     x->part = (uint32_t)part;
+    pk_reply_array(x->out, 2);
     pk_reply_int(x->out, (int64_t)seq);
+    pk_reply_int(x->out, (int64_t)lease);
 }
 
 void pk_hotread_info(pk_server *s, pk_obuf *b)
@@ -466,10 +666,13 @@ void pk_hotread_info(pk_server *s, pk_obuf *b)
         "hot_reads_keys:%u\r\nhot_reads_served:%llu\r\n"
         "hot_reads_waited:%llu\r\nhot_reads_indexes:%llu\r\n"
         "hot_reads_refused:%llu\r\nhot_reads_forwarded:%llu\r\n"
-        "hot_reads_spread:%llu\r\n",
+        "hot_reads_spread:%llu\r\nhot_reads_leases:%llu\r\n"
+        "hot_reads_cache_hits:%llu\r\nhot_reads_cache_fills:%llu\r\n",
         hr->nhot, (unsigned long long)hr->served,
         (unsigned long long)hr->waited, (unsigned long long)hr->indexes,
         (unsigned long long)hr->refused, (unsigned long long)hr->forwarded,
-        (unsigned long long)hr->spread);
+        (unsigned long long)hr->spread, (unsigned long long)hr->leased,
+        (unsigned long long)hr->cache_hits,
+        (unsigned long long)hr->cache_fills);
     pk_obuf_append(b, line, (size_t)n);
 }

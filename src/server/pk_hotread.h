@@ -68,6 +68,19 @@ void pk_hotread_flush(pk_server *s);
 /* After a commit: reads waiting for their log to reach an index run. */
 void pk_hotread_committed(pk_server *s);
 
+/*
+ * A small cache of GET replies to the keys read-hot on this node (as a
+ * replica, or as the leader by its hot-key tracker), so that a read-hot
+ * key costs no store lookup.  An entry holds while its partition's log
+ * position (every change of a partition's data is a record of its log),
+ * the map and the key's expiry do; a reply from it is gated as the read
+ * it stands for.  pk_hotread_cached: 1 when x's reply came from it.
+ * pk_hotread_keep: after GET of key answered rc, appending from out0.
+ */
+int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key);
+void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, int rc,
+                     size_t out0);
+
 /* PK.READINDEX part epoch node (node to node). */
 void pk_cmd_pk_readindex(pk_cmd_ctx *x);
 

@@ -12,6 +12,7 @@
 #include "proto/pk_rreply.h"
 #include "server/pk_link.h"
 #include "server/pk_move_int.h"
+#include "server/pk_repl.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
 #include "store/pk_store_snap.h"
@@ -369,6 +370,15 @@ static void on_committed(pk_agent_job *j)
     awaited(ss);
 }
 
+/* 1 while a read lease of one of the session's partitions runs. */
+static int leased(const pk_msess *ss)
+{
+    for (uint32_t i = 0; i < ss->n; i++)
+        if (pk_repl_read_leased(ss->mv->srv, ss->parts[i]))
+            return 1;
+    return 0;
+}
+
 /* Advances the session as far as its replies allow. */
 static void pump(pk_msess *ss)
 {
@@ -426,7 +436,10 @@ static void pump(pk_msess *ss)
         ss->phase = MV_SYNC;
         break;
     case MV_SYNC:
-        if (ss->inflight)
+        /* The switch waits for the read leases of the partitions to end
+         * (none is granted while they are fenced): a follower holding one
+         * would read past writes to the new owner.  The tick pumps. */
+        if (ss->inflight || leased(ss))
             break;
         ss->phase = MV_COMMIT;
         ss->job.target = ss->target;

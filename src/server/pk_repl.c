@@ -19,7 +19,6 @@
 #include "store/pk_store_snap.h"
 
 #define HEARTBEAT_MS 100
-#define LEASE_MARGIN_MS 200 /* clock-rate slack on the promise */
 #define ACK_TIMEOUT_MS 2000
 #define WINDOW 4                /* messages in flight per stream */
 #define MSG_BYTES (256u << 10)  /* payload bytes per message, about */
@@ -30,6 +29,7 @@
 #define HANDOFF_MS 3000
 /* No answer from a follower for this long: redial. */
 #define STALL_MS 5000
+#define READ_LEASES 64 /* read leases granted and running, at most */
 
 uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
 
@@ -61,6 +61,7 @@ typedef struct rp_stream {
     uint64_t *sent;  /* last seq sent */
     uint64_t *match; /* last seq the follower has (ANSWERED: its last) */
     uint64_t *hfe;   /* ANSWERED: the epoch it follows */
+    uint64_t *csent; /* commit position sent ('C') */
     uint64_t last_reply_ms;
     uint32_t *queue; /* partitions with something to send */
     uint32_t nqueue;
@@ -83,9 +84,17 @@ typedef struct rp_call {
     rp_ent *ents;
 } rp_call;
 
+/* A read lease this leader granted: node serves part until then (our
+ * clock).  A table of its own, not a stream's: it outlives the stream. */
+typedef struct rp_rlease {
+    uint32_t part, node;
+    uint64_t until;
+} rp_rlease;
+
 struct rp_need {
     uint32_t part;
     uint64_t seq;
+    uint64_t epoch; /* a follower's read: the leader epoch it followed */
 };
 typedef struct rp_need rp_need;
 
@@ -120,6 +129,12 @@ struct pk_repl {
     int in_pump; /* inside pump: connections resume from the tick */
     int closing;
     int release_due;
+    rp_rlease rleases[READ_LEASES];
+    uint32_t nrleases;     /* entries in use, expired ones included */
+    uint64_t *commit_want; /* leader: send p's commit position till then */
+    uint64_t *commit_seen; /* follower: the leader's commit position ... */
+    uint64_t *commit_ep;   /* ... at this leader epoch */
+    int commit_moved;      /* follower: a commit position came in */
 };
 
 /* Leases and promises run on the monotonic clock. */
@@ -280,14 +295,177 @@ static int lease_ok(pk_repl *rp, const pk_partition *pt, uint32_t p,
     if (pt->nreplicas <= 1)
         return 1;
     if (rp->stepped[p] || pk_repl_handing_off(rp->srv, p) ||
-        rp->fence_epoch[p] > rp->lead_epoch[p])
-        return 0;
+        rp->fence_epoch[p] > rp->lead_epoch[p] ||
+        now < rp->start_ms + PK_REPL_READ_LEASE_MS)
+        return 0; /* the last: read leases granted before a restart run */
     need = pt->nreplicas / 2;
     for (int i = 1; i < pt->nreplicas && have < need; i++) {
         rp_stream *st = stream_of(rp, pt->replicas[i]);
         have += st && st->lease_until > now;
     }
     return have >= need;
+}
+
+/* 1 while a read lease of p granted here runs. */
+static int leased(const pk_repl *rp, uint32_t p, uint64_t now)
+{
+    for (uint32_t i = 0; i < rp->nrleases; i++)
+        if (rp->rleases[i].part == p && rp->rleases[i].until > now)
+            return 1;
+    return 0;
+}
+
+/* The lowest position of p the holders of its running read leases have
+ * (UINT64_MAX: none runs). */
+static uint64_t holders_have(pk_repl *rp, uint32_t p, uint64_t now)
+{
+    uint64_t low = UINT64_MAX;
+
+    for (uint32_t i = 0; i < rp->nrleases; i++) {
+        const rp_rlease *l = &rp->rleases[i];
+        rp_stream *st;
+        if (l->part != p || l->until <= now)
+            continue;
+        st = stream_of(rp, l->node);
+        if (st == NULL || st->state[p] != PS_STREAM)
+            return 0;
+        if (st->match[p] < low)
+            low = st->match[p];
+    }
+    return low;
+}
+
+/* The k-th largest (from 1) of p's followers' values v(stream), 0 when
+ * there are fewer. */
+static uint64_t kth_of_followers(pk_repl *rp, const pk_partition *pt,
+                                 uint32_t p, int k,
+                                 uint64_t (*v)(const rp_stream *, uint32_t))
+{
+    uint64_t vals[PK_REPLICAS_MAX];
+    int n = 0;
+
+    for (int i = 1; i < pt->nreplicas; i++) {
+        rp_stream *st = stream_of(rp, pt->replicas[i]);
+        uint64_t u = st ? v(st, p) : 0;
+        int j = n++;
+        for (; j > 0 && vals[j - 1] < u; j--) /* descending */
+            vals[j] = vals[j - 1];
+        vals[j] = u;
+    }
+    return k >= 1 && k <= n ? vals[k - 1] : 0;
+}
+
+static uint64_t promise_of(const rp_stream *st, uint32_t p)
+{
+    (void)p;
+    return st->lease_until;
+}
+
+static uint64_t match_of(const rp_stream *st, uint32_t p)
+{
+    return st->state[p] == PS_STREAM ? st->match[p] : 0;
+}
+
+/* When our leadership lease of p ends, by the promises we hold: the
+ * latest time half the followers' promises all still run. */
+static uint64_t lease_end(pk_repl *rp, const pk_partition *pt, uint32_t p)
+{
+    return kth_of_followers(rp, pt, p, pt->nreplicas / 2, promise_of);
+}
+
+/* Our commit position of p: a write up to it would be acknowledged (a
+ * lower bound: with --acks leader, what a follower has). */
+static uint64_t commit_pos(pk_repl *rp, const pk_partition *pt, uint32_t p,
+                           uint64_t now)
+{
+    int need = copies_needed(rp->srv, pt->nreplicas) - 1;
+    uint64_t c, low;
+
+    if (!lease_ok(rp, pt, p, now))
+        return 0;
+    c = kth_of_followers(rp, pt, p, need < 1 ? 1 : need, match_of);
+    low = holders_have(rp, p, now);
+    return low < c ? low : c;
+}
+
+static void enqueue(rp_stream *st, uint32_t p);
+
+/* After answers from followers of p: those that read it get its commit
+ * position when it moved. */
+static void commit_push(pk_repl *rp, uint32_t p, uint64_t now)
+{
+    const pk_partition *pt = part_of(rp->srv, p);
+    uint64_t c;
+
+    if (rp->commit_want[p] <= now || pt == NULL || pt->nreplicas < 2 ||
+        pt->replicas[0] != rp->srv->cluster.self)
+        return;
+    c = commit_pos(rp, pt, p, now);
+    for (int i = 1; i < pt->nreplicas; i++) {
+        rp_stream *st = stream_of(rp, pt->replicas[i]);
+        if (st && st->state[p] == PS_STREAM && c > st->csent[p])
+            enqueue(st, p);
+    }
+}
+
+void pk_repl_want_commits(pk_server *s, uint32_t p)
+{
+    if (s->repl && p < s->repl->np)
+        s->repl->commit_want[p] = now_ms() + 2 * PK_REPL_READ_LEASE_MS;
+}
+
+void pk_repl_commit_seen(pk_server *s, uint32_t p, uint64_t epoch, uint64_t seq)
+{
+    pk_repl *rp = s->repl;
+
+    if (rp == NULL || p >= rp->np || rp->follow_epoch[p] != epoch)
+        return;
+    if (rp->commit_ep[p] != epoch || seq > rp->commit_seen[p]) {
+        rp->commit_ep[p] = epoch;
+        rp->commit_seen[p] = seq;
+        rp->commit_moved = 1;
+    }
+}
+
+uint64_t pk_repl_read_lease(pk_server *s, uint32_t p, uint32_t node)
+{
+    pk_repl *rp = s->repl;
+    const pk_partition *pt = part_of(s, p);
+    uint64_t now = now_ms(), until;
+    rp_rlease *slot = NULL;
+
+    if (rp == NULL || pt == NULL || p >= rp->np || pt->nreplicas < 2 ||
+        pt->replicas[0] != s->cluster.self || !is_follower(pt, node) ||
+        !lease_ok(rp, pt, p, now))
+        return 0;
+    until = lease_end(rp, pt, p);
+    if (until > now + PK_REPL_READ_LEASE_MS)
+        until = now + PK_REPL_READ_LEASE_MS;
+    if (until <= now + PK_REPL_LEASE_MARGIN_MS)
+        return 0; /* nothing the follower could use */
+    for (uint32_t i = 0; i < rp->nrleases; i++) {
+        rp_rlease *l = &rp->rleases[i];
+        if (l->part == p && l->node == node) {
+            slot = l;
+            break;
+        }
+        if (l->until <= now && slot == NULL)
+            slot = l; /* expired: reused */
+    }
+    if (slot == NULL && rp->nrleases < READ_LEASES)
+        slot = &rp->rleases[rp->nrleases++];
+    if (slot == NULL)
+        return 0;
+    if (slot->part != p || slot->node != node || slot->until < until)
+        slot->until = until;
+    slot->part = p;
+    slot->node = node;
+    return until - now;
+}
+
+int pk_repl_read_leased(const pk_server *s, uint32_t part)
+{
+    return s->repl && leased(s->repl, part, now_ms());
 }
 
 /* Followers of p whose copy reaches seq. */
@@ -316,13 +494,20 @@ static int need_state(pk_repl *rp, const rp_need *n, uint64_t now)
     pk_server *s = rp->srv;
     const pk_partition *pt = part_of(s, n->part);
 
+    if (n->epoch) /* a follower's read: what it saw is committed */
+        return pk_repl_follow_epoch(s, n->part) != n->epoch ? -1
+               : rp->commit_ep[n->part] == n->epoch &&
+                       rp->commit_seen[n->part] >= n->seq
+                   ? 1
+                   : 0;
     if (pt == NULL || pt->nreplicas == 0 || pt->replicas[0] != s->cluster.self)
         return -1;
     if (pt->nreplicas <= 1)
         return 1;
     if (rp->stepped[n->part])
         return -1;
-    if (!lease_ok(rp, pt, n->part, now))
+    if (!lease_ok(rp, pt, n->part, now) ||
+        holders_have(rp, n->part, now) < n->seq)
         return 0;
     return 1 + acked(rp, pt, n->part, n->seq) >=
            copies_needed(s, pt->nreplicas);
@@ -355,19 +540,13 @@ static int stream_new(pk_repl *rp, uint32_t node, rp_stream **out)
     st->sent = calloc(np, sizeof(uint64_t));
     st->match = calloc(np, sizeof(uint64_t));
     st->hfe = calloc(np, sizeof(uint64_t));
+    st->csent = calloc(np, sizeof(uint64_t));
     /* A partition taken off the queue may be queued again by the same
      * pump before the queue is compacted: room for both. */
     st->queue = calloc(2 * (size_t)np + 1, sizeof(uint32_t));
     if (!st->state || !st->queued || !st->epoch || !st->sent || !st->match ||
-        !st->hfe || !st->queue) {
-        free(st->state);
-        free(st->queued);
-        free(st->epoch);
-        free(st->sent);
-        free(st->match);
-        free(st->hfe);
-        free(st->queue);
-        free(st);
+        !st->hfe || !st->csent || !st->queue) {
+        stream_free(st);
         return PK_ENOMEM;
     }
     if (node >= rp->nby_node) {
@@ -396,6 +575,7 @@ static void stream_free(rp_stream *st)
     free(st->sent);
     free(st->match);
     free(st->hfe);
+    free(st->csent);
     free(st->queue);
     free(st);
 }
@@ -507,6 +687,8 @@ static void apply_result(rp_stream *st, const rp_ent *e, const pk_rr *r,
             enqueue(st, p); /* records written since */
         }
         break;
+    case 'C':
+        break;
     default: /* A, L */
         if (r->type == PK_RR_INT && (uint64_t)r->integer > st->match[p] &&
             st->state[p] == PS_STREAM)
@@ -539,9 +721,13 @@ static void on_reply(void *ctx, const pk_rr *r, const char *err)
         }
     } else {
         uint64_t until =
-            call->sent_ms + PK_REPL_FOLLOW_LEASE_MS - LEASE_MARGIN_MS;
+            call->sent_ms + PK_REPL_FOLLOW_LEASE_MS - PK_REPL_LEASE_MARGIN_MS;
+        uint64_t now = now_ms();
         for (uint32_t i = 0; i < call->n; i++)
             apply_result(st, &call->ents[i], &r->elems[i], &rt);
+        for (uint32_t i = 0; i < call->n; i++)
+            if (call->ents[i].kind != 'C')
+                commit_push(rp, call->ents[i].part, now);
         /* The last element: 1 if the follower promised us (our map is not
          * older than a fence it took against us). */
         if (r->elems[call->n].type == PK_RR_INT &&
@@ -642,6 +828,7 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
         return 0;
     case PS_NEW:
         st->state[p] = PS_HELLO;
+        st->csent[p] = 0;
         msg_add(m, 'H', p, le, 0, "", 0);
         return 0;
     case PS_ACCEPT:
@@ -680,6 +867,15 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
         enqueue(st, p);
         return 1;
     }
+    /* Followers reading p learn what is committed (pk_hotread.h). */
+    if (rp->commit_want[p] > now_ms()) {
+        const pk_partition *pt = part_of(rp->srv, p);
+        uint64_t c = pt ? commit_pos(rp, pt, p, now_ms()) : 0;
+        if (c > st->csent[p]) {
+            st->csent[p] = c;
+            msg_add(m, 'C', p, le, c, "", 0);
+        }
+    }
     log_ctx lc = {m, st, p};
     rc = pk_store_log_read(t, p, st->sent[p] + 1, on_record, &lc);
     if (rc == PK_ERANGE) {
@@ -691,8 +887,11 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
         enqueue(st, p); /* more after this message */
         return 1;
     }
-    if (rc == PK_OK && pk_repl_handing_off(rp->srv, p))
-        msg_add(m, 'R', p, le, st->sent[p], "", 0); /* after every record */
+    /* After every record, and once the read leases of p ended (the sweep
+     * sends it again till then). */
+    if (rc == PK_OK && pk_repl_handing_off(rp->srv, p) &&
+        !leased(rp, p, now_ms()))
+        msg_add(m, 'R', p, le, st->sent[p], "", 0);
     return 0;
 }
 
@@ -803,9 +1002,10 @@ static void sweep(pk_repl *rp)
             continue;
         for (int i = 1; i < pt->nreplicas; i++) {
             rp_stream *st = stream_of(rp, pt->replicas[i]);
-            /* A stepped partition's release is sent again: it expires. */
+            /* A release is sent again: a stepped partition's expires,
+             * and one waits for read leases to end. */
             if (st && st->state[p] == PS_STREAM &&
-                (st->sent[p] < last || rp->stepped[p]))
+                (st->sent[p] < last || pk_repl_handing_off(s, p)))
                 enqueue(st, p);
         }
     }
@@ -907,16 +1107,29 @@ void pk_repl_note(pk_cmd_ctx *x, int write)
     pk_repl *rp = s->repl;
     pk_conn *c = x->c;
     const pk_partition *pt;
-    uint64_t seq = 0;
+    uint64_t seq = 0, fep = 0;
     uint32_t p = x->part;
 
     if (rp == NULL || !x->have_part || p >= rp->np ||
         (pt = part_of(s, p)) == NULL || pt->nreplicas < 2)
         return;
-    if (s->txn)
+    /* A read a follower served (pk_hotread.c) waits for the leader to
+     * commit what it saw: another follower's lease must not read older. */
+    if (!write && pt->replicas[0] != s->cluster.self)
+        fep = pk_repl_follow_epoch(s, p);
+    if (s->txn) {
         pk_store_log_last(s->txn, p, &seq);
+    } else if (fep) {
+        pk_txn *t;
+        if (pk_txn_begin(s->store, 1, &t) != PK_OK) {
+            c->closing = 1; /* no way to wait: the reply must not leave */
+            return;
+        }
+        pk_store_log_last(t, p, &seq);
+        pk_txn_abort(t);
+    }
     for (uint32_t i = 0; i < c->nneeds; i++)
-        if (c->needs[i].part == p) {
+        if (c->needs[i].part == p && c->needs[i].epoch == fep) {
             if (seq > c->needs[i].seq)
                 c->needs[i].seq = seq;
             goto queued;
@@ -933,6 +1146,7 @@ void pk_repl_note(pk_cmd_ctx *x, int write)
     }
     c->needs[c->nneeds].part = p;
     c->needs[c->nneeds].seq = seq;
+    c->needs[c->nneeds].epoch = fep;
     c->nneeds++;
 queued:
     if (!write)
@@ -1028,6 +1242,10 @@ void pk_repl_committed(pk_server *s)
     if (rp->state_dirty)
         state_save(rp);
     pump_all(rp);
+    if (rp->commit_moved) { /* followers' reads waiting for it */
+        rp->commit_moved = 0;
+        release(rp);
+    }
 }
 
 void pk_repl_commit_failed(pk_server *s)
@@ -1234,6 +1452,10 @@ static void push_entry(pk_cmd_ctx *x, pk_repl *rp, pk_txn *t, uint32_t leader,
             pk_reply_error(x->out, "RESYNC");
         else
             pk_reply_errorf(x->out, "ERR log apply: %s", pk_strerror(rc));
+        return;
+    case 'C': /* the leader's commit position */
+        pk_repl_commit_seen(x->srv, (uint32_t)p, ep, seq);
+        pk_reply_int(x->out, (int64_t)seq);
         return;
     case 'R':
         /* The leader lets p go: a fence of it need not wait for our
@@ -1525,7 +1747,11 @@ static int alloc_arrays(pk_repl *rp, uint32_t np)
     rp->stepped = calloc(np, 1);
     rp->handoff = calloc(np, sizeof(uint64_t));
     rp->released = calloc(np, sizeof(uint64_t));
-    if (!rp->handoff || !rp->released || !rp->follow_epoch ||
+    rp->commit_want = calloc(np, sizeof(uint64_t));
+    rp->commit_seen = calloc(np, sizeof(uint64_t));
+    rp->commit_ep = calloc(np, sizeof(uint64_t));
+    if (!rp->commit_want || !rp->commit_seen || !rp->commit_ep ||
+        !rp->handoff || !rp->released || !rp->follow_epoch ||
         !rp->fence_epoch || !rp->released_ms || !rp->fenced_from ||
         !rp->lead_epoch || !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
         rp->np = 0;
@@ -1692,6 +1918,9 @@ void pk_repl_free(pk_server *s)
     free(rp->stepped);
     free(rp->handoff);
     free(rp->released);
+    free(rp->commit_want);
+    free(rp->commit_seen);
+    free(rp->commit_ep);
     free(rp->promise);
     free(rp);
     s->repl = NULL;

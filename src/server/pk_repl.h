@@ -56,6 +56,8 @@ typedef struct pk_cmd_ctx pk_cmd_ctx;
 typedef struct pk_repl pk_repl;
 
 #define PK_REPL_FOLLOW_LEASE_MS 1000 /* a follower's promise */
+#define PK_REPL_READ_LEASE_MS 800    /* a read lease, at most */
+#define PK_REPL_LEASE_MARGIN_MS 200  /* clock-rate slack on a promise */
 
 /* Sets up replication for a cluster node with a store.  0 or ENOMEM. */
 int pk_repl_init(pk_server *s);
@@ -100,6 +102,31 @@ uint64_t pk_repl_follow_epoch(const pk_server *s, uint32_t part);
  * of part is then a prefix of ours (a read index, pk_hotread.h). */
 int pk_repl_streams_to(const pk_server *s, uint32_t part, uint64_t epoch,
                        uint32_t node);
+
+/*
+ * Read leases (pk_hotread.h): the leader of part lets follower node serve
+ * reads of part from its own copy, without asking, for the milliseconds
+ * returned (0: no lease) from when node asked -- as quorum leases do.
+ * Until the lease ends on the leader's clock, every write of part waits
+ * for node's copy as well as for --acks; a lease ends no later than the
+ * leader's own (the followers' promises), so no other node can be made
+ * leader while it runs; a handoff releases part, and a move switches it,
+ * only once its leases ended; and a leader that just started acknowledges
+ * nothing for PK_REPL_READ_LEASE_MS (it forgot the leases it granted).
+ */
+uint64_t pk_repl_read_lease(pk_server *s, uint32_t part, uint32_t node);
+
+/* Leader: followers read part -- send them its commit position for a
+ * while (entries 'C' of the stream). */
+void pk_repl_want_commits(pk_server *s, uint32_t part);
+
+/* Follower: the leader committed part up to seq at epoch.  A read served
+ * here from part waits until what it saw is committed. */
+void pk_repl_commit_seen(pk_server *s, uint32_t part, uint64_t epoch,
+                         uint64_t seq);
+
+/* 1 while a read lease of part granted here may run. */
+int pk_repl_read_leased(const pk_server *s, uint32_t part);
 
 /* 1 when every follower of part (which this node leads) streams it and
  * has its records up to seq. */

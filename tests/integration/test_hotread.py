@@ -1,9 +1,12 @@
 """Reads of a read-hot key served by every replica (pk_hotread.h), on 3
 nodes with 3 copies in forward mode: a key read above --hot-key-reads is
 served from a follower's own copy once a read index from the leader says
-the copy holds every acknowledged write; the histories of readers on every
-node and a writer stay linearizable -- also while the leader is stopped
-past its lease and another takes over."""
+the copy holds every acknowledged write, and then under a read lease
+without asking; the histories of readers on every node and a writer stay
+linearizable -- also while the leader is stopped past its lease and
+another takes over, and while leaders and followers are killed, restarted
+(forgetting the leases they granted) and given their leadership back."""
+import re
 import signal
 import threading
 import time
@@ -19,12 +22,27 @@ pytestmark = pytest.mark.partkv_only
 HOT = "hotread:{k}"
 
 
-@pytest.fixture(scope="module")
-def hc3():
-    yield from pkcluster.serving(pkcluster.Cluster(
+def hot_cluster():
+    """3 nodes, 3 copies, forward mode, every read sampled, a key read 50
+    times a second read-hot."""
+    return pkcluster.Cluster(
         nodes=3, replicas=3,
         extra=["--route", "forward", "--hotkeys-sample", "1",
-               "--hot-key-reads", "50"]))
+               "--hot-key-reads", "50"])
+
+
+def started_with_hot_key(c):
+    """Starts c and writes w0 to HOT: (index of HOT's leader)."""
+    c.start()
+    c.wait_serving()
+    lead = leader_index(c, HOT)
+    c.nodes[lead].client().set(HOT, "w0")
+    return lead
+
+
+@pytest.fixture(scope="module")
+def hc3():
+    yield from pkcluster.serving(hot_cluster())
 
 
 def info_stats(node):
@@ -140,6 +158,15 @@ def test_followers_serve_hot_reads_linearizably(hc3):
         # Most of a follower's reads of the hot key are its own once hot.
         assert served[i] > load.reads[i] // 4, (served, load.reads)
     assert served[lead] == 0, "the leader counts no replica read"
+    for i in followers:  # past the first index, under a read lease
+        assert after[i].get("hot_reads_leases", 0) > 0, after[i]
+        assert after[i]["hot_reads_indexes"] < served[i] // 10, after[i]
+    # Every node keeps the hot key's GET reply (the leader by its own
+    # tracker) and answers most reads from it.
+    for i in range(3):
+        hits = after[i].get("hot_reads_cache_hits", 0) - before[i].get(
+            "hot_reads_cache_hits", 0)
+        assert hits > 0, (i, after[i])
     assert not load.errors, load.errors[:5]
     res = load.hist.check(initial="w0", timeout_s=60)
     assert res.ok, res.summary()
@@ -225,17 +252,10 @@ def test_leader_stopped_past_its_lease():
     """SIGSTOP of the hot key's leader while every node reads it: the
     followers' reads wait for an index and fall back to the leader (or a
     new one); nothing read is older than what was acknowledged."""
-    c = pkcluster.Cluster(
-        nodes=3, replicas=3,
-        extra=["--route", "forward", "--hotkeys-sample", "1",
-               "--hot-key-reads", "50"])
+    c = hot_cluster()
     try:
-        c.start()
-        c.wait_serving()
-        key = HOT
-        lead = leader_index(c, key)
-        c.nodes[lead].client().set(key, "w0")
-        load = Load(c, key).start()
+        lead = started_with_hot_key(c)
+        load = Load(c, HOT).start()
         try:
             time.sleep(1.5)
             pid = c.nodes[lead].pid
@@ -257,4 +277,57 @@ def test_leader_stopped_past_its_lease():
             except Exception:
                 pass
             c.stop()
+        c.cleanup()
+
+
+RESTART_RE = re.compile(
+    r"node \d+ \(port \d+, pid (?P<old>\d+)\) died .*; restarted as pid "
+    r"(?P<new>\d+)$", re.M)
+
+
+def restarted(c, index, old_pid, timeout=15.0):
+    """Waits for `cluster up` to restart node index (killed as old_pid);
+    records and returns its new pid."""
+    def find():
+        for m in RESTART_RE.finditer(c.stderr_text()):
+            if int(m.group("old")) == old_pid:
+                return int(m.group("new"))
+        return None
+    pid, _ = pkcluster.wait_until(find, timeout, 0.05)
+    assert pid, "node %d not restarted\n%s" % (index, c.logs())
+    c.nodes[index].pid = pid
+    c._all_node_pids.add(pid)
+    return pid
+
+
+def test_leases_through_kills_and_restarts():
+    """kill -9 of the hot key's leader, then of a follower holding a read
+    lease, each restarted at once by `cluster up` while every node reads
+    the key and a writer writes it: a restarted leader acknowledges nothing
+    while leases it forgot may run, the leadership handed back to it waits
+    for the leases to end, and the history stays linearizable."""
+    c = hot_cluster()
+    try:
+        lead = started_with_hot_key(c)
+        load = Load(c, HOT).start()
+        leases = 0
+        try:
+            time.sleep(2.0)
+            victims = [lead, (lead + 1) % 3]
+            for v in victims:
+                leases += sum(info_stats(n).get("hot_reads_leases", 0)
+                              for n in c.nodes)
+                old = c.nodes[v].pid
+                c.kill_node(v, signal.SIGKILL)
+                restarted(c, v, old)
+                time.sleep(4.0)
+        finally:
+            load.finish()
+        print("reads per node %r, %d errors, e.g. %r, leases %d" % (
+            load.reads, len(load.errors), load.errors[:3], leases))
+        assert leases > 0
+        assert sum(load.reads) > 100, load.reads
+        res = load.hist.check(initial="w0", timeout_s=90)
+        assert res.ok, res.summary()
+    finally:
         c.cleanup()
