@@ -18,6 +18,7 @@
 #include "server/pk_cmd.h"
 #include "server/pk_hotread.h"
 #include "server/pk_repl.h"
+#include "server/pk_salted.h"
 #include "store/pk_store_part.h"
 
 #define PK_VERSION "0.1.0"
@@ -113,12 +114,14 @@ static void sec_stats(pk_cmd_ctx *x, pk_obuf *b)
         "# Stats\r\ntotal_connections_received:%llu\r\n"
         "total_commands_processed:%llu\r\ninstantaneous_ops_per_sec:%llu\r\n"
         "rejected_connections:%llu\r\nexpired_keys:%llu\r\n"
-        "keyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n\r\n",
+        "keyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n",
         (unsigned long long)s->total_conns, (unsigned long long)s->total_cmds,
         (unsigned long long)s->ops_rate, (unsigned long long)s->rejected_conns,
         (unsigned long long)s->expired_keys, (unsigned long long)s->hits,
         (unsigned long long)s->misses);
     pk_hotread_info(s, b);
+    pk_salted_info(s, b);
+    pk_obuf_append(b, "\r\n", 2);
 }
 
 static void sec_cpu(pk_cmd_ctx *x, pk_obuf *b)

@@ -356,6 +356,54 @@ static int spread(pk_hotread *hr, pk_cmd_ctx *x, uint32_t part)
     return 0;
 }
 
+/* The state of part (followed at leader epoch) for a read now, or NULL
+ * when every slot is busy. */
+static hr_part *part_used(pk_hotread *hr, uint32_t part, uint64_t epoch)
+{
+    uint64_t now = pk_srv_wall_ms();
+    hr_part *p = part_state(hr, part, now);
+
+    if (p == NULL)
+        return NULL;
+    p->used_ms = now;
+    if (p->epoch != epoch) { /* a new leader: what we knew is moot */
+        p->epoch = epoch;
+        p->done_rx = p->seq = 0;
+        p->lease_until = 0;
+        drop_flight(p);
+    }
+    return p;
+}
+
+/* 1 when a read lease of p runs and our log reached where it began: every
+ * write acknowledged before now is in our copy.  Else (and at half its
+ * life) a lease is asked with an index at the end of this iteration. */
+static int leased(pk_hotread *hr, hr_part *p, uint64_t epoch)
+{
+    uint64_t mono = mono_ms();
+
+    if (p->lease_until && (mono >= p->lease_until || p->lease_epoch != epoch))
+        p->lease_until = 0;
+    if ((p->lease_until == 0 ||
+         p->lease_until - mono < PK_REPL_READ_LEASE_MS / 2) &&
+        p->flight == 0)
+        p->want = 1;
+    return p->lease_until && log_pos(hr->srv, p->part) >= p->lease_seq;
+}
+
+int pk_hotread_covered(pk_server *s, uint32_t part)
+{
+    pk_hotread *hr = s->hotread;
+    uint64_t epoch;
+    hr_part *p;
+
+    if (hr == NULL || s->store == NULL ||
+        (epoch = pk_repl_follow_epoch(s, part)) == 0 ||
+        (p = part_used(hr, part, epoch)) == NULL)
+        return 0;
+    return leased(hr, p, epoch);
+}
+
 /* The read runs here; its reply waits until the leader committed what it
  * sees (pk_repl_note): a write is visible on a follower before every
  * lease holder has it, and one that had no part in a read seen here must
@@ -373,7 +421,7 @@ int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
     pk_server *s = x->srv;
     pk_hotread *hr = s->hotread;
     pk_conn *c = x->c;
-    uint64_t epoch = 0, h, now;
+    uint64_t epoch = 0, h;
     pk_keyrun r[PK_KEYRUNS_MAX];
     pk_slice key;
     hr_part *p;
@@ -397,28 +445,10 @@ int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part)
         return -1;
     if (s->store == NULL)
         return spread(hr, x, part);
-    now = pk_srv_wall_ms();
-    if ((p = part_state(hr, part, now)) == NULL)
+    if ((p = part_used(hr, part, epoch)) == NULL)
         return -1;
-    p->used_ms = now;
-    if (p->epoch != epoch) { /* a new leader: what we knew is moot */
-        p->epoch = epoch;
-        p->done_rx = p->seq = 0;
-        p->lease_until = 0;
-        drop_flight(p);
-    }
-    if (p->lease_until) {
-        uint64_t mono = mono_ms();
-        if (mono >= p->lease_until || p->lease_epoch != epoch) {
-            p->lease_until = 0;
-        } else if (log_pos(s, part) >= p->lease_seq) {
-            /* Renewed at half its life, with an index. */
-            if (p->lease_until - mono < PK_REPL_READ_LEASE_MS / 2 &&
-                p->flight == 0)
-                p->want = 1;
-            return serve(hr, x, part);
-        }
-    }
+    if (leased(hr, p, epoch))
+        return serve(hr, x, part);
     if (c->rx_seq <= p->done_rx && log_pos(s, part) >= p->seq)
         return serve(hr, x, part);
     /* An index asked after this read arrived covers it; else one more is

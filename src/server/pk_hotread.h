@@ -61,6 +61,12 @@ void pk_hotread_tick(pk_server *s);
  */
 int pk_hotread_route(pk_cmd_ctx *x, const pk_cmd *cmd, uint32_t part);
 
+/* 1 when this node follows part and a read of it here now sees every
+ * write acknowledged before (a read lease runs); else 0, and a lease is
+ * asked for.  The reply of such a read must wait for the commit
+ * (pk_repl_note with x->part).  Salted counters read their parts so. */
+int pk_hotread_covered(pk_server *s, uint32_t part);
+
 /* At the end of a loop iteration: one read index asked per partition for
  * the reads that arrived in it. */
 void pk_hotread_flush(pk_server *s);

@@ -131,6 +131,8 @@ struct pk_repl {
     int release_due;
     rp_rlease rleases[READ_LEASES];
     uint32_t nrleases;     /* entries in use, expired ones included */
+    uint64_t leases_saved; /* repl.leases says leases may run till (wall) */
+    uint64_t hold_ms;      /* ... as read at start: no ack before (ours) */
     uint64_t *commit_want; /* leader: send p's commit position till then */
     uint64_t *commit_seen; /* follower: the leader's commit position ... */
     uint64_t *commit_ep;   /* ... at this leader epoch */
@@ -148,6 +150,47 @@ static uint64_t now_ms(void)
 static void state_path(pk_repl *rp, char *p, size_t n)
 {
     snprintf(p, n, "%s/repl.state", rp->srv->cfg.dir);
+}
+
+/*
+ * repl.leases: the wall-clock ms until which read leases this node granted
+ * may run.  Written before a lease that runs later is granted (no fsync:
+ * it must survive the process, and a machine takes longer to boot than a
+ * lease lasts), read at start: until then the node acknowledges nothing,
+ * for it forgot which followers hold leases.  Saved a second ahead, so
+ * that renewals write it about once a second.
+ */
+static void leases_path(pk_repl *rp, char *p, size_t n)
+{
+    snprintf(p, n, "%s/repl.leases", rp->srv->cfg.dir);
+}
+
+static int leases_save(pk_repl *rp, uint64_t until_wall)
+{
+    char path[4096], text[32];
+    int fd, n, ok;
+
+    leases_path(rp, path, sizeof(path));
+    n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)until_wall);
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+        return -1;
+    ok = write(fd, text, (size_t)n) == n;
+    return close(fd) == 0 && ok ? 0 : -1;
+}
+
+static void leases_load(pk_repl *rp)
+{
+    char path[4096], text[32] = "";
+    uint64_t wall = pk_srv_wall_ms(), until;
+    FILE *f;
+
+    leases_path(rp, path, sizeof(path));
+    if ((f = fopen(path, "r")) == NULL)
+        return;
+    if (fgets(text, sizeof(text), f) &&
+        sscanf(text, "%llu", (unsigned long long *)&until) == 1 && until > wall)
+        rp->hold_ms = now_ms() + (until - wall);
+    fclose(f);
 }
 
 /*
@@ -295,8 +338,7 @@ static int lease_ok(pk_repl *rp, const pk_partition *pt, uint32_t p,
     if (pt->nreplicas <= 1)
         return 1;
     if (rp->stepped[p] || pk_repl_handing_off(rp->srv, p) ||
-        rp->fence_epoch[p] > rp->lead_epoch[p] ||
-        now < rp->start_ms + PK_REPL_READ_LEASE_MS)
+        rp->fence_epoch[p] > rp->lead_epoch[p] || now < rp->hold_ms)
         return 0; /* the last: read leases granted before a restart run */
     need = pt->nreplicas / 2;
     for (int i = 1; i < pt->nreplicas && have < need; i++) {
@@ -431,7 +473,7 @@ uint64_t pk_repl_read_lease(pk_server *s, uint32_t p, uint32_t node)
 {
     pk_repl *rp = s->repl;
     const pk_partition *pt = part_of(s, p);
-    uint64_t now = now_ms(), until;
+    uint64_t now = now_ms(), until, wall;
     rp_rlease *slot = NULL;
 
     if (rp == NULL || pt == NULL || p >= rp->np || pt->nreplicas < 2 ||
@@ -456,6 +498,12 @@ uint64_t pk_repl_read_lease(pk_server *s, uint32_t p, uint32_t node)
         slot = &rp->rleases[rp->nrleases++];
     if (slot == NULL)
         return 0;
+    wall = pk_srv_wall_ms() + (until - now);
+    if (wall > rp->leases_saved) {
+        if (leases_save(rp, wall + 1000) != 0)
+            return 0; /* a restart would not know of it */
+        rp->leases_saved = wall + 1000;
+    }
     if (slot->part != p || slot->node != node || slot->until < until)
         slot->until = until;
     slot->part = p;
@@ -1888,6 +1936,7 @@ int pk_repl_init(pk_server *s)
         return PK_ENOMEM;
     rp->srv = s;
     rp->start_ms = now_ms();
+    leases_load(rp);
     uv_timer_init(&s->loop, &rp->tick);
     rp->tick.data = rp;
     uv_timer_start(&rp->tick, on_tick, 20, 20);

@@ -111,8 +111,9 @@ int pk_repl_streams_to(const pk_server *s, uint32_t part, uint64_t epoch,
  * for node's copy as well as for --acks; a lease ends no later than the
  * leader's own (the followers' promises), so no other node can be made
  * leader while it runs; a handoff releases part, and a move switches it,
- * only once its leases ended; and a leader that just started acknowledges
- * nothing for PK_REPL_READ_LEASE_MS (it forgot the leases it granted).
+ * only once its leases ended; and a node that restarts acknowledges
+ * nothing until the leases it granted before may have ended (it keeps
+ * their end in the file repl.leases).
  */
 uint64_t pk_repl_read_lease(pk_server *s, uint32_t part, uint32_t node);
 

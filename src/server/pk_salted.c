@@ -19,8 +19,13 @@
 #include "proto/pk_rreply.h"
 #include "server/pk_agent.h"
 #include "server/pk_cmd.h"
+#include "server/pk_hot.h"
+#include "server/pk_hotread.h"
 #include "server/pk_link.h"
+#include "server/pk_move.h"
+#include "server/pk_repl.h"
 #include "server/pk_salted_int.h"
+#include "server/pk_split.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
 #include "store/pk_str.h"
@@ -131,6 +136,7 @@ typedef struct pk_salted {
                           * again by the tick for COOL_MS */
     pk_arg *argv; /* write_local: the command with a part's name; owned */
     int argv_cap;
+    uint64_t writes_here, writes_called; /* counters' total replies */
     uint8_t name[NAME_CAP];
 } pk_salted;
 
@@ -657,9 +663,131 @@ static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want, int base)
     }
     part = base ? 0 : pk__salted_pick(x->srv, e);
     op->phase = PH_WRITE;
+    x->srv->salted->writes_called++;
     if (op_send(op, part, x->argc, argv, lens) != PK_OK)
         op_fail(op, "ERR a part of the salted key is not reachable");
     return op_started(x, op);
+}
+
+/* x's argv with argument 1 replaced by name (valid while the command
+ * runs or until it is copied); 0 when out of memory. */
+static int rename_key(pk_cmd_ctx *x, const uint8_t *name, size_t len)
+{
+    pk_salted *sd = x->srv->salted;
+
+    if (x->argc > sd->argv_cap) {
+        pk_arg *a = realloc(sd->argv, (size_t)x->argc * sizeof(*a));
+        if (a == NULL)
+            return 0;
+        sd->argv = a;
+        sd->argv_cap = x->argc;
+    }
+    memmove(sd->name, name, len);
+    memcpy(sd->argv, x->argv, (size_t)x->argc * sizeof(pk_arg));
+    sd->argv[1].ptr = (const char *)sd->name;
+    sd->argv[1].len = len;
+    x->argv = sd->argv;
+    return 1;
+}
+
+/*
+ * A counter's write with the total as the reply, all here: when this node
+ * leads the part picked and can read every other part in its own copy (it
+ * leads its partition, or follows it under a read lease,
+ * pk_hotread_covered), the write runs here and the parts are read here --
+ * no hop.  The reply waits until the write is acknowledged and what was
+ * read is committed (pk_repl_note per partition), so it counts the same
+ * increments as the reads of the parts' leaders would.  1 when x is
+ * answered, 0 to go the way of the calls (nothing was done).
+ */
+static int total_here(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e,
+                      int want)
+{
+    pk_server *s = x->srv;
+    uint8_t names[PK_SALT_PARTS_MAX][NAME_CAP];
+    size_t lens[PK_SALT_PARTS_MAX], out0;
+    uint32_t parts[PK_SALT_PARTS_MAX];
+    int pick = pk__salted_pick(s, e);
+    const pk_arg *argv = x->argv;
+    sop op;
+    pk_txn *t;
+
+    for (int i = 0; i < e->n; i++) {
+        if ((lens[i] = part_name(e, i, names[i])) == 0)
+            return 0;
+        if (leads(s, names[i], lens[i], &parts[i])
+                ? i == pick && (pk_move_fenced(s, parts[i]) ||
+                                pk_split_fenced(s, parts[i]) ||
+                                pk_repl_handing_off(s, parts[i]))
+                : i == pick || !pk_hotread_covered(s, parts[i]))
+            return 0;
+    }
+    if ((t = pk_srv_txn(x)) == NULL || !rename_key(x, names[pick], lens[pick]))
+        return 0;
+    out0 = pk_obuf_pending(x->out);
+    x->have_part = 1;
+    x->part = parts[pick];
+    pk_cmd_run(x, cmd);
+    pk_hot_note(x, cmd->first, 1);
+    x->argv = (pk_arg *)argv;
+    if (x->out->len > x->out->head + out0 &&
+        x->out->data[x->out->head + out0] == '-') {
+        x->have_part = 0;
+        if (!memmem(x->out->data + x->out->head + out0,
+                    x->out->len - x->out->head - out0, "not an integer", 14))
+            return 1; /* its error is the reply */
+        /* A part holds a float: the calls go on with it. */
+        x->out->len = x->out->head + out0;
+        return 0;
+    }
+    pk_repl_note(x, 1);
+    memset(&op, 0, sizeof(op));
+    op.want = want;
+    op.e = *e;
+    for (int i = 0; i < e->n; i++) {
+        pk_slice v;
+        int rc = pk_str_get(t, parts[i], names[i], lens[i], NOW(x), &v);
+        if (rc == PK_OK) {
+            op.have[i] = 1;
+            op.vlen[i] = (uint8_t)(v.len < VAL_CAP ? v.len : VAL_CAP - 1);
+            memcpy(op.val[i], v.ptr, op.vlen[i]);
+        } else if (rc != PK_ENOTFOUND) {
+            x->out->len = x->out->head + out0;
+            pk_cmd_store_error(x, rc);
+            x->have_part = 0;
+            return 1;
+        }
+        if (i > 0) { /* the fold markers, in part 0's partition */
+            uint8_t mark[NAME_CAP];
+            size_t ml =
+                pk_salt_marker(e->key, e->len, (unsigned)i, mark, NAME_CAP);
+            op.folded[i] =
+                pk_str_get(t, parts[0], mark, ml, NOW(x), &v) == PK_OK;
+        }
+        if (i != pick) {
+            x->part = parts[i];
+            pk_repl_note(x, 0);
+        }
+    }
+    x->have_part = 0;
+    x->out->len = x->out->head + out0; /* the part's own value */
+    reply_total(&op, x->out);
+    s->salted->writes_here++;
+    return 1;
+}
+
+void pk_salted_info(pk_server *s, pk_obuf *b)
+{
+    char line[128];
+    int n;
+
+    if (s->salted == NULL)
+        return;
+    n = snprintf(line, sizeof(line),
+                 "salted_writes_here:%llu\r\nsalted_writes_called:%llu\r\n",
+                 (unsigned long long)s->salted->writes_here,
+                 (unsigned long long)s->salted->writes_called);
+    pk_obuf_append(b, line, (size_t)n);
 }
 
 static int start_read(pk_cmd_ctx *x, const pk_salt *e, int want)
@@ -1255,26 +1383,12 @@ static void note_set(pk_salted *sd, const void *key, size_t len)
  * forwarded like any other), and its reply is the part's. */
 static int write_local(pk_cmd_ctx *x, const pk_salt *e)
 {
-    pk_salted *sd = x->srv->salted;
     int part = pk__salted_pick(x->srv, e);
+    uint8_t name[NAME_CAP];
     size_t len;
 
-    if (part == 0)
-        return 1;
-    if (x->argc > sd->argv_cap) {
-        pk_arg *a = realloc(sd->argv, (size_t)x->argc * sizeof(*a));
-        if (a == NULL)
-            return 1; /* part 0 takes any write */
-        sd->argv = a;
-        sd->argv_cap = x->argc;
-    }
-    len = part_name(e, part, sd->name);
-    if (len == 0)
-        return 1;
-    memcpy(sd->argv, x->argv, (size_t)x->argc * sizeof(pk_arg));
-    sd->argv[1].ptr = (const char *)sd->name;
-    sd->argv[1].len = len;
-    x->argv = sd->argv; /* valid while the command runs (or is copied) */
+    if (part != 0 && (len = part_name(e, part, name)) != 0)
+        rename_key(x, name, len); /* else part 0 takes any write */
     return 1;
 }
 
@@ -1356,6 +1470,9 @@ int pk_salted_route(pk_cmd_ctx *x, const pk_cmd *cmd)
          * holds it (pk_salted.h). */
         if (write && (kind != PK_SALT_COUNTER || x->srv->cfg.salted_incr_local))
             return x->c->internal ? 1 : write_local(x, e);
+        if (write && !x->c->internal &&
+            total_here(x, cmd, e, incr ? R_INT : R_FLOAT))
+            return 0;
         if (write)
             return start_write(x, e, incr ? R_INT : R_FLOAT, x->c->internal);
         if ((is(cmd, "del") || is(cmd, "unlink")) && x->argc == 2)

@@ -123,6 +123,11 @@ void pk_salted_forget(pk_server *s, pk_conn *c);
 /* Whether key (one of PK.HOTKEYS) is salted, and into how many parts. */
 int pk_salted_parts(const pk_server *s, const void *key, unsigned len);
 
+/* INFO stats lines: salted_writes_here (counter writes answered with the
+ * total all here), salted_writes_called (by calls to the parts). */
+struct pk_obuf;
+void pk_salted_info(pk_server *s, struct pk_obuf *b);
+
 void pk_cmd_pk_salt(pk_cmd_ctx *x);     /* PK.SALT key n | PK.UNSALT key */
 void pk_cmd_pk_rawkeys(pk_cmd_ctx *x);  /* PK.RAWKEYS (a raw link) */
 void pk_cmd_pk_salttake(pk_cmd_ctx *x); /* PK.SALTTAKE subkey epoch */
