@@ -20,8 +20,13 @@
 # partitions' logs, the reads of the total) is bounded here; see the
 # figures in bench/README.md.
 #
+# BENCH_NODE_CPU=X caps each node at X of a core (root, cgroup-v1; the
+# cap's period is BENCH_CG_PERIOD_US, default 100000), so that each node
+# stands for a machine of its own, as in bench/hotread.sh.
+#
 # Environment: BENCH_N (default 200000), BENCH_RUNS (default 3),
-# BENCH_PARTS (default 4), PARTKV.
+# BENCH_PARTS (default 4), BENCH_NODE_CPU, BENCH_CG_PERIOD_US, BENCH_MODES
+# (default "off total local"), PARTKV.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,15 +39,18 @@ KEY='counter:__rand_int__'
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
 
+PARTKV=$PARTKV_SRC
 need_tools redis-benchmark redis-cli
+cg_setup "${BENCH_NODE_CPU:-}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-salting.XXXXXX")
 pkc_pid=""
 cleanup() {
     stop_ours "${pkc_pid:-}" "$work/"
+    cg_remove "${cg_all[@]}"
     rm -rf "$work"
 }
 own_partkv "$PARTKV_SRC" "$work"
-modes=(off total local)
+read -r -a modes <<<"${BENCH_MODES:-off total local}"
 results=$work/results
 : >"$results"
 
@@ -50,7 +58,8 @@ one_run() { # one_run MODE RUN: prints "MODE RPS"
     local mode=$1 run=$2 dir=$work/c-$run-$1 extra=() p total=0 got
     [[ $mode == local ]] && extra=(--salted-incr-reply local)
     start_partkv_cluster 3 "$dir" "s-$run-$mode" --replicas 3 \
-        --route forward --hot-key-writes 0 "${extra[@]}"
+        --route forward --hot-key-writes 0 "${extra[@]}" >&2
+    cg_cap >&2
     if [[ $mode != off ]]; then
         redis-cli -p "${pkc_ports[0]}" PK.SALT "$KEY" "$PARTS" | grep -qx OK ||
             die "PK.SALT failed"
@@ -70,15 +79,22 @@ one_run() { # one_run MODE RUN: prints "MODE RPS"
     total=$(awk -v n="$((3 * N))" -v a="$t0" -v b="$t1" 'BEGIN {print n / (b - a)}')
     got=$(redis-cli -p "${pkc_ports[1]}" GET "$KEY")
     [[ $got == $((3 * N)) ]] || die "$mode: GET says $got after $((3 * N)) INCRs"
+    for p in "${pkc_ports[@]}"; do # where the totals were read
+        { redis-cli -p "$p" INFO stats | tr -d '\r' | grep '^salted_' || :; } |
+            tr '\n' ' ' | sed "s/^/$mode node $p: /" >&2
+        echo >&2
+    done
     echo "$mode $total"
     stop "$pkc_pid"
     pkc_pid=""
+    cg_remove "${node_cgs[@]}"
+    node_cgs=()
 }
 
 machine_info
 for ((run = 0; run < RUNS; run++)); do
-    for ((k = 0; k < 3; k++)); do
-        one_run "${modes[$(((k + run) % 3))]}" "$run" >>"$results"
+    for ((k = 0; k < ${#modes[@]}; k++)); do
+        one_run "${modes[$(((k + run) % ${#modes[@]}))]}" "$run" >>"$results"
     done
 done
 
@@ -92,4 +108,5 @@ for m in "${modes[@]}"; do
         "$(awk -v m="$m" '$1 == m {printf "%d ", $2}' "$results")"
 done
 echo "(medians of $RUNS runs; 3 x $N INCRs of one key, -c 16 -P 16 per node;" \
-    "$PARTS parts when salted)"
+    "$PARTS parts when salted${BENCH_NODE_CPU:+; node CPU cap: $BENCH_NODE_CPU}$(
+        [[ -n ${BENCH_NODE_CPU:-} ]] && echo ", period ${CG_PERIOD} us")"
