@@ -128,7 +128,12 @@ bench: deps
 
 # bench/mload.c: the MULTI/EXEC load of bench/vs-redis.sh (a tool, not a
 # benchmark of its own, so not bench_*.c).
-$(BUILD)/bench/mload: bench/mload.c
+$(BUILD)/bench/mload: bench/mload.c bench/bnet.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
+# bench/hload.c: the mixed load on one read-hot key of bench/hotread.sh.
+$(BUILD)/bench/hload: bench/hload.c bench/bnet.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
@@ -138,7 +143,8 @@ $(BUILD)/bench/rload: bench/rload.c $(BUILD)/libpkcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpkcore.a $(LDLIBS)
 
-bench-run: all $(BENCH_BIN) $(BUILD)/bench/mload $(BUILD)/bench/rload
+bench-run: all $(BENCH_BIN) $(BUILD)/bench/mload $(BUILD)/bench/hload \
+	$(BUILD)/bench/rload
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 	@for s in bench/*.sh; do [ -x "$$s" ] && { $$s || exit 1; }; done; true
 

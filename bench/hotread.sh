@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/hotread.sh: what serving a read-hot key from every replica gives.
-# A 3-node cluster (--replicas 3, forward mode, --acks quorum) takes GET of
-# one key from three redis-benchmark processes and SET of the same key
-# from a fourth on its leader (redis-benchmark's key "key:__rand_int__"
-# without -r is one key; BENCH_C_SET clients keep the SETs near 10 %), for
+# A 3-node cluster (--replicas 3, forward mode, --acks quorum) takes, from
+# build/bench/hload (3 x BENCH_C clients, pipelines of BENCH_P), a mix of
+# requests each of which is GET of one key with probability BENCH_GETS
+# (default 0.9), else SET -- of the same key (BENCH_SET_KEY=hot, the
+# default) or of a random one of a million others (BENCH_SET_KEY=other),
+# sent to the key's leader as a cluster client sends writes -- for
 # BENCH_SECS seconds, in three modes on fresh clusters:
 #
 #   leader    relief off (--hot-key-reads 0), every request sent to the
@@ -13,11 +15,12 @@
 #             followers forwarding them to the leader;
 #   replicas  --hot-key-reads BENCH_HOT (default 1000), the GETs spread
 #             over the three nodes: followers serve them from their own
-#             copy once a read index from the leader covers them.
+#             copy under a read lease (or by read index); a read that saw
+#             a write waits until the leader committed it.
 #
-# Every process runs the whole window; the rate is the sum of their last
-# "overall" rates.  The modes take turns to go first, BENCH_RUNS runs each;
-# the table shows medians and the ratio to "leader".  Every run checks that
+# The mix is fixed by hload's draw, whatever the latencies.  The modes
+# take turns to go first, BENCH_RUNS runs each; the table shows medians
+# and the ratio to "leader".  Every run checks that
 # GET of the key on every node then answers what the leader answers.  The
 # issue's target: >= 2.5x of "leader".  On this 2-core machine the three
 # nodes and the load generators share two cores, so more replicas serving
@@ -26,8 +29,9 @@
 # own.
 #
 # Environment: BENCH_SECS (default 10), BENCH_RUNS (default 3), BENCH_C
-# (GET clients per process, default 32), BENCH_P (pipeline, default 1),
-# BENCH_C_SET (default 2), BENCH_HOT, BENCH_NODE_CPU, BENCH_MODES (default
+# (clients per node, default 16), BENCH_P (pipeline, default 16),
+# BENCH_GETS, BENCH_SET_KEY, BENCH_HOT, BENCH_NODE_CPU,
+# BENCH_CG_PERIOD_US (the cap's period, default 100000), BENCH_MODES (default
 # "leader forward replicas"), PARTKV.
 set -euo pipefail
 
@@ -36,16 +40,21 @@ PARTKV_SRC=${PARTKV:-$root/build/partkv}
 SECS=${BENCH_SECS:-10}
 RUNS=${BENCH_RUNS:-3}
 HOT=${BENCH_HOT:-1000}
-C=${BENCH_C:-32}
-P=${BENCH_P:-1}
-CSET=${BENCH_C_SET:-2}
+C=${BENCH_C:-16}
+P=${BENCH_P:-16}
+GETS=${BENCH_GETS:-0.9}
+HLOAD=${HLOAD:-$root/build/bench/hload}
+SET_KEY=${BENCH_SET_KEY:-hot}
+[[ $SET_KEY == hot || $SET_KEY == other ]] ||
+    { echo "hotread: BENCH_SET_KEY must be hot or other" >&2; exit 2; }
 PROG=hotread
 KEY='key:__rand_int__'
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
 
 PARTKV=$PARTKV_SRC
-need_tools redis-benchmark redis-cli
+need_tools redis-cli
+[[ -x $HLOAD ]] || die "$HLOAD not built (make build/bench/hload)"
 cg_setup "${BENCH_NODE_CPU:-}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/partkv-hotread.XXXXXX")
 pkc_pid=""
@@ -59,15 +68,9 @@ read -r -a modes <<<"${BENCH_MODES:-leader forward replicas}"
 results=$work/results
 : >"$results"
 
-# rate_of FILE: the last "overall" rate redis-benchmark printed there
-rate_of() {
-    tr '\r' '\n' <"$1" | sed -n 's/.*rps=[0-9.]* (overall: \([0-9.]*\)).*/\1/p' | tail -1 |
-        awk '{print $1 + 0} END {if (NR == 0) print 0}'
-}
-
 one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
     local mode=$1 run=$2 dir=$work/c-$run-$1 hot=0 lead p i served=0
-    local pids=() targets=() gets sets f got want
+    local ports gets sets got want
     [[ $mode == replicas ]] && hot=$HOT
     start_partkv_cluster 3 "$dir" "s-$run-$mode" --replicas 3 \
         --route forward --hot-key-reads "$hot" >&2
@@ -82,34 +85,19 @@ one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
                       l[i] + 0 <= s && s <= l[i + 1] + 0) { print l[i + 3]; exit } }')
     [[ -n $lead ]] || die "no leader found for $KEY"
     if [[ $mode == leader ]]; then
-        targets=("$lead" "$lead" "$lead")
+        ports=$lead
     else
-        targets=("${pkc_ports[@]}")
+        ports=$(IFS=,; echo "${pkc_ports[*]}")
     fi
-    # Every process runs for the same SECS (-n without end, then SIGTERM): the
-    # sum of their last "overall" rates is what the cluster served while
-    # all of them ran.
-    for p in "${targets[@]}"; do
-        redis-benchmark -p "$p" -c "$C" -P "$P" -n 2000000000 -t get \
-            >"$dir.bench.get.${#pids[@]}" 2>&1 &
-        pids+=($!)
-    done
-    : >"$dir.bench.set"
-    if ((CSET > 0)); then
-        redis-benchmark -p "$lead" -c "$CSET" -P "$P" -n 2000000000 -t set \
-            >"$dir.bench.set" 2>&1 &
-        pids+=($!)
-    fi
-    sleep "$SECS"
-    kill -TERM "${pids[@]}" 2>/dev/null || true
-    wait "${pids[@]}" 2>/dev/null || true
-    gets=0
-    for f in "$dir".bench.get.*; do
-        gets=$(awk -v a="$gets" -v b="$(rate_of "$f")" 'BEGIN {print a + b}')
-    done
-    sets=$(rate_of "$dir.bench.set")
+    "$HLOAD" -p "$ports" -k "$KEY" -c "$((3 * C))" -P "$P" -s "$SECS" \
+        -g "$GETS" -w "$SET_KEY" -L "$lead" >"$dir.hload" 2>&1 ||
+        die "$mode: hload failed: $(cat "$dir.hload")"
+    gets=$(sed -n 's/.* gets=\([0-9]*\).*/\1/p' "$dir.hload")
+    sets=$(sed -n 's/.* sets=\([0-9]*\).*/\1/p' "$dir.hload")
+    echo "$mode $(cat "$dir.hload")" >&2
     want=$(redis-cli -p "$lead" GET "$KEY")
-    [[ $want != v0 || $CSET == 0 ]] || die "$mode: the SETs did not reach the key"
+    [[ $want != v0 || $GETS == 1 || $SET_KEY == other ]] ||
+        die "$mode: the SETs did not reach the key"
     for p in "${pkc_ports[@]}"; do
         got=$(redis-cli -p "$p" GET "$KEY")
         [[ $got == "$want" ]] || die "$mode: GET on $p says '$got', the leader '$want'"
@@ -150,6 +138,7 @@ for m in "${modes[@]}"; do
         "$(awk -v m="$m" '$1 == m {print $5}' "$results" | median)" \
         "$(awk -v m="$m" '$1 == m {printf "%d ", $2}' "$results")"
 done
-echo "(medians of $RUNS runs of ${SECS} s; GET of one key from 3 processes" \
-    "(-c $C -P $P each), SET of it from one (-c $CSET -P $P) on its leader;" \
-    "node CPU cap: ${cg_share:-none})"
+echo "(medians of $RUNS runs of ${SECS} s; build/bench/hload, $((3 * C)) clients" \
+    "-P $P: GET of one key with probability $GETS, else SET of" \
+    "$([[ $SET_KEY == hot ]] && echo it || echo "a random other key");" \
+    "node CPU cap: ${cg_share:-none}$([[ -n ${cg_share:-} ]] && echo ", period ${CG_PERIOD} us"))"

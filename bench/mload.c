@@ -20,18 +20,10 @@
  *   mload -h HOST -p PORT [-c CLIENTS] [-n TRANSACTIONS] [-P PIPE]
  *         [-r KEYSPACE]
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "bnet.h"
 
 #define REPLIES_PER_TX 4
 
@@ -52,106 +44,13 @@ typedef struct client {
     char err[128];
 } client;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-/* Skips one RESP2 reply at buf[*off..len): 1 when whole (*err set for an
- * error reply), 0 when more bytes are needed. */
-static int skip_reply(const char *buf, size_t len, size_t *off, int *err)
-{
-    const char *p = buf + *off, *end = buf + len, *nl;
-    long n;
-
-    if (p >= end)
-        return 0;
-    nl = memchr(p, '\n', (size_t)(end - p));
-    if (nl == NULL)
-        return 0;
-    n = strtol(p + 1, NULL, 10);
-    switch (*p) {
-    case '-':
-        *err = 1;
-        /* fall through */
-    case '+':
-    case ':':
-        *off = (size_t)(nl + 1 - buf);
-        return 1;
-    case '$':
-        if (n < 0) {
-            *off = (size_t)(nl + 1 - buf);
-            return 1;
-        }
-        if ((size_t)(end - (nl + 1)) < (size_t)n + 2)
-            return 0;
-        *off = (size_t)(nl + 1 - buf) + (size_t)n + 2;
-        return 1;
-    case '*': {
-        size_t o = (size_t)(nl + 1 - buf);
-        for (long i = 0; i < n; i++)
-            if (!skip_reply(buf, len, &o, err))
-                return 0;
-        *off = o;
-        return 1;
-    }
-    }
-    *err = 1; /* not RESP2 */
-    *off = len;
-    return 1;
-}
-
-static int connect_to(const mload_args *a)
-{
-    struct sockaddr_in sa;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-    if (fd < 0)
-        return -1;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)a->port);
-    if (inet_pton(AF_INET, a->host, &sa.sin_addr) != 1 ||
-        connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-}
-
-static int send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static void *run(void *arg)
 {
     client *c = arg;
     const mload_args *a = c->a;
     size_t cap = (size_t)a->pipe * 160 + 1024, rcap = 1 << 16;
     char *out = malloc(cap), *in = malloc(rcap);
-    int fd = connect_to(a);
+    int fd = bn_connect(a->host, a->port);
 
     if (out == NULL || in == NULL || fd < 0) {
         snprintf(c->err, sizeof(c->err), "cannot connect to %s:%d", a->host,
@@ -166,7 +65,7 @@ static void *run(void *arg)
         double t0;
         int err = 0;
         for (long i = 0; i < batch; i++) {
-            long k = (long)(next_rand(&c->rng) % (uint64_t)a->keyspace);
+            long k = (long)(bn_rand(&c->rng) % (uint64_t)a->keyspace);
             n += (size_t)snprintf(
                 out + n, cap - n,
                 "*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$16\r\nkey:%012ld\r\n"
@@ -174,8 +73,8 @@ static void *run(void *arg)
                 "*1\r\n$4\r\nEXEC\r\n",
                 k, k);
         }
-        t0 = now_ms();
-        if (send_all(fd, out, n) != 0) {
+        t0 = bn_now_ms();
+        if (bn_send_all(fd, out, n) != 0) {
             snprintf(c->err, sizeof(c->err), "write failed");
             c->failed = 1;
             goto done;
@@ -196,7 +95,7 @@ static void *run(void *arg)
                 goto done;
             }
             rlen += (size_t)r;
-            while (got < want && skip_reply(in, rlen, &off, &err))
+            while (got < want && bn_skip_reply(in, rlen, &off, &err))
                 got++;
             if (err) {
                 snprintf(c->err, sizeof(c->err), "error reply: %.80s",
@@ -206,7 +105,7 @@ static void *run(void *arg)
             }
         }
         for (long i = 0; i < batch; i++)
-            c->lat[c->nlat++] = now_ms() - t0;
+            c->lat[c->nlat++] = bn_now_ms() - t0;
         done += batch;
     }
 done:
@@ -279,12 +178,12 @@ int main(int argc, char **argv)
         if (cl[i].lat == NULL)
             return 1;
     }
-    t0 = now_ms();
+    t0 = bn_now_ms();
     for (int i = 0; i < a.clients; i++)
         pthread_create(&cl[i].th, NULL, run, &cl[i]);
     for (int i = 0; i < a.clients; i++)
         pthread_join(cl[i].th, NULL);
-    secs = (now_ms() - t0) / 1e3;
+    secs = (bn_now_ms() - t0) / 1e3;
     for (int i = 0; i < a.clients; i++) {
         if (cl[i].failed && !failed) {
             fprintf(stderr, "mload: client %d: %s\n", i, cl[i].err);

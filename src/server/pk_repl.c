@@ -30,6 +30,9 @@
 /* No answer from a follower for this long: redial. */
 #define STALL_MS 5000
 #define READ_LEASES 64 /* read leases granted and running, at most */
+/* A commit position rides on the next records sent; none sent by then, it
+ * goes alone. */
+#define COMMIT_ALONE_MS 2
 
 uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
 
@@ -124,6 +127,11 @@ struct pk_repl {
     pk_conn *waiters; /* gated connections */
     pk_conn *waits;   /* WAIT commands */
     uv_timer_t tick;
+    uv_timer_t calone;  /* COMMIT_ALONE_MS after a commit position moved */
+    int calone_on;
+    uint32_t *cdue;     /* partitions whose commit position waits */
+    uint8_t *cdue_set;  /* ... flags */
+    uint32_t ncdue;
     uint64_t start_ms, sweep_ms;
     int state_dirty;
     int in_pump; /* inside pump: connections resume from the tick */
@@ -432,21 +440,58 @@ static uint64_t commit_pos(pk_repl *rp, const pk_partition *pt, uint32_t p,
 
 static void enqueue(rp_stream *st, uint32_t p);
 
-/* After answers from followers of p: those that read it get its commit
- * position when it moved. */
-static void commit_push(pk_repl *rp, uint32_t p, uint64_t now)
+/* The followers of p (which we lead) that lack its commit position:
+ * queued when queue, else counted. */
+static int commit_behind(pk_repl *rp, uint32_t p, uint64_t now, int queue)
 {
     const pk_partition *pt = part_of(rp->srv, p);
     uint64_t c;
+    int n = 0;
 
     if (rp->commit_want[p] <= now || pt == NULL || pt->nreplicas < 2 ||
         pt->replicas[0] != rp->srv->cluster.self)
-        return;
+        return 0;
     c = commit_pos(rp, pt, p, now);
     for (int i = 1; i < pt->nreplicas; i++) {
         rp_stream *st = stream_of(rp, pt->replicas[i]);
-        if (st && st->state[p] == PS_STREAM && c > st->csent[p])
-            enqueue(st, p);
+        if (st && st->state[p] == PS_STREAM && c > st->csent[p]) {
+            n++;
+            if (queue)
+                enqueue(st, p);
+        }
+    }
+    return n;
+}
+
+static void pump_all(pk_repl *rp);
+
+static void on_calone(uv_timer_t *h)
+{
+    pk_repl *rp = h->data;
+    uint64_t now = now_ms();
+
+    rp->calone_on = 0;
+    for (uint32_t i = 0; i < rp->ncdue; i++) {
+        rp->cdue_set[rp->cdue[i]] = 0;
+        commit_behind(rp, rp->cdue[i], now, 1);
+    }
+    rp->ncdue = 0;
+    if (rp->srv->txn == NULL) /* else the check phase pumps */
+        pump_all(rp);
+}
+
+/* After answers from followers of p: those that read it get its commit
+ * position when it moved -- with the next records, or alone after
+ * COMMIT_ALONE_MS. */
+static void commit_push(pk_repl *rp, uint32_t p, uint64_t now)
+{
+    if (rp->cdue_set[p] || !commit_behind(rp, p, now, 0))
+        return;
+    rp->cdue_set[p] = 1;
+    rp->cdue[rp->ncdue++] = p;
+    if (!rp->calone_on && !rp->closing) {
+        rp->calone_on = 1;
+        uv_timer_start(&rp->calone, on_calone, COMMIT_ALONE_MS, 0);
     }
 }
 
@@ -1796,9 +1841,12 @@ static int alloc_arrays(pk_repl *rp, uint32_t np)
     rp->handoff = calloc(np, sizeof(uint64_t));
     rp->released = calloc(np, sizeof(uint64_t));
     rp->commit_want = calloc(np, sizeof(uint64_t));
+    rp->cdue = calloc(np, sizeof(uint32_t));
+    rp->cdue_set = calloc(np, 1);
     rp->commit_seen = calloc(np, sizeof(uint64_t));
     rp->commit_ep = calloc(np, sizeof(uint64_t));
     if (!rp->commit_want || !rp->commit_seen || !rp->commit_ep ||
+        !rp->cdue || !rp->cdue_set ||
         !rp->handoff || !rp->released || !rp->follow_epoch ||
         !rp->fence_epoch || !rp->released_ms || !rp->fenced_from ||
         !rp->lead_epoch || !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
@@ -1939,6 +1987,8 @@ int pk_repl_init(pk_server *s)
     leases_load(rp);
     uv_timer_init(&s->loop, &rp->tick);
     rp->tick.data = rp;
+    uv_timer_init(&s->loop, &rp->calone);
+    rp->calone.data = rp;
     uv_timer_start(&rp->tick, on_tick, 20, 20);
     s->repl = rp;
     return PK_OK;
@@ -1968,6 +2018,8 @@ void pk_repl_free(pk_server *s)
     free(rp->handoff);
     free(rp->released);
     free(rp->commit_want);
+    free(rp->cdue);
+    free(rp->cdue_set);
     free(rp->commit_seen);
     free(rp->commit_ep);
     free(rp->promise);
@@ -1980,6 +2032,7 @@ void pk_repl_stop(pk_server *s)
     if (s->repl) {
         s->repl->closing = 1;
         uv_timer_stop(&s->repl->tick);
+        uv_timer_stop(&s->repl->calone);
     }
 }
 
