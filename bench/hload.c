@@ -80,7 +80,6 @@ static void *run(void *arg)
     char *out = malloc(cap), *wout = malloc(cap), *in = malloc(rcap);
     int fd = bn_connect(a->host, c->port);
     int wfd = a->lport ? bn_connect(a->host, a->lport) : fd;
-    uint64_t cut = (uint64_t)(a->gets * 18446744073709551615.0);
     double end = bn_now_ms() + a->secs * 1e3;
 
     if (out == NULL || wout == NULL || in == NULL || fd < 0 || wfd < 0) {
@@ -93,7 +92,8 @@ static void *run(void *arg)
         for (int i = 0; i < a->pipe; i++) {
             char *o = wfd == fd ? out : wout;
             size_t *on = wfd == fd ? &n : &wn;
-            if (bn_rand(&c->rng) < cut) {
+            if ((double)(bn_rand(&c->rng) >> 11) / 9007199254740992.0 <
+                a->gets) {
                 n += (size_t)snprintf(out + n, cap - n,
                                       "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n", klen,
                                       a->key);

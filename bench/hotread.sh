@@ -3,10 +3,9 @@
 # A 3-node cluster (--replicas 3, forward mode, --acks quorum) takes, from
 # build/bench/hload (3 x BENCH_C clients, pipelines of BENCH_P), a mix of
 # requests each of which is GET of one key with probability BENCH_GETS
-# (default 0.9), else SET -- of the same key (BENCH_SET_KEY=hot, the
-# default) or of a random one of a million others (BENCH_SET_KEY=other),
-# sent to the key's leader as a cluster client sends writes -- for
-# BENCH_SECS seconds, in three modes on fresh clusters:
+# (default 0.9), else SET of the same key, sent to its leader as a cluster
+# client sends writes -- for BENCH_SECS seconds, in three modes on fresh
+# clusters:
 #
 #   leader    relief off (--hot-key-reads 0), every request sent to the
 #             key's leader, as a cluster-aware client sends it: the
@@ -30,7 +29,7 @@
 #
 # Environment: BENCH_SECS (default 10), BENCH_RUNS (default 3), BENCH_C
 # (clients per node, default 16), BENCH_P (pipeline, default 16),
-# BENCH_GETS, BENCH_SET_KEY, BENCH_HOT, BENCH_NODE_CPU,
+# BENCH_GETS, BENCH_HOT, BENCH_NODE_CPU,
 # BENCH_CG_PERIOD_US (the cap's period, default 100000), BENCH_MODES (default
 # "leader forward replicas"), PARTKV.
 set -euo pipefail
@@ -44,9 +43,6 @@ C=${BENCH_C:-16}
 P=${BENCH_P:-16}
 GETS=${BENCH_GETS:-0.9}
 HLOAD=${HLOAD:-$root/build/bench/hload}
-SET_KEY=${BENCH_SET_KEY:-hot}
-[[ $SET_KEY == hot || $SET_KEY == other ]] ||
-    { echo "hotread: BENCH_SET_KEY must be hot or other" >&2; exit 2; }
 PROG=hotread
 KEY='key:__rand_int__'
 # shellcheck source=bench/lib.sh
@@ -90,13 +86,13 @@ one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
         ports=$(IFS=,; echo "${pkc_ports[*]}")
     fi
     "$HLOAD" -p "$ports" -k "$KEY" -c "$((3 * C))" -P "$P" -s "$SECS" \
-        -g "$GETS" -w "$SET_KEY" -L "$lead" >"$dir.hload" 2>&1 ||
+        -g "$GETS" -w hot -L "$lead" >"$dir.hload" 2>&1 ||
         die "$mode: hload failed: $(cat "$dir.hload")"
     gets=$(sed -n 's/.* gets=\([0-9]*\).*/\1/p' "$dir.hload")
     sets=$(sed -n 's/.* sets=\([0-9]*\).*/\1/p' "$dir.hload")
     echo "$mode $(cat "$dir.hload")" >&2
     want=$(redis-cli -p "$lead" GET "$KEY")
-    [[ $want != v0 || $GETS == 1 || $SET_KEY == other ]] ||
+    [[ $want != v0 || $GETS == 1 ]] ||
         die "$mode: the SETs did not reach the key"
     for p in "${pkc_ports[@]}"; do
         got=$(redis-cli -p "$p" GET "$KEY")
@@ -139,6 +135,5 @@ for m in "${modes[@]}"; do
         "$(awk -v m="$m" '$1 == m {printf "%d ", $2}' "$results")"
 done
 echo "(medians of $RUNS runs of ${SECS} s; build/bench/hload, $((3 * C)) clients" \
-    "-P $P: GET of one key with probability $GETS, else SET of" \
-    "$([[ $SET_KEY == hot ]] && echo it || echo "a random other key");" \
+    "-P $P: GET of one key with probability $GETS, else SET of it;" \
     "node CPU cap: ${cg_share:-none}$([[ -n ${cg_share:-} ]] && echo ", period ${CG_PERIOD} us"))"
