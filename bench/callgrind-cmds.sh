@@ -29,6 +29,8 @@ MLOAD=${MLOAD:-$root/build/bench/mload}
 read -ra TESTS <<<"${BENCH_TESTS:-SET SADD LPUSH LPOP SPOP LRANGE_100 MULTI}"
 
 PROG=callgrind-cmds
+# BENCH_SERVER_ARGS adds flags to every node's command line (e.g.
+# "--hotkeys-sample 1" for the cost of tracking every command).
 # die, stop
 source "$root/bench/lib.sh"
 command -v valgrind >/dev/null || die "valgrind not found"
@@ -49,8 +51,9 @@ node() {
     shift
     mkdir -p "$dir"
     : >"$dir.out"
+    # shellcheck disable=SC2086 # BENCH_SERVER_ARGS: extra flags, split
     "$@" "$PARTKV" server --port 0 --dir "$dir" --fsync everysec \
-        >"$dir.out" 2>"$dir.err" &
+        ${BENCH_SERVER_ARGS:-} >"$dir.out" 2>"$dir.err" &
     pid=$!
     port=""
     for ((i = 0; i < 600; i++)); do

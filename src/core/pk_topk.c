@@ -59,13 +59,15 @@ int pk_topk_init(pk_topk *t, uint32_t k, double sampling)
     t->k = k;
     t->sampling = sampling;
     t->tick_s = 1;
-    for (t->nslots = 1; t->nslots < 2 * k; t->nslots *= 2)
+    for (t->nslots = 1; t->nslots < 4 * k; t->nslots *= 2)
         ;
+    t->nfilter = t->nslots * PK_TOPK_FILTER_PER_SLOT;
     t->e = calloc(k, sizeof(*t->e));
     t->heap = calloc(k, sizeof(*t->heap));
     t->pos = calloc(k, sizeof(*t->pos));
     t->slot = calloc(t->nslots, sizeof(*t->slot));
-    if (!t->e || !t->heap || !t->pos || !t->slot) {
+    t->filter = calloc(t->nfilter, sizeof(*t->filter));
+    if (!t->e || !t->heap || !t->pos || !t->slot || !t->filter) {
         pk_topk_free(t);
         return PK_ENOMEM;
     }
@@ -78,6 +80,7 @@ void pk_topk_free(pk_topk *t)
     free(t->heap);
     free(t->pos);
     free(t->slot);
+    free(t->filter);
     memset(t, 0, sizeof(*t));
 }
 
@@ -132,10 +135,14 @@ void pk_topk_add(pk_topk *t, const void *key, size_t len, uint64_t hash,
 {
     uint32_t i, x;
     pk_topk_entry *e;
+    uint16_t *f;
     double inherit = 0;
 
     if (t->k == 0)
         return;
+    f = &t->filter[(uint32_t)(hash >> 32) & (t->nfilter - 1)];
+    if (*f < UINT16_MAX)
+        (*f)++;
     i = find_slot(t, key, len, hash);
     if (t->slot[i]) {
         x = t->slot[i] - 1;
@@ -143,12 +150,17 @@ void pk_topk_add(pk_topk *t, const void *key, size_t len, uint64_t hash,
         sift_down(t, t->pos[x]);
         return;
     }
+    /* Full: a key whose filter count (at least its own) is not above the
+     * smallest tracked count could not be among the k hottest. */
+    if (t->n == t->k && (double)*f <= total(&t->e[t->heap[0]]))
+        return;
     if (t->n < t->k) {
         x = t->n;
         t->heap[t->n] = x;
         t->pos[x] = t->n++;
     } else {
         x = t->heap[0]; /* the smallest count gives up its place */
+        t->replaced++;
         inherit = total(&t->e[x]);
         unindex(t, x);
         i = find_slot(t, key, len, hash);
@@ -179,6 +191,8 @@ void pk_topk_tick(pk_topk *t, double tick_s)
         }
         e->err /= 2;
     }
+    for (uint32_t i = 0; i < t->nfilter; i++)
+        t->filter[i] /= 2;
     /* Halving keeps the order but the ticks changed it: rebuild. */
     for (uint32_t i = t->n / 2; i-- > 0;)
         sift_down(t, i);

@@ -9,6 +9,13 @@
  * and as its error bound: a key's true count lies in [count - err,
  * count].  Every key whose count exceeds the total over k is tracked.
  *
+ * In front of the entries, a filter of small counters indexed by the
+ * key's hash (decayed as the counts are) takes every request: a key not
+ * tracked takes the smallest entry only when its counter -- at least its
+ * own count, more with the keys that share it -- exceeds that entry's
+ * count (else it could not be among the k hottest, and the replacement,
+ * the cost of a stream of distinct keys, is skipped).
+ *
  * Counts decay: pk_topk_tick (once a second, say) sets every count to the
  * mean of itself and the tick's requests (and halves the error), so the
  * ranking follows the load of the last few seconds rather than of all
@@ -19,9 +26,9 @@
  *
  * Keys longer than PK_TOPK_KEY_MAX bytes are tracked by their first
  * PK_TOPK_KEY_MAX bytes and a hash of the whole key (the entry says it is
- * truncated).  Memory: k entries of about 200 bytes plus a hash index of
- * 2k slots (k = 128: about 27 KiB).  Pure: the caller passes the random
- * draws and the clock; no I/O.  Not thread-safe.
+ * truncated).  Memory: k entries of about 200 bytes, a hash index of 4k
+ * slots and a filter of 32k 16-bit counters (k = 128: about 36 KiB).  Pure: the
+ * caller passes the random draws and the clock; no I/O.  Not thread-safe.
  */
 #ifndef PK_CORE_PK_TOPK_H
 #define PK_CORE_PK_TOPK_H
@@ -31,6 +38,7 @@
 
 #define PK_TOPK_KEY_MAX 128
 #define PK_TOPK_MAX 4096
+#define PK_TOPK_FILTER_PER_SLOT 8
 
 typedef struct pk_topk_entry {
     uint64_t hash;
@@ -50,7 +58,10 @@ typedef struct pk_topk {
     pk_topk_entry *e;     /* k entries, n used */
     uint32_t *heap, *pos; /* min-heap of entries by total count */
     uint32_t *slot;       /* hash index: entry + 1, 0 empty */
-    uint32_t nslots;      /* a power of two >= 2k */
+    uint32_t nslots;      /* a power of two >= 4k */
+    uint16_t *filter;     /* admission counters by hash */
+    uint32_t nfilter;     /* nslots * PK_TOPK_FILTER_PER_SLOT */
+    uint64_t replaced;    /* entries taken over by another key */
 } pk_topk;
 
 /*

@@ -55,13 +55,15 @@ void pk_hot_note(pk_cmd_ctx *x, int first, int write)
 
     if (s->hot == NULL || first <= 0 || first >= x->argc)
         return;
-    r = s->hot_rng; /* xorshift64 */
-    r ^= r << 13;
-    r ^= r >> 7;
-    r ^= r << 17;
-    s->hot_rng = r;
-    if (!pk_topk_want(s->hot, (double)(r >> 11) / 9007199254740992.0))
-        return;
+    if (s->hot->sampling < 1) { /* every command at 1: no draw */
+        r = s->hot_rng;         /* xorshift64 */
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        s->hot_rng = r;
+        if (!pk_topk_want(s->hot, (double)(r >> 11) / 9007199254740992.0))
+            return;
+    }
     k = &x->argv[first];
     pk_topk_add(s->hot, k->ptr, k->len, pk_topk_hash(k->ptr, k->len),
                 x->have_part ? x->part : 0, write);

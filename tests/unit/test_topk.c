@@ -239,6 +239,31 @@ static void test_churn(void **state)
     pk_topk_free(&t);
 }
 
+/* A stream of many keys seen a few times each (the tracker's worst case)
+ * takes few entries over: the filter admits a key only once its counter
+ * passes the smallest count.  A key above the total over k is still
+ * tracked. */
+static void test_filter(void **state)
+{
+    pk_topk t;
+    const pk_topk_entry *top[1];
+    uint64_t s = 11;
+
+    (void)state;
+    assert_int_equal(pk_topk_init(&t, 128, 1.0), 0);
+    for (int tick = 0; tick < 4; tick++) {
+        for (int i = 0; i < 200000; i++)
+            add_rank(&t, (uint32_t)(rnd(&s) % 100000), 0);
+        for (int i = 0; i < 2000; i++) /* 2000 > 202000 / 128 */
+            add_rank(&t, 100000, 1);
+        pk_topk_tick(&t, 1.0);
+    }
+    assert_true(t.replaced < 4 * 202000 / 10);
+    assert_int_equal(pk_topk_top(&t, top, 1), 1);
+    assert_int_equal(rank_of(top[0]), 100000);
+    pk_topk_free(&t);
+}
+
 static void test_bad_args(void **state)
 {
     pk_topk t;
@@ -262,7 +287,7 @@ int main(void)
         cmocka_unit_test(test_zipf_10pct),  cmocka_unit_test(test_zipf_1pct),
         cmocka_unit_test(test_error_bound), cmocka_unit_test(test_decay),
         cmocka_unit_test(test_long_keys),   cmocka_unit_test(test_churn),
-        cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_filter),      cmocka_unit_test(test_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
