@@ -27,8 +27,9 @@
  * Keys longer than PK_TOPK_KEY_MAX bytes are tracked by their first
  * PK_TOPK_KEY_MAX bytes and a hash of the whole key (the entry says it is
  * truncated).  Memory: k entries of about 200 bytes, a hash index of 4k
- * slots and a filter of 32k 16-bit counters (k = 128: about 36 KiB).  Pure: the
- * caller passes the random draws and the clock; no I/O.  Not thread-safe.
+ * slots and a filter of 32k 16-bit counters (k = 128: 4,096 of them;
+ * about 36 KiB in all).  Pure: the caller passes the random draws and
+ * the clock; no I/O.  Not thread-safe.
  */
 #ifndef PK_CORE_PK_TOPK_H
 #define PK_CORE_PK_TOPK_H

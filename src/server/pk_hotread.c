@@ -382,7 +382,8 @@ static int leased(pk_hotread *hr, hr_part *p, uint64_t epoch)
 {
     uint64_t mono = mono_ms();
 
-    if (p->lease_until && (mono >= p->lease_until || p->lease_epoch != epoch))
+    if (p->lease_until && (mono >= p->lease_until || p->lease_epoch != epoch ||
+                           !pk_repl_lease_usable(hr->srv, p->part)))
         p->lease_until = 0;
     if ((p->lease_until == 0 ||
          p->lease_until - mono < PK_REPL_READ_LEASE_MS / 2) &&
@@ -584,7 +585,9 @@ int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key)
     uint64_t h, seq = 0;
     hr_cached *e;
 
-    if (!x->have_part || x->srv->cluster.map == NULL ||
+    /* Not inside EXEC: a group's writes move no log position until it
+     * ends. */
+    if (!x->have_part || x->c->in_exec || x->srv->cluster.map == NULL ||
         (e = cache_find(hr, key, &h)) == NULL || e->part != x->part ||
         e->proto != x->c->proto || e->mapep != x->srv->cluster.map->epoch ||
         (e->expire_ms >= 0 && (int64_t)x->srv->now_ms >= e->expire_ms) ||
@@ -608,7 +611,7 @@ void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, int rc,
     int64_t when;
     hr_cached *e;
 
-    if (!x->have_part || (rc != PK_OK && rc != PK_ENOTFOUND) ||
+    if (!x->have_part || x->c->in_exec || (rc != PK_OK && rc != PK_ENOTFOUND) ||
         rlen > HR_CACHE_REPLY || x->srv->cluster.map == NULL)
         return;
     e = cache_find(hr, key, &h);
@@ -633,6 +636,12 @@ void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, int rc,
     e->rlen = (uint32_t)rlen;
     memcpy(e->reply, x->out->data + x->out->head + out0, rlen);
     hr->cache_fills++;
+}
+
+void pk_hotread_commit_failed(pk_server *s)
+{
+    if (s->hotread)
+        s->hotread->ncached = 0; /* entries may hold what was not kept */
 }
 
 /* PK.READINDEX part epoch node mapepoch LEASE: [our log position of

@@ -84,6 +84,8 @@ void pk_hotread_committed(pk_server *s);
  * pk_hotread_keep: after GET of key answered rc, appending from out0.
  */
 int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key);
+/* The iteration's commit failed: the cache may hold what it wrote. */
+void pk_hotread_commit_failed(pk_server *s);
 void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, int rc,
                      size_t out0);
 

@@ -33,6 +33,8 @@
 /* A commit position rides on the next records sent; none sent by then, it
  * goes alone. */
 #define COMMIT_ALONE_MS 2
+/* repl.leases is saved a second ahead of the leases it covers. */
+#define LEASES_HOLD_MAX (PK_REPL_READ_LEASE_MS + 1000)
 
 uint32_t pk__crc32c(const void *data, size_t len); /* pk_pmap_codec.c */
 
@@ -127,10 +129,10 @@ struct pk_repl {
     pk_conn *waiters; /* gated connections */
     pk_conn *waits;   /* WAIT commands */
     uv_timer_t tick;
-    uv_timer_t calone;  /* COMMIT_ALONE_MS after a commit position moved */
+    uv_timer_t calone; /* COMMIT_ALONE_MS after a commit position moved */
     int calone_on;
-    uint32_t *cdue;     /* partitions whose commit position waits */
-    uint8_t *cdue_set;  /* ... flags */
+    uint32_t *cdue;    /* partitions whose commit position waits */
+    uint8_t *cdue_set; /* ... flags */
     uint32_t ncdue;
     uint64_t start_ms, sweep_ms;
     int state_dirty;
@@ -175,15 +177,17 @@ static void leases_path(pk_repl *rp, char *p, size_t n)
 
 static int leases_save(pk_repl *rp, uint64_t until_wall)
 {
-    char path[4096], text[32];
+    char path[4096], tmp[4100], text[32];
     int fd, n, ok;
 
     leases_path(rp, path, sizeof(path));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)until_wall);
-    if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
         return -1;
     ok = write(fd, text, (size_t)n) == n;
-    return close(fd) == 0 && ok ? 0 : -1;
+    /* Renamed: a failed write leaves the previous end in place. */
+    return close(fd) == 0 && ok && rename(tmp, path) == 0 ? 0 : -1;
 }
 
 static void leases_load(pk_repl *rp)
@@ -197,7 +201,11 @@ static void leases_load(pk_repl *rp)
         return;
     if (fgets(text, sizeof(text), f) &&
         sscanf(text, "%llu", (unsigned long long *)&until) == 1 && until > wall)
-        rp->hold_ms = now_ms() + (until - wall);
+        /* At most what a save can say: a clock set back meanwhile must
+         * not hold the node for long. */
+        rp->hold_ms =
+            now_ms() +
+            (until - wall < LEASES_HOLD_MAX ? until - wall : LEASES_HOLD_MAX);
     fclose(f);
 }
 
@@ -556,6 +564,20 @@ uint64_t pk_repl_read_lease(pk_server *s, uint32_t p, uint32_t node)
     return until - now;
 }
 
+int pk_repl_lease_usable(const pk_server *s, uint32_t part)
+{
+    const pk_repl *rp = s->repl;
+    uint64_t ep;
+
+    if (rp == NULL || part >= rp->np)
+        return 0;
+    ep = rp->follow_epoch[part];
+    /* Fenced, or released by its leader: a promotion may be under way
+     * without waiting for our promise. */
+    return rp->fence_epoch[part] <= ep &&
+           !(rp->released[part] == ep + 1 && now_ms() < rp->released_ms[part]);
+}
+
 int pk_repl_read_leased(const pk_server *s, uint32_t part)
 {
     return s->repl && leased(s->repl, part, now_ms());
@@ -595,8 +617,8 @@ static int need_state(pk_repl *rp, const rp_need *n, uint64_t now)
                    : 0;
     if (pt == NULL || pt->nreplicas == 0 || pt->replicas[0] != s->cluster.self)
         return -1;
-    if (pt->nreplicas <= 1)
-        return 1;
+    if (pt->nreplicas <= 1) /* a follower just removed may hold a lease */
+        return holders_have(rp, n->part, now) >= n->seq;
     if (rp->stepped[n->part])
         return -1;
     if (!lease_ok(rp, pt, n->part, now) ||
@@ -1204,7 +1226,8 @@ void pk_repl_note(pk_cmd_ctx *x, int write)
     uint32_t p = x->part;
 
     if (rp == NULL || !x->have_part || p >= rp->np ||
-        (pt = part_of(s, p)) == NULL || pt->nreplicas < 2)
+        (pt = part_of(s, p)) == NULL ||
+        (pt->nreplicas < 2 && !leased(rp, p, now_ms())))
         return;
     /* A read a follower served (pk_hotread.c) waits for the leader to
      * commit what it saw: another follower's lease must not read older. */
@@ -1845,9 +1868,8 @@ static int alloc_arrays(pk_repl *rp, uint32_t np)
     rp->cdue_set = calloc(np, 1);
     rp->commit_seen = calloc(np, sizeof(uint64_t));
     rp->commit_ep = calloc(np, sizeof(uint64_t));
-    if (!rp->commit_want || !rp->commit_seen || !rp->commit_ep ||
-        !rp->cdue || !rp->cdue_set ||
-        !rp->handoff || !rp->released || !rp->follow_epoch ||
+    if (!rp->commit_want || !rp->commit_seen || !rp->commit_ep || !rp->cdue ||
+        !rp->cdue_set || !rp->handoff || !rp->released || !rp->follow_epoch ||
         !rp->fence_epoch || !rp->released_ms || !rp->fenced_from ||
         !rp->lead_epoch || !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
         rp->np = 0;

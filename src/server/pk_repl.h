@@ -126,6 +126,11 @@ void pk_repl_want_commits(pk_server *s, uint32_t part);
 void pk_repl_commit_seen(pk_server *s, uint32_t part, uint64_t epoch,
                          uint64_t seq);
 
+/* Follower: 1 while a read lease of part may be used here -- we are
+ * neither fenced at a newer epoch nor released by part's leader (either
+ * way another node may be made leader without our promise). */
+int pk_repl_lease_usable(const pk_server *s, uint32_t part);
+
 /* 1 while a read lease of part granted here may run. */
 int pk_repl_read_leased(const pk_server *s, uint32_t part);
 

@@ -716,13 +716,15 @@ static int total_here(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e,
         if ((lens[i] = part_name(e, i, names[i])) == 0)
             return 0;
         if (leads(s, names[i], lens[i], &parts[i])
-                ? i == pick && (pk_move_fenced(s, parts[i]) ||
-                                pk_split_fenced(s, parts[i]) ||
-                                pk_repl_handing_off(s, parts[i]))
+                ? pk_repl_handing_off(s, parts[i]) ||
+                      (i == pick && (pk_move_fenced(s, parts[i]) ||
+                                     pk_split_fenced(s, parts[i])))
                 : i == pick || !pk_hotread_covered(s, parts[i]))
             return 0;
     }
-    if ((t = pk_srv_txn(x)) == NULL || !rename_key(x, names[pick], lens[pick]))
+    if ((t = pk_srv_txn(x)) == NULL)
+        return 1; /* replied */
+    if (!rename_key(x, names[pick], lens[pick]))
         return 0;
     out0 = pk_obuf_pending(x->out);
     x->have_part = 1;

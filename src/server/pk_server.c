@@ -118,6 +118,7 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x)
  */
 static void fail_iteration(pk_server *s, int rc)
 {
+    pk_hotread_commit_failed(s);
     for (pk_conn *c = s->iter; c; c = c->iter_next) {
         pk_repl_forget_needs(c);
         c->out.len = c->out.head + c->iter_mark;

@@ -172,6 +172,31 @@ def test_followers_serve_hot_reads_linearizably(hc3):
     assert res.ok, res.summary()
 
 
+def test_cache_not_used_inside_exec(hc3):
+    """A read-hot key's GET reply is cached on its leader; a GET inside
+    MULTI/EXEC after a SET of the key in the same transaction answers the
+    new value (a transaction's writes move no log position until it
+    ends, so the cache must not answer there)."""
+    c = hc3
+    key = "hotread:{x}"
+    lead = leader_index(c, key)
+    r = c.nodes[lead].client()
+    r.set(key, "v1")
+
+    def cached():
+        for _ in range(300):
+            assert r.get(key) == "v1"
+        return info_stats(c.nodes[lead]).get("hot_reads_cache_hits", 0)
+    before = info_stats(c.nodes[lead]).get("hot_reads_cache_hits", 0)
+    ok, _ = pkcluster.wait_until(lambda: cached() > before + 100, 10, 0.2)
+    assert ok, info_stats(c.nodes[lead])
+    p = r.pipeline(transaction=True)
+    p.set(key, "v2")
+    p.get(key)
+    assert p.execute() == [True, "v2"]
+    assert r.get(key) == "v2"
+
+
 def test_cold_key_is_forwarded(hc3):
     """A key read a few times a second stays with its leader."""
     c = hc3
