@@ -139,7 +139,7 @@ $(BUILD)/bench/hload: bench/hload.c bench/bnet.h
 
 # bench/rload.c: the range-aware load of bench/range-split.sh (BENCH_CLIENT=
 # smart): requests straight to each range's leader, as a smart client sends.
-$(BUILD)/bench/rload: bench/rload.c $(BUILD)/libpkcore.a
+$(BUILD)/bench/rload: bench/rload.c bench/bnet.h $(BUILD)/libpkcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpkcore.a $(LDLIBS)
 

@@ -112,4 +112,39 @@ static inline int bn_send_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* Reads n replies from fd through in[rcap]: 0, or -1 when the connection
+ * broke.  *errors counts the error replies among them; the first one's
+ * text starts at in + *err_at (valid until in is used again). */
+static inline int bn_read_replies(int fd, long n, char *in, size_t rcap,
+                                  long *errors, size_t *err_at)
+{
+    size_t rlen = 0, off = 0;
+    long got = 0;
+
+    *errors = 0;
+    while (got < n) {
+        ssize_t r;
+        if (rlen == rcap) { /* keep the unread tail only */
+            memmove(in, in + off, rlen - off);
+            rlen -= off;
+            off = 0;
+        }
+        r = read(fd, in + rlen, rcap - rlen);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        rlen += (size_t)r;
+        for (size_t at = off; got < n; at = off) {
+            int err = 0;
+            if (!bn_skip_reply(in, rlen, &off, &err))
+                break;
+            got++;
+            if (err && (*errors)++ == 0)
+                *err_at = at;
+        }
+    }
+    return 0;
+}
+
 #endif

@@ -45,30 +45,12 @@ typedef struct client {
 /* Reads n replies from fd into c's counts: 0, or -1 when it broke. */
 static int read_replies(client *c, int fd, long n, char *in, size_t rcap)
 {
-    size_t rlen = 0, off = 0;
-    long got = 0;
+    long errors;
+    size_t at;
+    int rc = bn_read_replies(fd, n, in, rcap, &errors, &at);
 
-    while (got < n) {
-        ssize_t r;
-        int err = 0;
-        if (rlen == rcap) { /* keep the unread tail only */
-            memmove(in, in + off, rlen - off);
-            rlen -= off;
-            off = 0;
-        }
-        r = read(fd, in + rlen, rcap - rlen);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        rlen += (size_t)r;
-        while (got < n && bn_skip_reply(in, rlen, &off, &err)) {
-            got++;
-            c->errors += err;
-            err = 0;
-        }
-    }
-    return 0;
+    c->errors += errors;
+    return rc;
 }
 
 static void *run(void *arg)

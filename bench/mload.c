@@ -60,10 +60,9 @@ static void *run(void *arg)
     }
     for (long done = 0; done < c->txs;) {
         long batch = c->txs - done < a->pipe ? c->txs - done : a->pipe;
-        size_t n = 0, rlen = 0, off = 0;
-        long want = batch * REPLIES_PER_TX, got = 0;
+        size_t n = 0, at = 0;
+        long want = batch * REPLIES_PER_TX, errors = 0;
         double t0;
-        int err = 0;
         for (long i = 0; i < batch; i++) {
             long k = (long)(bn_rand(&c->rng) % (uint64_t)a->keyspace);
             n += (size_t)snprintf(
@@ -79,30 +78,15 @@ static void *run(void *arg)
             c->failed = 1;
             goto done;
         }
-        while (got < want) {
-            ssize_t r;
-            if (rlen == rcap) { /* keep the unread tail only */
-                memmove(in, in + off, rlen - off);
-                rlen -= off;
-                off = 0;
-            }
-            r = read(fd, in + rlen, rcap - rlen);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                snprintf(c->err, sizeof(c->err), "connection closed");
-                c->failed = 1;
-                goto done;
-            }
-            rlen += (size_t)r;
-            while (got < want && bn_skip_reply(in, rlen, &off, &err))
-                got++;
-            if (err) {
-                snprintf(c->err, sizeof(c->err), "error reply: %.80s",
-                         in + (off > 80 ? off - 80 : 0));
-                c->failed = 1;
-                goto done;
-            }
+        if (bn_read_replies(fd, want, in, rcap, &errors, &at) != 0) {
+            snprintf(c->err, sizeof(c->err), "connection closed");
+            c->failed = 1;
+            goto done;
+        }
+        if (errors) {
+            snprintf(c->err, sizeof(c->err), "error reply: %.80s", in + at);
+            c->failed = 1;
+            goto done;
         }
         for (long i = 0; i < batch; i++)
             c->lat[c->nlat++] = bn_now_ms() - t0;

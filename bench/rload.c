@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bnet.h"
 #include "core/pk_err.h"
 #include "core/pk_pmap.h"
 #include "core/pk_range.h"
@@ -84,20 +85,6 @@ static int dial(const char *addr)
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return fd;
-}
-
-static int send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 static int fill(conn *c)
@@ -195,8 +182,8 @@ static int load_map(conn *c)
     pk_range *r = NULL;
     uint32_t *ln;
 
-    if (send_all(c->fd, req, strlen(req)) != 0 || reply(c, &buf, &len) != 1 ||
-        buf == NULL)
+    if (bn_send_all(c->fd, req, strlen(req)) != 0 ||
+        reply(c, &buf, &len) != 1 || buf == NULL)
         return -1;
     if (pk_pmap_decode((const uint8_t *)buf, len, &m) != PK_OK ||
         m->scheme != PK_SCHEME_RANGE || pk_range_from_pmap(m, &r) != PK_OK ||
@@ -305,7 +292,7 @@ int main(int argc, char **argv)
             else
                 n = snprintf(req, sizeof(req),
                              "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", klen, key);
-            if (send_all(nodes[to[j]].c[j].fd, req, (size_t)n) != 0) {
+            if (bn_send_all(nodes[to[j]].c[j].fd, req, (size_t)n) != 0) {
                 fprintf(stderr, "rload: a node closed the connection\n");
                 return 1;
             }
