@@ -19,9 +19,10 @@ void pk_cmd_get(pk_cmd_ctx *x)
     TXN_OR_RETURN(x, t);
     pk_slice v, key = {x->argv[1].ptr, x->argv[1].len};
     size_t out0 = pk_obuf_pending(x->out);
+    uint64_t h = 0;
     int rc;
 
-    if (x->srv->hotread && pk_hotread_cached(x, t, key))
+    if (x->srv->hotread && pk_hotread_cached(x, t, key, &h))
         return;
     rc = pk_str_get(t, PK_KEY(x, 1), NOW(x), &v);
     if (rc == PK_OK)
@@ -29,8 +30,8 @@ void pk_cmd_get(pk_cmd_ctx *x)
     else if (rc == PK_ENOTFOUND)
         x->srv->misses++;
     pk_reply_value(x, rc, v);
-    if (x->srv->hotread)
-        pk_hotread_keep(x, t, key, rc, out0);
+    if (h)
+        pk_hotread_keep(x, t, key, h, rc, out0);
 }
 
 void pk_cmd_getdel(pk_cmd_ctx *x)

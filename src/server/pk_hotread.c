@@ -554,42 +554,45 @@ static void cache_tick(pk_hotread *hr)
     hr->ncached = kept;
 }
 
-/* The entry of key, or NULL; *h gets its hash when it is read-hot (else
- * 0: not to be cached). */
-static hr_cached *cache_find(pk_hotread *hr, pk_slice key, uint64_t *h)
+/* key's hash when it is read-hot here (its GET is cached), else 0. */
+static uint64_t hot_hash(const pk_hotread *hr, pk_slice key)
 {
-    int hot = 0;
+    uint64_t h;
 
-    *h = 0;
     if (hr == NULL || hr->ncache_hot == 0 || key.len > HR_CACHE_KEY)
-        return NULL;
-    *h = pk_topk_hash(key.ptr, key.len);
-    for (uint32_t j = 0; j < hr->ncache_hot && !hot; j++)
-        hot = hr->cache_hot[j] == *h;
-    if (!hot) {
-        *h = 0;
-        return NULL;
-    }
+        return 0;
+    h = pk_topk_hash(key.ptr, key.len);
+    for (uint32_t j = 0; j < hr->ncache_hot; j++)
+        if (hr->cache_hot[j] == h)
+            return h;
+    return 0;
+}
+
+/* The entry of key (hash h), or NULL. */
+static hr_cached *entry_of(pk_hotread *hr, pk_slice key, uint64_t h)
+{
     for (uint32_t i = 0; i < hr->ncached; i++) {
         hr_cached *e = &hr->cached[i];
-        if (e->hash == *h && e->klen == key.len &&
+        if (e->hash == h && e->klen == key.len &&
             memcmp(e->key, key.ptr, key.len) == 0)
             return e;
     }
     return NULL;
 }
 
-int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key)
+int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key, uint64_t *h)
 {
     pk_hotread *hr = x->srv->hotread;
-    uint64_t h, seq = 0;
+    uint64_t seq = 0;
     hr_cached *e;
 
+    *h = 0;
     /* Not inside EXEC: a group's writes move no log position until it
      * ends. */
     if (!x->have_part || x->c->in_exec || x->srv->cluster.map == NULL ||
-        (e = cache_find(hr, key, &h)) == NULL || e->part != x->part ||
-        e->proto != x->c->proto || e->mapep != x->srv->cluster.map->epoch ||
+        (*h = hot_hash(hr, key)) == 0 || (e = entry_of(hr, key, *h)) == NULL ||
+        e->part != x->part || e->proto != x->c->proto ||
+        e->mapep != x->srv->cluster.map->epoch ||
         (e->expire_ms >= 0 && (int64_t)x->srv->now_ms >= e->expire_ms) ||
         pk_store_log_last(t, x->part, &seq) != PK_OK || seq != e->seq)
         return 0;
@@ -602,20 +605,19 @@ int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key)
     return 1;
 }
 
-void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, int rc,
+void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, uint64_t h, int rc,
                      size_t out0)
 {
     pk_hotread *hr = x->srv->hotread;
     size_t rlen = pk_obuf_pending(x->out) - out0;
-    uint64_t h, seq;
+    uint64_t seq;
     int64_t when;
     hr_cached *e;
 
-    if (!x->have_part || x->c->in_exec || (rc != PK_OK && rc != PK_ENOTFOUND) ||
-        rlen > HR_CACHE_REPLY || x->srv->cluster.map == NULL)
+    if ((rc != PK_OK && rc != PK_ENOTFOUND) || rlen > HR_CACHE_REPLY)
         return;
-    e = cache_find(hr, key, &h);
-    if (h == 0 || pk_store_log_last(t, x->part, &seq) != PK_OK ||
+    e = entry_of(hr, key, h);
+    if (pk_store_log_last(t, x->part, &seq) != PK_OK ||
         pk_key_expiretime(t, x->part, key.ptr, key.len, x->srv->now_ms,
                           &when) != PK_OK)
         return;

@@ -80,14 +80,17 @@ void pk_hotread_committed(pk_server *s);
  * key costs no store lookup.  An entry holds while its partition's log
  * position (every change of a partition's data is a record of its log),
  * the map and the key's expiry do; a reply from it is gated as the read
- * it stands for.  pk_hotread_cached: 1 when x's reply came from it.
- * pk_hotread_keep: after GET of key answered rc, appending from out0.
+ * it stands for.  pk_hotread_cached: 1 when x's reply came from it; else
+ * *h is key's hash when the reply is to be kept (0: not).
+ * pk_hotread_keep (h != 0): after GET of key answered rc, appending from
+ * out0.
  */
-int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key);
+int pk_hotread_cached(pk_cmd_ctx *x, pk_txn *t, pk_slice key, uint64_t *h);
+void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, uint64_t h, int rc,
+                     size_t out0);
+
 /* The iteration's commit failed: the cache may hold what it wrote. */
 void pk_hotread_commit_failed(pk_server *s);
-void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, int rc,
-                     size_t out0);
 
 /* PK.READINDEX part epoch node (node to node). */
 void pk_cmd_pk_readindex(pk_cmd_ctx *x);
