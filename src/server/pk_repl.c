@@ -344,24 +344,19 @@ static rp_stream *stream_of(pk_repl *rp, uint32_t node)
     return node < rp->nby_node ? rp->by_node[node] : NULL;
 }
 
+static uint64_t lease_end(pk_repl *rp, const pk_partition *pt, uint32_t p);
+
 /* 1 while we may serve partition p as its leader: a majority of the
  * followers' promises run and none reported a newer epoch. */
 static int lease_ok(pk_repl *rp, const pk_partition *pt, uint32_t p,
                     uint64_t now)
 {
-    int need, have = 0;
-
     if (pt->nreplicas <= 1)
         return 1;
     if (rp->stepped[p] || pk_repl_handing_off(rp->srv, p) ||
         rp->fence_epoch[p] > rp->lead_epoch[p] || now < rp->hold_ms)
         return 0; /* the last: read leases granted before a restart run */
-    need = pt->nreplicas / 2;
-    for (int i = 1; i < pt->nreplicas && have < need; i++) {
-        rp_stream *st = stream_of(rp, pt->replicas[i]);
-        have += st && st->lease_until > now;
-    }
-    return have >= need;
+    return lease_end(rp, pt, p) > now;
 }
 
 /* 1 while a read lease of p granted here runs. */
