@@ -36,13 +36,23 @@ typedef struct pk_fwd {
     struct pk_fwd *next;
 } pk_fwd;
 
+/* A peer is reached over one link per kind: a kind's requests are
+ * answered in order, so a reply held on one kind delays none of another. */
+enum link_kind {
+    LINK_FORWARD, /* clients' commands (pk_link_forward, pk_link_scatter) */
+    LINK_CALLS,   /* pk_link_call */
+    LINK_RAW,     /* pk_link_call_raw */
+    LINK_STREAM,  /* pk_link_call_stream */
+    LINK_KINDS
+};
+
 typedef struct pk_link {
     uv_tcp_t tcp; /* first member */
     uv_connect_t creq;
     uv_write_t wreq;
     pk_server *srv;
     char addr[64];
-    int calls; /* 1: pk_link_call, 2: pk_link_call_raw, 0: forwarding */
+    int kind; /* enum link_kind */
     int connected, writing, closed;
     pk_obuf pending; /* requests not yet handed to the socket */
     pk_obuf wire;    /* requests in flight in wreq */
@@ -98,10 +108,10 @@ static void write_reply(pk_obuf *ob, int proto, const pk_rr *r)
     }
 }
 
-static pk_link *link_find(pk_server *s, const char *addr, int calls)
+static pk_link *link_find(pk_server *s, const char *addr, int kind)
 {
     for (pk_link *l = s->links; l; l = l->next)
-        if (!l->closed && l->calls == calls && strcmp(l->addr, addr) == 0)
+        if (!l->closed && l->kind == kind && strcmp(l->addr, addr) == 0)
             return l;
     return NULL;
 }
@@ -337,7 +347,7 @@ static void on_link_connect(uv_connect_t *req, int status)
     link_write(l);
 }
 
-static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
+static int link_open(pk_server *s, const char *addr, int kind, pk_link **out)
 {
     struct sockaddr_in sa;
     char host[64];
@@ -355,7 +365,7 @@ static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
         return PK_ENOMEM;
     }
     l->srv = s;
-    l->calls = calls;
+    l->kind = kind;
     snprintf(l->addr, sizeof(l->addr), "%s", addr);
     pk_obuf_init(&l->pending);
     pk_obuf_init(&l->wire);
@@ -378,7 +388,7 @@ static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
         l->head = l->tail = auth;
     }
     /* A raw link (pk_link_call_raw) reaches keys as they are stored. */
-    if (calls == 2) {
+    if (kind == LINK_RAW) {
         pk_fwd *raw = calloc(1, sizeof(*raw));
         if (raw == NULL ||
             pk_rr_write_cmdv(&l->pending, "PK.RAWKEYS", NULL) != PK_OK) {
@@ -416,13 +426,13 @@ static int link_open(pk_server *s, const char *addr, int calls, pk_link **out)
  * start the write (link_write(*lp): a failure there delivers to every
  * entry at once), or NULL with *rc set.
  */
-static pk_fwd *push(pk_server *s, const char *addr, int calls,
+static pk_fwd *push(pk_server *s, const char *addr, int kind,
                     const pk_obuf *cmd, pk_link **lp, int *rc)
 {
-    pk_link *l = link_find(s, addr, calls);
+    pk_link *l = link_find(s, addr, kind);
     pk_fwd *f;
 
-    if (l == NULL && (*rc = link_open(s, addr, calls, &l)) != PK_OK)
+    if (l == NULL && (*rc = link_open(s, addr, kind, &l)) != PK_OK)
         return NULL;
     f = calloc(1, sizeof(*f));
     if (f == NULL || pk_obuf_append(&l->pending, cmd->data + cmd->head,
@@ -447,7 +457,7 @@ static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
 {
     int rc = PK_OK;
     pk_link *l = NULL;
-    pk_fwd *f = push(s, addr, 0, cmd, &l, &rc);
+    pk_fwd *f = push(s, addr, LINK_FORWARD, cmd, &l, &rc);
 
     if (f == NULL)
         return rc;
@@ -564,18 +574,24 @@ static int call(pk_server *s, const char *addr, int kind, pk_obuf *cmd,
 int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
                  void *ctx)
 {
-    return call(s, addr, 1, cmd, cb, ctx);
+    return call(s, addr, LINK_CALLS, cmd, cb, ctx);
 }
 
 int pk_link_call_raw(pk_server *s, const char *addr, pk_obuf *cmd,
                      pk_link_cb cb, void *ctx)
 {
-    return call(s, addr, 2, cmd, cb, ctx);
+    return call(s, addr, LINK_RAW, cmd, cb, ctx);
+}
+
+int pk_link_call_stream(pk_server *s, const char *addr, pk_obuf *cmd,
+                        pk_link_cb cb, void *ctx)
+{
+    return call(s, addr, LINK_STREAM, cmd, cb, ctx);
 }
 
 void pk_link_drop(pk_server *s, const char *addr)
 {
-    for (int kind = 1; kind <= 2; kind++) {
+    for (int kind = LINK_CALLS; kind < LINK_KINDS; kind++) {
         pk_link *l = link_find(s, addr, kind);
         if (l)
             link_fail(l, "dropped");
@@ -588,7 +604,7 @@ void pk_link_drop_all_calls(pk_server *s)
 
     for (; l; l = next) {
         next = l->next;
-        if (l->calls)
+        if (l->kind != LINK_FORWARD)
             link_fail(l, "shutting down");
     }
 }

@@ -54,6 +54,12 @@ int pk_link_call(pk_server *s, const char *addr, pk_obuf *cmd, pk_link_cb cb,
 int pk_link_call_raw(pk_server *s, const char *addr, pk_obuf *cmd,
                      pk_link_cb cb, void *ctx);
 
+/* pk_link_call on a link of its own for replication streams: a follower's
+ * answers to them wait behind no reply that waits for replication (a read
+ * index waits for its position's acknowledgement, pk_hotread.c). */
+int pk_link_call_stream(pk_server *s, const char *addr, pk_obuf *cmd,
+                        pk_link_cb cb, void *ctx);
+
 /* Fails every call in flight to addr (a stuck peer) and closes the link;
  * pk_link_drop_all_calls does it for every call link. */
 void pk_link_drop(pk_server *s, const char *addr);

@@ -1064,7 +1064,7 @@ static void pump(rp_stream *st, pk_txn **rt)
         if (st->inflight++ == 0)
             st->last_reply_ms = now; /* the reply clock starts */
         st->last_send_ms = now;
-        if (pk_link_call(s, st->addr, &cmd, on_reply, call) != PK_OK) {
+        if (pk_link_call_stream(s, st->addr, &cmd, on_reply, call) != PK_OK) {
             st->inflight--;
             for (uint32_t i = 0; i < call->n; i++) {
                 st->state[call->ents[i].part] = PS_NEW;
