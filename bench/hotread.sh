@@ -72,14 +72,7 @@ one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
         --route forward --hot-key-reads "$hot" >&2
     cg_cap >&2
     redis-cli -p "${pkc_ports[0]}" SET "$KEY" v0 | grep -qx OK || die "SET failed"
-    # The key's leader: the port of the node CLUSTER SLOTS names for it.
-    lead=$(redis-cli -p "${pkc_ports[0]}" CLUSTER SLOTS | awk -v s="$(
-        redis-cli -p "${pkc_ports[0]}" CLUSTER KEYSLOT "$KEY")" '
-        { l[NR] = $0 }
-        END { for (i = 1; i + 3 <= NR; i++)
-                  if (l[i] ~ /^[0-9]+$/ && l[i + 1] ~ /^[0-9]+$/ &&
-                      l[i] + 0 <= s && s <= l[i + 1] + 0) { print l[i + 3]; exit } }')
-    [[ -n $lead ]] || die "no leader found for $KEY"
+    lead=$(leader_port "$KEY") || die "no leader found for $KEY"
     if [[ $mode == leader ]]; then
         ports=$lead
     else

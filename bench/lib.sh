@@ -322,6 +322,17 @@ EOF
 
 # slot_tag SLOT: a short hash tag ("tNNN") whose keys "{tNNN}..." fall in
 # Redis Cluster slot SLOT.
+leader_port() { # leader_port KEY: the port CLUSTER SLOTS names for KEY's slot
+    local slot
+    slot=$(redis-cli -p "${pkc_ports[0]}" CLUSTER KEYSLOT "$1") || return 1
+    redis-cli -p "${pkc_ports[0]}" CLUSTER SLOTS | awk -v s="$slot" '
+        { l[NR] = $0 }
+        END { for (i = 1; i + 3 <= NR; i++)
+                  if (l[i] ~ /^[0-9]+$/ && l[i + 1] ~ /^[0-9]+$/ &&
+                      l[i] + 0 <= s && s <= l[i + 1] + 0) { print l[i + 3]; exit 0 }
+              exit 1 }'
+}
+
 slot_tag() {
     "$PY" - "$1" <<'EOF'
 import sys

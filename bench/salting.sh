@@ -65,11 +65,16 @@ one_run() { # one_run MODE RUN: prints "MODE RPS"
             die "PK.SALT failed"
         sleep 1 # every node has the salted map (a write before gets TRYAGAIN)
     fi
-    local pids=() t0 t1
+    local pids=() t0 t1 targets lp
     t0=$(date +%s.%N)
-    for p in "${pkc_ports[@]}"; do
+    targets=("${pkc_ports[@]}")
+    if [[ $mode == leader ]]; then # every client at the key's leader
+        lp=$(leader_port "$KEY") || die "no leader for $KEY"
+        targets=("$lp" "$lp" "$lp")
+    fi
+    for p in "${targets[@]}"; do
         redis-benchmark -p "$p" -c 16 -P 16 -n "$N" -t incr --csv \
-            2>/dev/null >"$dir.bench.$p" &
+            2>/dev/null >"$dir.bench.$p.${#pids[@]}" &
         pids+=($!)
     done
     wait "${pids[@]}"

@@ -198,25 +198,21 @@ pk__hlc *pk__salted_hlc(pk_server *s)
     return &s->salted->hlc;
 }
 
-int pk__salted_pick(pk_server *s, const pk_salt *e)
+int pk__salted_pick(pk_server *s, const pk_salt *e, int spread)
 {
     const pk_pmap *m = s->cluster.map;
     uint8_t name[NAME_CAP];
     int mine[PK_SALT_PARTS_MAX], n = 0;
 
-    /* A node other than the key's home writes a part it leads: the write
-     * costs it no hop, and the clients spread over the nodes spread the
-     * writes.  The home node (where cluster clients send every write)
-     * spreads its own over all the parts. */
-    if (m && pk_pmap_leader(m, pk_cluster_part(&s->cluster, e->key, e->len)) !=
-                 s->cluster.self)
-        for (int i = 0; i < e->n; i++) {
-            size_t len = pk__salted_part_name(e, i, name);
-            if (len &&
-                pk_pmap_leader(m, pk_cluster_part(&s->cluster, name, len)) ==
-                    s->cluster.self)
-                mine[n++] = i;
-        }
+    /* A hop would hold the rest of the client's pipeline until its reply
+     * and cost this node about what the write itself does: the clients
+     * spread over the nodes spread the writes. */
+    for (int i = 0; m && !spread && i < e->n; i++) {
+        size_t len = pk__salted_part_name(e, i, name);
+        if (len && pk_pmap_leader(m, pk_cluster_part(&s->cluster, name, len)) ==
+                       s->cluster.self)
+            mine[n++] = i;
+    }
     if (n > 0)
         return mine[rnd(s->salted) % (uint64_t)n];
     return (int)(rnd(s->salted) % (uint64_t)e->n);
@@ -661,7 +657,7 @@ static int start_write(pk_cmd_ctx *x, const pk_salt *e, int want, int base)
         argv[k] = x->argv[k].ptr;
         lens[k] = x->argv[k].len;
     }
-    part = base ? 0 : pk__salted_pick(x->srv, e);
+    part = base ? 0 : pk__salted_pick(x->srv, e, 0);
     op->phase = PH_WRITE;
     x->srv->salted->writes_called++;
     if (op_send(op, part, x->argc, argv, lens) != PK_OK)
@@ -707,7 +703,7 @@ static int total_here(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e,
     uint8_t names[PK_SALT_PARTS_MAX][NAME_CAP];
     size_t lens[PK_SALT_PARTS_MAX], out0;
     uint32_t parts[PK_SALT_PARTS_MAX];
-    int pick = pk__salted_pick(s, e);
+    int pick = pk__salted_pick(s, e, 0);
     const pk_arg *argv = x->argv;
     sop op;
     pk_txn *t;
@@ -1385,7 +1381,7 @@ static void note_set(pk_salted *sd, const void *key, size_t len)
  * forwarded like any other), and its reply is the part's. */
 static int write_local(pk_cmd_ctx *x, const pk_salt *e)
 {
-    int part = pk__salted_pick(x->srv, e);
+    int part = pk__salted_pick(x->srv, e, 0);
     uint8_t name[NAME_CAP];
     size_t len;
 

@@ -60,9 +60,11 @@ pk_mop **pk__salted_mops(pk_server *s);
 /* This node's clock. */
 pk__hlc *pk__salted_hlc(pk_server *s);
 
-/* The part a write of e goes to: at random among those this node leads,
- * unless it is e's home (or leads none): then among all. */
-int pk__salted_pick(pk_server *s, const pk_salt *e);
+/* The part a write of e goes to: at random among those this node leads
+ * (the write takes no hop), or among all when it leads none or when
+ * spread: a salted string's SETs, which its home stamps, all come through
+ * the home, and only the home can spread them. */
+int pk__salted_pick(pk_server *s, const pk_salt *e, int spread);
 
 /* 1 when this node leads key's partition. */
 int pk__salted_leads(const pk_server *s, const void *key, size_t len);

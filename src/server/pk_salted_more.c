@@ -626,7 +626,7 @@ static void m_set_write(pk_mop *op)
     pk__salted_hlc_stamp(op->s, op->stamp);
     if (op->e.state != PK_SALT_SALTED)
         op->fell_back = 1; /* folding: part 0 takes the writes */
-    m_write(op, op->fell_back ? 0 : pk__salted_pick(op->s, &op->e));
+    m_write(op, op->fell_back ? 0 : pk__salted_pick(op->s, &op->e, 1));
 }
 
 static void m_finish(pk_mop *op)
@@ -761,7 +761,7 @@ static int m_start(pk_cmd_ctx *x, const pk_salt *e, int want)
         op->field = &op->args[want == M_ZINCR ? 3 : 2];
         if (e->state != PK_SALT_SALTED)
             op->fell_back = 1; /* folding: part 0 takes the writes */
-        m_write_cmd(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e));
+        m_write_cmd(op, op->fell_back ? 0 : pk__salted_pick(x->srv, e, 0));
     } else if (hashy(want)) {
         op->phase = MP_PARTS;
         op->field = want == M_HGET || want == M_ZSCORE ? &op->args[2] : NULL;
