@@ -137,6 +137,12 @@ $(BUILD)/bench/hload: bench/hload.c bench/bnet.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
+# bench/sload.c: the write-hot counter among Zipf keys of
+# bench/salting-auto.sh.
+$(BUILD)/bench/sload: bench/sload.c bench/bnet.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread -lm
+
 # bench/rload.c: the range-aware load of bench/range-split.sh (BENCH_CLIENT=
 # smart): requests straight to each range's leader, as a smart client sends.
 $(BUILD)/bench/rload: bench/rload.c bench/bnet.h $(BUILD)/libpkcore.a
@@ -144,7 +150,7 @@ $(BUILD)/bench/rload: bench/rload.c bench/bnet.h $(BUILD)/libpkcore.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpkcore.a $(LDLIBS)
 
 bench-run: all $(BENCH_BIN) $(BUILD)/bench/mload $(BUILD)/bench/hload \
-	$(BUILD)/bench/rload
+	$(BUILD)/bench/rload $(BUILD)/bench/sload
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 	@for s in bench/*.sh; do [ -x "$$s" ] && { $$s || exit 1; }; done; true
 

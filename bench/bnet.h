@@ -114,9 +114,11 @@ static inline int bn_send_all(int fd, const char *p, size_t n)
 
 /* Reads n replies from fd through in[rcap]: 0, or -1 when the connection
  * broke.  *errors counts the error replies among them; the first one's
- * text starts at in + *err_at (valid until in is used again). */
-static inline int bn_read_replies(int fd, long n, char *in, size_t rcap,
-                                  long *errors, size_t *err_at)
+ * text starts at in + *err_at (valid until in is used again).  With each
+ * (n bytes), each[i] says whether reply i was an error. */
+static inline int bn_read_replies_each(int fd, long n, char *in, size_t rcap,
+                                       long *errors, size_t *err_at,
+                                       unsigned char *each)
 {
     size_t rlen = 0, off = 0;
     long got = 0;
@@ -139,12 +141,35 @@ static inline int bn_read_replies(int fd, long n, char *in, size_t rcap,
             int err = 0;
             if (!bn_skip_reply(in, rlen, &off, &err))
                 break;
+            if (each)
+                each[got] = (unsigned char)err;
             got++;
             if (err && (*errors)++ == 0)
                 *err_at = at;
         }
     }
     return 0;
+}
+
+static inline int bn_read_replies(int fd, long n, char *in, size_t rcap,
+                                  long *errors, size_t *err_at)
+{
+    return bn_read_replies_each(fd, n, in, rcap, errors, err_at, NULL);
+}
+
+/* Parses "PORT[,PORT...]" into ports[max]: their number, or -1. */
+static inline int bn_parse_ports(int *ports, int max, const char *s)
+{
+    char *end;
+    int n = 0;
+
+    for (; *s && n < max; s = end + (*end == ',')) {
+        long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || v > 65535 || (*end && *end != ','))
+            return -1;
+        ports[n++] = (int)v;
+    }
+    return *s || n == 0 ? -1 : n;
 }
 
 #endif

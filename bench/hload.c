@@ -125,19 +125,6 @@ static int usage(void)
     return 2;
 }
 
-static int parse_ports(hload_args *a, const char *s)
-{
-    char *end;
-
-    for (a->nports = 0; *s && a->nports < PORTS_MAX; s = end + (*end == ',')) {
-        long v = strtol(s, &end, 10);
-        if (end == s || v <= 0 || v > 65535 || (*end && *end != ','))
-            return -1;
-        a->ports[a->nports++] = (int)v;
-    }
-    return *s || a->nports == 0 ? -1 : 0;
-}
-
 int main(int argc, char **argv)
 {
     hload_args a = {"127.0.0.1", NULL, {0}, 0, 50, 16, 0, 0, 10, 0.9, 1000000};
@@ -152,7 +139,7 @@ int main(int argc, char **argv)
             a.host = optarg;
             break;
         case 'p':
-            if (parse_ports(&a, optarg) != 0)
+            if ((a.nports = bn_parse_ports(a.ports, PORTS_MAX, optarg)) < 0)
                 return usage();
             break;
         case 'k':

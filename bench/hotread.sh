@@ -65,7 +65,8 @@ results=$work/results
 : >"$results"
 
 one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
-    local mode=$1 run=$2 dir=$work/c-$run-$1 hot=0 lead p i served=0
+    local mode=$1 run=$2
+    local dir=$work/c-$run-$1 hot=0 lead p i served=0
     local ports gets sets got want
     [[ $mode == replicas ]] && hot=$HOT
     start_partkv_cluster 3 "$dir" "s-$run-$mode" --replicas 3 \
@@ -101,18 +102,11 @@ one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
         [[ -r $f/cpu.stat ]] && echo "$mode ${f##*/}: $(tr '\n' ' ' <"$f/cpu.stat")" >&2
     done
     echo "$mode $(awk -v a="$gets" -v b="$sets" 'BEGIN {print a + b}') $gets $sets $served"
-    stop "$pkc_pid"
-    pkc_pid=""
-    cg_remove "${node_cgs[@]}"
-    node_cgs=()
+    cluster_done
 }
 
 machine_info
-for ((run = 0; run < RUNS; run++)); do
-    for ((k = 0; k < ${#modes[@]}; k++)); do
-        one_run "${modes[$(((k + run) % ${#modes[@]}))]}" "$run" >>"$results"
-    done
-done
+take_turns "$results"
 
 echo
 printf '%-9s %12s %10s %10s %9s %14s   %s\n' mode "requests/s" "vs leader" \

@@ -322,6 +322,27 @@ EOF
 
 # slot_tag SLOT: a short hash tag ("tNNN") whose keys "{tNNN}..." fall in
 # Redis Cluster slot SLOT.
+# cluster_done: stops the current cluster (start_partkv_cluster) and
+# removes its nodes' cgroups (cg_cap).
+cluster_done() {
+    stop "$pkc_pid"
+    pkc_pid=""
+    cg_remove "${node_cgs[@]}"
+    node_cgs=()
+}
+
+# take_turns FILE: RUNS runs of `one_run MODE RUN` (the caller's) for each
+# of modes[], the modes taking turns to go first; their output to FILE.
+# shellcheck disable=SC2154 # modes: the caller's
+take_turns() {
+    local run k
+    for ((run = 0; run < RUNS; run++)); do
+        for ((k = 0; k < ${#modes[@]}; k++)); do
+            one_run "${modes[$(((k + run) % ${#modes[@]}))]}" "$run" >>"$1"
+        done
+    done
+}
+
 leader_port() { # leader_port KEY: the port CLUSTER SLOTS names for KEY's slot
     local slot
     slot=$(redis-cli -p "${pkc_ports[0]}" CLUSTER KEYSLOT "$1") || return 1

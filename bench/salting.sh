@@ -5,8 +5,12 @@
 # BENCH_N requests each; redis-benchmark's INCR key "counter:__rand_int__"
 # without -r is one key), in three modes on fresh clusters:
 #
-#   off     relief switched off (--hot-key-writes 0): every INCR goes to
-#           the one partition's leader -- what one partition sustains;
+#   leader  relief switched off (--hot-key-writes 0) and every client at
+#           the key's leader, as cluster clients send: what one partition
+#           sustains from clients that reach it directly;
+#   off     relief switched off, the clients spread over the nodes: every
+#           INCR goes to the one partition's leader, 2 in 3 of them
+#           forwarded there;
 #   total   PK.SALT into BENCH_PARTS parts; INCR answers the new total
 #           (one part written, then every part read: the default);
 #   local   the same with --salted-incr-reply local (the part's value).
@@ -26,7 +30,7 @@
 #
 # Environment: BENCH_N (default 200000), BENCH_RUNS (default 3),
 # BENCH_PARTS (default 4), BENCH_NODE_CPU, BENCH_CG_PERIOD_US, BENCH_MODES
-# (default "off total local"), PARTKV.
+# (default "leader off total local"), PARTKV.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,12 +54,13 @@ cleanup() {
     rm -rf "$work"
 }
 own_partkv "$PARTKV_SRC" "$work"
-read -r -a modes <<<"${BENCH_MODES:-off total local}"
+read -r -a modes <<<"${BENCH_MODES:-leader off total local}"
 results=$work/results
 : >"$results"
 
 one_run() { # one_run MODE RUN: prints "MODE RPS"
-    local mode=$1 run=$2 dir=$work/c-$run-$1 extra=() p total=0 got
+    local mode=$1 run=$2
+    local dir=$work/c-$run-$1 extra=() p total=0 got
     [[ $mode == local ]] && extra=(--salted-incr-reply local)
     start_partkv_cluster 3 "$dir" "s-$run-$mode" --replicas 3 \
         --route forward --hot-key-writes 0 "${extra[@]}" >&2
@@ -90,18 +95,11 @@ one_run() { # one_run MODE RUN: prints "MODE RPS"
         echo >&2
     done
     echo "$mode $total"
-    stop "$pkc_pid"
-    pkc_pid=""
-    cg_remove "${node_cgs[@]}"
-    node_cgs=()
+    cluster_done
 }
 
 machine_info
-for ((run = 0; run < RUNS; run++)); do
-    for ((k = 0; k < ${#modes[@]}; k++)); do
-        one_run "${modes[$(((k + run) % ${#modes[@]}))]}" "$run" >>"$results"
-    done
-done
+take_turns "$results"
 
 echo
 printf '%-8s %14s %10s   %s\n' mode "INCR/s" "vs off" "runs"
