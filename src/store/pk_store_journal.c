@@ -114,6 +114,72 @@ int pk__log_append(pk_txn *t, uint64_t seq, const void *rec, size_t len)
     return 0;
 }
 
+/* The only entry of rec[len], when it is one PUT or DEL; else 0. */
+static int lone_entry(const uint8_t *rec, size_t len, pk__entry *e)
+{
+    size_t off = 0;
+
+    return pk__entry_next(rec, len, &off, e) == 0 && off == len &&
+           e->op != PK__LOG_DELPREFIX;
+}
+
+/*
+ * Coalescing: a hot key written many times in one group commit would cost
+ * every follower one record per write; its newest write supersedes the
+ * others.  Nothing outside this transaction has seen the record replaced
+ * (streams and moves read committed records), and whoever waits for its
+ * seq -- a reply, WAIT -- now waits for the record that carries the newer
+ * write too.  A reply cache keyed by log position must not keep what it
+ * read of a record still open to this (pk_store_log_open).
+ */
+int pk__log_coalesce(pk_txn *t, const void *rec, size_t len)
+{
+    uint8_t kb[8], *p;
+    MDB_val k = {8, kb}, v;
+    MDB_cursor *c;
+    pk__entry a, b;
+    uint64_t prev;
+    jrec old;
+    int rc;
+
+    if (t->log_next == 0 || t->st.log_pos <= t->s->log_top ||
+        !lone_entry(rec, len, &b))
+        return 0;
+    if ((rc = pk__cursor(t, t->s->log, &c)) != 0)
+        return rc;
+    if ((rc = jget(c, t->st.log_pos, &old)) != 0)
+        return rc == PK_ENOTFOUND ? PK_ECORRUPT : rc;
+    if (old.part != t->op_part || old.deferred || old.seq != t->st.log_last ||
+        !lone_entry(old.rec, old.len, &a) || a.klen != b.klen ||
+        memcmp(a.key, b.key, a.klen) != 0)
+        return 0;
+    prev = old.prev;
+    pk_be64_put(kb, t->st.log_pos);
+    v.mv_size = PK__JHDR + len;
+    v.mv_data = NULL;
+    if ((rc = mdb_cursor_put(c, &k, &v, MDB_CURRENT | MDB_RESERVE)) != 0)
+        return pk__err(rc);
+    p = v.mv_data;
+    pk_be32_put(p, t->op_part);
+    pk_be64_put(p + 4, t->st.log_last);
+    pk_be64_put(p + 12, prev);
+    pk_be64_put(p + 20, t->st.keys);
+    pk_be64_put(p + 28, t->st.bytes);
+    if (len > 0)
+        memcpy(p + PK__JHDR, rec, len);
+    t->st_dirty = 1;
+    t->appended++; /* the journal carries the stats after it */
+    return 1;
+}
+
+int pk_store_log_open(pk_txn *t, uint32_t part)
+{
+    pk__stat st;
+
+    return !t->rdonly && t->log_next != 0 && pk__stat_load(t, part, &st) == 0 &&
+           st.log_pos > t->s->log_top;
+}
+
 uint64_t pk__log_top(const pk_txn *t)
 {
     return t->log_next != 0 ? t->log_next - 1 : t->s->log_top;

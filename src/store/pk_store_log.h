@@ -99,6 +99,14 @@ int pk_store_log_hold(pk_store *s, uint32_t part, uint64_t from_seq);
 int pk_store_log_last(pk_txn *t, uint32_t part, uint64_t *seq);
 
 /*
+ * 1 when part's last record was written by write transaction t: a later
+ * command of t that rewrites the same key may replace it under the same
+ * sequence number (pk__log_coalesce), so what was read of it must not be
+ * kept as the data at that number.  0 otherwise, and for a read-only t.
+ */
+int pk_store_log_open(pk_txn *t, uint32_t part);
+
+/*
  * Calls cb for every record of part with seq >= from_seq, in order.
  * Returns 0 (also when nothing is that new), PK_ERANGE (records at or after
  * from_seq were trimmed: restart from a snapshot), the callback's value or

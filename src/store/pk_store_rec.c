@@ -99,9 +99,17 @@ int pk__op_end(pk_txn *t, int rc)
             memcpy(t->grp_log.p + t->grp_log.len, t->log.p, t->log.len);
             t->grp_log.len += t->log.len;
             grouped = 1;
-        } else if ((err = pk__log_append(t, t->st.log_last + 1, t->log.p,
-                                         t->log.len)) != 0) {
-            return pk__fail(t, err);
+        } else {
+            /* A command's record may take the place of the one before it
+             * (a group's or a raw operation's never does). */
+            err = t->op_flags & PK__OP_RAW
+                      ? 0
+                      : pk__log_coalesce(t, t->log.p, t->log.len);
+            if (err == 0)
+                err =
+                    pk__log_append(t, t->st.log_last + 1, t->log.p, t->log.len);
+            if (err < 0)
+                return pk__fail(t, err);
         }
     }
     if (t->st_dirty && (err = pk__stat_save(t, t->op_part, &t->st)) != 0) {

@@ -245,6 +245,70 @@ static int count_cb(void *ctx, uint64_t seq, const void *rec, size_t len)
     return 0;
 }
 
+/* The seq of part's last record as t sees it. */
+static uint64_t last_of(pk_txn *t, uint32_t part)
+{
+    uint64_t last;
+
+    assert_int_equal(pk_store_log_last(t, part, &last), 0);
+    return last;
+}
+
+/* A command that rewrites the key of the record its transaction wrote last
+ * in the partition takes that record's place; anything else adds one. */
+static void test_log_coalesce(void **state)
+{
+    two *w = *state;
+    pk_txn *t = wtxn(w->a->s);
+    pk_slice f = {"f", 1}, v = {"v", 1};
+    uint64_t n;
+    int64_t out;
+    int done, count = 0;
+
+    assert_int_equal(pk_store_log_open(t, 2), 0);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(pk_str_incrby(t, 2, S("hot"), 1, NOW, &out), 0);
+    assert_int_equal(last_of(t, 2), 1);
+    assert_int_equal(pk_store_log_open(t, 2), 1);
+    assert_int_equal(pk_store_log_open(t, 3), 0);
+    /* Another key, then the first again: three records. */
+    assert_int_equal(pk_str_set(t, 2, S("k"), S("x"), NULL, NOW, &done, NULL),
+                     0);
+    assert_int_equal(pk_str_incrby(t, 2, S("hot"), 1, NOW, &out), 0);
+    assert_int_equal(pk_str_incrby(t, 2, S("hot"), 1, NOW, &out), 0);
+    assert_int_equal(last_of(t, 2), 3);
+    /* A key's drop (META and members' prefix) and a hash's record (META
+     * and field) are never replaced, nor replace. */
+    pk_slice w2 = {"w", 1};
+    assert_int_equal(pk_key_del(t, 2, S("hot"), NOW, &done), 0);
+    assert_int_equal(last_of(t, 2), 4);
+    assert_int_equal(pk_hmap_set(t, 2, S("h"), 1, &f, &v, NOW, &n), 0);
+    assert_int_equal(pk_hmap_set(t, 2, S("h"), 1, &f, &w2, NOW, &n), 0);
+    assert_int_equal(last_of(t, 2), 6);
+    assert_int_equal(pk_str_incrby(t, 2, S("hot"), 7, NOW, &out), 0);
+    assert_int_equal(last_of(t, 2), 7);
+    assert_int_equal(pk_txn_commit(t), 0);
+    /* Committed records stay: the next transaction's write adds one. */
+    t = wtxn(w->a->s);
+    assert_int_equal(pk_store_log_open(t, 2), 0);
+    assert_int_equal(pk_str_incrby(t, 2, S("hot"), 1, NOW, &out), 0);
+    assert_int_equal(out, 8);
+    assert_int_equal(last_of(t, 2), 8);
+    assert_int_equal(pk_txn_commit(t), 0);
+    t = rtxn(w->a->s);
+    assert_int_equal(pk_store_log_read(t, 2, 1, count_cb, &count), 0);
+    assert_int_equal(count, 8);
+    pk_txn_abort(t);
+    /* The records alone give the same data, and the stats they carry. */
+    assert_int_equal(ship(w->a->s, w->b->s, 2, 1), 8);
+    expect_same(w->a->s, w->b->s, 2);
+    t = rtxn(w->b->s);
+    assert_int_equal(pk_str_get(t, 2, S("hot"), NOW, &v), 0);
+    assert_int_equal(v.len, 1);
+    assert_memory_equal(v.ptr, "8", 1);
+    pk_txn_abort(t);
+}
+
 static void test_log_trim(void **state)
 {
     two *w = *state;
@@ -948,6 +1012,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_log_apply_reproduces),
         T(test_log_seq_rules),
+        T(test_log_coalesce),
         T(test_log_trim),
         T(test_export_import_roundtrip),
         T(test_export_import_chunked),

@@ -85,6 +85,10 @@ static void test_getex(void **state)
     uint64_t seq;
 
     set(t, "k", S("v"));
+    /* Committed: a later write of k in the same transaction would take
+     * the place of its record (pk__log_coalesce, tested in test_log). */
+    assert_int_equal(pk_txn_commit(t), 0);
+    t = wtxn(st_of(state));
     seq = log_last(t);
     /* No change, no record. */
     assert_int_equal(pk_str_getex(t, 0, S("k"), PK_GETEX_KEEP, 0, NOW, &v), 0);
