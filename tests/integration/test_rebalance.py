@@ -45,6 +45,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
+import pmap
 import server as pkserver
 from cluster import (Proxy, join_server, partkv_cli, slot_owner_ports,
                      wait_until)
@@ -629,16 +630,36 @@ def procs():
         p.cleanup()
 
 
+def settled(cl, quiet=0.5, timeout=10):
+    """cl, once every node holds the same map epoch and it has not moved
+    for `quiet` seconds: the controller writes the map once more just
+    after the cluster is ready, and a plan made before that is stale."""
+    seen = {"epoch": None, "since": 0.0}
+
+    def still():
+        eps = {pmap.decode(n.client(decode_responses=False).execute_command(
+            "PK.MAP"))["epoch"] for n in cl.nodes}
+        now = time.monotonic()
+        if len(eps) != 1 or eps != {seen["epoch"]}:
+            seen.update(epoch=next(iter(eps)), since=now)
+            return False
+        return now - seen["since"] >= quiet
+    ok, waited = wait_until(still, timeout, interval=0.05)
+    assert ok, "the map kept changing for %.1fs" % waited
+    return cl
+
+
 @pytest.fixture
 def cl3(cluster_factory):
     """3 nodes, R=1."""
-    return cluster_factory(nodes=3, replicas=1)
+    return settled(cluster_factory(nodes=3, replicas=1))
 
 
 @pytest.fixture
 def cl3_durable(cluster_factory):
     """3 nodes, R=1, --fsync always (for the kill -9 tests)."""
-    return cluster_factory(nodes=3, replicas=1, extra=["--fsync", "always"])
+    return settled(cluster_factory(nodes=3, replicas=1,
+                                   extra=["--fsync", "always"]))
 
 
 def heavy_setup(cl, procs, fsync=None, small=3000, src=1):
