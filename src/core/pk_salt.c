@@ -1,10 +1,10 @@
 /* pk_salt: names of a salted key's parts (see pk_salt.h). */
 #include "pk_salt.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "pk_hash.h"
+#include "pk_num.h"
 
 static const char SUB_MID[] = "}\0salt\0"; /* after "{s<tag>" */
 #define SUB_MID_LEN 7
@@ -13,6 +13,15 @@ static const char MARK_MID[] = "\0salt-folded\0";
 
 static const char STAMP_MID[] = "\0salt-hlc\0";
 #define STAMP_MID_LEN 10
+
+/* "{s<tag>" into out (PK_I64_CHARS + 2 bytes): its length.  (On every
+ * salted write: no printf.) */
+static size_t tag_head(uint32_t tag, char *out)
+{
+    out[0] = '{';
+    out[1] = 's';
+    return 2 + pk_i64_format(out + 2, (int64_t)tag);
+}
 
 pk_salt_kind pk_salt_tag_kind(uint32_t tag)
 {
@@ -34,12 +43,12 @@ uint32_t pk_salt_tag_base(pk_salt_kind kind)
 size_t pk_salt_subkey(const void *key, size_t len, uint32_t tag, uint8_t *out,
                       size_t cap)
 {
-    char head[16];
-    int n = snprintf(head, sizeof(head), "{s%u", (unsigned)tag);
+    char head[PK_I64_CHARS + 2];
+    size_t n = tag_head(tag, head);
 
-    if ((size_t)n + SUB_MID_LEN + len > cap)
+    if (n + SUB_MID_LEN + len > cap)
         return 0;
-    memcpy(out, head, (size_t)n);
+    memcpy(out, head, n);
     memcpy(out + n, SUB_MID, SUB_MID_LEN);
     memcpy(out + n + SUB_MID_LEN, key, len);
     return (size_t)n + SUB_MID_LEN + len;
@@ -71,26 +80,26 @@ static size_t own_slot(const void *key, size_t len, const void *rest,
 size_t pk_salt_marker(const void *key, size_t len, unsigned i, uint8_t *out,
                       size_t cap)
 {
-    char rest[MARK_MID_LEN + 16];
-    int n = snprintf(rest + MARK_MID_LEN, 16, "%u", i);
+    char rest[MARK_MID_LEN + PK_I64_CHARS];
+    size_t n = pk_i64_format(rest + MARK_MID_LEN, (int64_t)i);
 
     memcpy(rest, MARK_MID, MARK_MID_LEN);
-    return own_slot(key, len, rest, MARK_MID_LEN + (size_t)n, out, cap);
+    return own_slot(key, len, rest, MARK_MID_LEN + n, out, cap);
 }
 
 size_t pk_salt_stamp(const void *key, size_t len, unsigned i, uint32_t tag,
                      uint8_t *out, size_t cap)
 {
-    char head[16];
-    int n;
-    size_t need;
+    char head[PK_I64_CHARS + 3];
+    size_t n, need;
 
     if (i > 0) { /* the part's hash tag, then the mid and K */
-        n = snprintf(head, sizeof(head), "{s%u}", (unsigned)tag);
-        need = (size_t)n + STAMP_MID_LEN + len;
+        n = tag_head(tag, head);
+        head[n++] = '}';
+        need = n + STAMP_MID_LEN + len;
         if (need > cap)
             return 0;
-        memcpy(out, head, (size_t)n);
+        memcpy(out, head, n);
         memcpy(out + n, STAMP_MID, STAMP_MID_LEN);
         memcpy(out + n + STAMP_MID_LEN, key, len);
         return need;

@@ -198,24 +198,51 @@ pk__hlc *pk__salted_hlc(pk_server *s)
     return &s->salted->hlc;
 }
 
-int pk__salted_pick(pk_server *s, const pk_salt *e, int spread)
+/* A part of e for a write, given each part's partition (parts[i]). */
+static int pick_of(pk_server *s, const pk_salt *e, const uint32_t *parts,
+                   int spread)
 {
     const pk_pmap *m = s->cluster.map;
-    uint8_t name[NAME_CAP];
     int mine[PK_SALT_PARTS_MAX], n = 0;
 
     /* A hop would hold the rest of the client's pipeline until its reply
      * and cost this node about what the write itself does: the clients
      * spread over the nodes spread the writes. */
-    for (int i = 0; m && !spread && i < e->n; i++) {
-        size_t len = pk__salted_part_name(e, i, name);
-        if (len && pk_pmap_leader(m, pk_cluster_part(&s->cluster, name, len)) ==
-                       s->cluster.self)
+    for (int i = 0; m && !spread && i < e->n; i++)
+        if (parts[i] != UINT32_MAX &&
+            pk_pmap_leader(m, parts[i]) == s->cluster.self)
             mine[n++] = i;
-    }
     if (n > 0)
         return mine[rnd(s->salted) % (uint64_t)n];
     return (int)(rnd(s->salted) % (uint64_t)e->n);
+}
+
+/* Each part's name and partition (UINT32_MAX when its name does not
+ * fit): 1 when every name fits. */
+static int part_places(const pk_server *s, const pk_salt *e,
+                       uint8_t (*names)[NAME_CAP], size_t *lens,
+                       uint32_t *parts)
+{
+    int all = 1;
+
+    for (int i = 0; i < e->n; i++) {
+        lens[i] = part_name(e, i, names[i]);
+        parts[i] = lens[i] ? pk_cluster_part(&s->cluster, names[i], lens[i])
+                           : UINT32_MAX;
+        all &= lens[i] != 0;
+    }
+    return all;
+}
+
+int pk__salted_pick(pk_server *s, const pk_salt *e, int spread)
+{
+    uint8_t names[PK_SALT_PARTS_MAX][NAME_CAP];
+    size_t lens[PK_SALT_PARTS_MAX];
+    uint32_t parts[PK_SALT_PARTS_MAX];
+
+    if (!spread)
+        part_places(s, e, names, lens, parts);
+    return pick_of(s, e, parts, spread);
 }
 
 int pk__salted_leads(const pk_server *s, const void *key, size_t len)
@@ -703,15 +730,16 @@ static int total_here(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e,
     uint8_t names[PK_SALT_PARTS_MAX][NAME_CAP];
     size_t lens[PK_SALT_PARTS_MAX], out0;
     uint32_t parts[PK_SALT_PARTS_MAX];
-    int pick = pk__salted_pick(s, e, 0);
     const pk_arg *argv = x->argv;
+    int pick;
     sop op;
     pk_txn *t;
 
+    if (!part_places(s, e, names, lens, parts))
+        return 0;
+    pick = pick_of(s, e, parts, 0);
     for (int i = 0; i < e->n; i++) {
-        if ((lens[i] = part_name(e, i, names[i])) == 0)
-            return 0;
-        if (leads(s, names[i], lens[i], &parts[i])
+        if (pk_pmap_leader(s->cluster.map, parts[i]) == s->cluster.self
                 ? pk_repl_handing_off(s, parts[i]) ||
                       (i == pick && (pk_move_fenced(s, parts[i]) ||
                                      pk_split_fenced(s, parts[i])))
