@@ -236,12 +236,13 @@ static int part_places(const pk_server *s, const pk_salt *e,
 
 int pk__salted_pick(pk_server *s, const pk_salt *e, int spread)
 {
-    uint8_t names[PK_SALT_PARTS_MAX][NAME_CAP];
-    size_t lens[PK_SALT_PARTS_MAX];
+    uint8_t name[NAME_CAP];
     uint32_t parts[PK_SALT_PARTS_MAX];
 
-    if (!spread)
-        part_places(s, e, names, lens, parts);
+    for (int i = 0; !spread && i < e->n; i++) {
+        size_t len = part_name(e, i, name);
+        parts[i] = len ? pk_cluster_part(&s->cluster, name, len) : UINT32_MAX;
+    }
     return pick_of(s, e, parts, spread);
 }
 

@@ -598,7 +598,8 @@ int pk__log_append(pk_txn *t, uint64_t seq, const void *rec, size_t len);
 /* Puts the open operation's record in the place of its partition's newest
  * one, under the same seq, when that one was written in this transaction
  * and both are one PUT or DEL of the same key (the new one alone gives the
- * same data): 1 when it did, 0 when that does not apply, else an error. */
+ * same data), unless the operation is raw or deferred: 1 when it did, 0
+ * when that does not apply, else an error. */
 int pk__log_coalesce(pk_txn *t, const void *rec, size_t len);
 int pk__log_drop(pk_txn *t, size_t limit, size_t *n, int *all);
 int pk__log_retain(pk_txn *t);

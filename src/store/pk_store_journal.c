@@ -142,8 +142,8 @@ int pk__log_coalesce(pk_txn *t, const void *rec, size_t len)
     jrec old;
     int rc;
 
-    if (t->log_next == 0 || t->st.log_pos <= t->s->log_top ||
-        !lone_entry(rec, len, &b))
+    if ((t->op_flags & (PK__OP_DEFER | PK__OP_RAW)) || t->log_next == 0 ||
+        t->st.log_pos <= t->s->log_top || !lone_entry(rec, len, &b))
         return 0;
     if ((rc = pk__cursor(t, t->s->log, &c)) != 0)
         return rc;

@@ -101,10 +101,8 @@ int pk__op_end(pk_txn *t, int rc)
             grouped = 1;
         } else {
             /* A command's record may take the place of the one before it
-             * (a group's or a raw operation's never does). */
-            err = t->op_flags & PK__OP_RAW
-                      ? 0
-                      : pk__log_coalesce(t, t->log.p, t->log.len);
+             * (a group's, a raw or deferred operation's never does). */
+            err = pk__log_coalesce(t, t->log.p, t->log.len);
             if (err == 0)
                 err =
                     pk__log_append(t, t->st.log_last + 1, t->log.p, t->log.len);
