@@ -28,6 +28,7 @@
 #include "server/pk_split.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
+#include "store/pk_store_log.h"
 #include "store/pk_str.h"
 
 #define NAME_CAP PK__SALT_NAME_CAP
@@ -123,6 +124,35 @@ typedef struct watch {
     int sets; /* hot: a SET of it was seen (salted as a string) */
 } watch;
 
+/* What total_here read of one part this transaction (part UINT32_MAX:
+ * nothing). */
+typedef struct seen_part {
+    uint32_t part;     /* its partition */
+    uint64_t seq;      /* the partition's log position then */
+    int64_t expire_ms; /* the value's expiry, -1 for none */
+    uint8_t have, vlen;
+    char val[VAL_CAP];
+} seen_part;
+
+/*
+ * total_here's reads of a salted key's parts and fold markers, kept for
+ * the rest of the loop's transaction: a hot counter's hundred INCRs in
+ * one group commit read each other part once.  A part read is good while
+ * its partition's log has not moved (nothing else changes a partition's
+ * data: the log has a record of every write, expiry and fold, and a
+ * follower's settling applies records the log already counts), no record
+ * of this transaction may take the place of its last (pk_store_log_open),
+ * and its value has not expired.
+ */
+typedef struct tot_seen {
+    uint64_t commits, mapep; /* the transaction (pk_server.commits), map */
+    uint32_t klen;
+    uint8_t key[PK_SALT_KEY_MAX];
+    seen_part p[PK_SALT_PARTS_MAX];
+    seen_part marks; /* part 0's partition: folded[] good while it holds */
+    uint8_t folded[PK_SALT_PARTS_MAX];
+} tot_seen;
+
 typedef struct pk_salted {
     sop *ops;
     pk_uop *uops; /* sets' and HLLs' reads (pk_salted_sets.c) */
@@ -137,6 +167,7 @@ typedef struct pk_salted {
     pk_arg *argv; /* write_local: the command with a part's name; owned */
     int argv_cap;
     uint64_t writes_here, writes_called; /* counters' total replies */
+    tot_seen seen; /* total_here's reads, this transaction */
     uint8_t name[NAME_CAP];
 } pk_salted;
 
@@ -714,6 +745,102 @@ static int rename_key(pk_cmd_ctx *x, const uint8_t *name, size_t len)
     return 1;
 }
 
+/* The seen entry for e in this transaction, emptied when it was not. */
+static tot_seen *seen_of(pk_server *s, const pk_salt *e)
+{
+    tot_seen *v = &s->salted->seen;
+
+    if (v->commits != s->commits || v->mapep != s->cluster.map->epoch ||
+        v->klen != e->len || memcmp(v->key, e->key, e->len) != 0) {
+        v->commits = s->commits;
+        v->mapep = s->cluster.map->epoch;
+        v->klen = (uint32_t)e->len;
+        memcpy(v->key, e->key, e->len);
+        for (int i = 0; i < PK_SALT_PARTS_MAX; i++)
+            v->p[i].part = UINT32_MAX;
+        v->marks.part = UINT32_MAX;
+    }
+    return v;
+}
+
+/* 1 when what sp kept of part still holds at now_ms. */
+static int seen_holds(pk_txn *t, const seen_part *sp, uint32_t part,
+                      uint64_t now_ms)
+{
+    uint64_t seq;
+
+    return sp->part == part &&
+           (sp->expire_ms < 0 || (int64_t)now_ms < sp->expire_ms) &&
+           !pk_store_log_open(t, part) &&
+           pk_store_log_last(t, part, &seq) == PK_OK && seq == sp->seq;
+}
+
+/* Keeps in sp that part was read now (unless a record of this
+ * transaction may still take the place of its last). */
+static void seen_keep(pk_txn *t, seen_part *sp, uint32_t part,
+                      int64_t expire_ms)
+{
+    sp->part = UINT32_MAX;
+    if (!pk_store_log_open(t, part) &&
+        pk_store_log_last(t, part, &sp->seq) == PK_OK) {
+        sp->part = part;
+        sp->expire_ms = expire_ms;
+    }
+}
+
+/* total_here's reads: every part's value (the one just written, pick,
+ * afresh) and the fold markers, into op; PK_OK or an error. */
+static int read_parts(pk_cmd_ctx *x, pk_txn *t, const pk_salt *e,
+                      uint8_t (*names)[NAME_CAP], const size_t *lens,
+                      const uint32_t *parts, int pick, sop *op)
+{
+    tot_seen *v = seen_of(x->srv, e);
+    uint64_t now = NOW(x);
+
+    for (int i = 0; i < e->n; i++) {
+        seen_part *sp = &v->p[i];
+        int64_t when = -1;
+        pk_slice val;
+        int rc;
+        if (i != pick && seen_holds(t, sp, parts[i], now)) {
+            op->have[i] = sp->have;
+            op->vlen[i] = sp->vlen;
+            memcpy(op->val[i], sp->val, sp->vlen);
+            continue;
+        }
+        rc = pk_str_get(t, parts[i], names[i], lens[i], now, &val);
+        if (rc == PK_OK) {
+            op->have[i] = 1;
+            op->vlen[i] = (uint8_t)(val.len < VAL_CAP ? val.len : VAL_CAP - 1);
+            memcpy(op->val[i], val.ptr, op->vlen[i]);
+        } else if (rc != PK_ENOTFOUND) {
+            return rc;
+        }
+        if (i == pick ||
+            (op->have[i] && pk_key_expiretime(t, parts[i], names[i], lens[i],
+                                              now, &when) != PK_OK))
+            continue;
+        seen_keep(t, sp, parts[i], when >= 0 ? when : -1);
+        sp->have = op->have[i];
+        sp->vlen = op->vlen[i];
+        memcpy(sp->val, op->val[i], op->vlen[i]);
+    }
+    /* The fold markers, in part 0's partition. */
+    if (seen_holds(t, &v->marks, parts[0], now)) {
+        memcpy(op->folded, v->folded, sizeof(op->folded));
+        return PK_OK;
+    }
+    for (int i = 1; i < e->n; i++) {
+        uint8_t mark[NAME_CAP];
+        size_t ml = pk_salt_marker(e->key, e->len, (unsigned)i, mark, NAME_CAP);
+        pk_slice val;
+        op->folded[i] = pk_str_get(t, parts[0], mark, ml, now, &val) == PK_OK;
+    }
+    seen_keep(t, &v->marks, parts[0], -1);
+    memcpy(v->folded, op->folded, sizeof(v->folded));
+    return PK_OK;
+}
+
 /*
  * A counter's write with the total as the reply, all here: when this node
  * leads the part picked and can read every other part in its own copy (it
@@ -732,7 +859,7 @@ static int total_here(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e,
     size_t lens[PK_SALT_PARTS_MAX], out0;
     uint32_t parts[PK_SALT_PARTS_MAX];
     const pk_arg *argv = x->argv;
-    int pick;
+    int pick, rc;
     sop op;
     pk_txn *t;
 
@@ -771,31 +898,17 @@ static int total_here(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e,
     memset(&op, 0, sizeof(op));
     op.want = want;
     op.e = *e;
-    for (int i = 0; i < e->n; i++) {
-        pk_slice v;
-        int rc = pk_str_get(t, parts[i], names[i], lens[i], NOW(x), &v);
-        if (rc == PK_OK) {
-            op.have[i] = 1;
-            op.vlen[i] = (uint8_t)(v.len < VAL_CAP ? v.len : VAL_CAP - 1);
-            memcpy(op.val[i], v.ptr, op.vlen[i]);
-        } else if (rc != PK_ENOTFOUND) {
-            x->out->len = x->out->head + out0;
-            pk_cmd_store_error(x, rc);
-            x->have_part = 0;
-            return 1;
-        }
-        if (i > 0) { /* the fold markers, in part 0's partition */
-            uint8_t mark[NAME_CAP];
-            size_t ml =
-                pk_salt_marker(e->key, e->len, (unsigned)i, mark, NAME_CAP);
-            op.folded[i] =
-                pk_str_get(t, parts[0], mark, ml, NOW(x), &v) == PK_OK;
-        }
-        if (i != pick) {
+    if ((rc = read_parts(x, t, e, names, lens, parts, pick, &op)) != PK_OK) {
+        x->out->len = x->out->head + out0;
+        pk_cmd_store_error(x, rc);
+        x->have_part = 0;
+        return 1;
+    }
+    for (int i = 0; i < e->n; i++)
+        if (i != pick) { /* the reply waits for what was read */
             x->part = parts[i];
             pk_repl_note(x, 0);
         }
-    }
     x->have_part = 0;
     x->out->len = x->out->head + out0; /* the part's own value */
     reply_total(&op, x->out);

@@ -108,6 +108,47 @@ def test_salt_spreads_writes_and_reads_the_total(sc3):
     assert not [k for k in stored if b"\x00salt" in k], stored
 
 
+def test_totals_under_pipelined_writers(sc3):
+    """Three clients, one per node, send pipelines of INCRs of one salted
+    counter at once.  Each reply is the total at some moment between its
+    pipeline's send and its answer: at least every INCR answered before
+    the pipeline was sent, plus its own, and at most every INCR sent
+    before its answer.  (A node reads the other parts once per group
+    commit while their partitions' logs stand still; a stale read would
+    answer too little.)"""
+    c = sc3
+    assert retry(lambda: c.nodes[0].client().execute_command(
+        "PK.SALT", "piped", 4)) == "OK"
+    lock = threading.Lock()
+    sent, done, events = [0], [], []   # done: answer times, one per INCR
+
+    def writer(i):
+        r = c.nodes[i].client()
+        for _ in range(60):
+            pipe = r.pipeline(transaction=False)
+            for _ in range(20):
+                pipe.incr("piped")
+            with lock:
+                t0 = time.monotonic()
+                before = len(done)
+                sent[0] += 20
+            replies = pipe.execute()
+            with lock:
+                t1 = time.monotonic()
+                done.extend([t1] * 20)
+                events.append((t0, before, sent[0], replies))
+    ths = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(60)
+    assert len(done) == 3 * 60 * 20
+    for t0, before, upto, replies in events:
+        for v in replies:
+            assert before < v <= upto, (before, v, upto)
+    assert int(c.nodes[1].client().get("piped")) == len(done)
+
+
 def test_float_increments_and_delete(sc3):
     c = sc3
     r = c.nodes[0].client()
