@@ -30,9 +30,11 @@
 /* No answer from a follower for this long: redial. */
 #define STALL_MS 5000
 #define READ_LEASES 64 /* read leases granted and running, at most */
-/* A commit position rides on the next records sent; none sent by then, it
- * goes alone. */
-#define COMMIT_ALONE_MS 2
+/* A commit position rides on records sent in this loop iteration; none
+ * sent, it goes alone at the next turn of the loop (follower reads of a
+ * key that is also written wait for it: 2 ms here cost them a fifth of
+ * their rate, bench/README.md). */
+#define COMMIT_ALONE_MS 0
 /* repl.leases is saved a second ahead of the leases it covers. */
 #define LEASES_HOLD_MAX (PK_REPL_READ_LEASE_MS + 1000)
 
