@@ -617,8 +617,7 @@ void pk_hotread_keep(pk_cmd_ctx *x, pk_txn *t, pk_slice key, uint64_t h, int rc,
     if ((rc != PK_OK && rc != PK_ENOTFOUND) || rlen > HR_CACHE_REPLY)
         return;
     e = entry_of(hr, key, h);
-    if (pk_store_log_open(t, x->part) ||
-        pk_store_log_last(t, x->part, &seq) != PK_OK ||
+    if (pk_store_log_keepable(t, x->part, &seq) != PK_OK ||
         pk_key_expiretime(t, x->part, key.ptr, key.len, x->srv->now_ms,
                           &when) != PK_OK)
         return;

@@ -141,7 +141,7 @@ typedef struct seen_part {
  * its partition's log has not moved (nothing else changes a partition's
  * data: the log has a record of every write, expiry and fold, and a
  * follower's settling applies records the log already counts), no record
- * of this transaction may take the place of its last (pk_store_log_open),
+ * of this transaction may take the place of its last (pk_store_log_keepable),
  * and its value has not expired.
  */
 typedef struct tot_seen {
@@ -248,20 +248,25 @@ static int pick_of(pk_server *s, const pk_salt *e, const uint32_t *parts,
     return (int)(rnd(s->salted) % (uint64_t)e->n);
 }
 
-/* Each part's name and partition (UINT32_MAX when its name does not
- * fit): 1 when every name fits. */
+/* Part i's name into name, its length into *len, and its partition
+ * (UINT32_MAX when the name does not fit). */
+static uint32_t part_place(const pk_server *s, const pk_salt *e, int i,
+                           uint8_t *name, size_t *len)
+{
+    *len = part_name(e, i, name);
+    return *len ? pk_cluster_part(&s->cluster, name, *len) : UINT32_MAX;
+}
+
+/* Each part's name and partition: 1 when every name fits. */
 static int part_places(const pk_server *s, const pk_salt *e,
                        uint8_t (*names)[NAME_CAP], size_t *lens,
                        uint32_t *parts)
 {
     int all = 1;
 
-    for (int i = 0; i < e->n; i++) {
-        lens[i] = part_name(e, i, names[i]);
-        parts[i] = lens[i] ? pk_cluster_part(&s->cluster, names[i], lens[i])
-                           : UINT32_MAX;
-        all &= lens[i] != 0;
-    }
+    for (int i = 0; i < e->n; i++)
+        all &=
+            (parts[i] = part_place(s, e, i, names[i], &lens[i])) != UINT32_MAX;
     return all;
 }
 
@@ -269,11 +274,10 @@ int pk__salted_pick(pk_server *s, const pk_salt *e, int spread)
 {
     uint8_t name[NAME_CAP];
     uint32_t parts[PK_SALT_PARTS_MAX];
+    size_t len;
 
-    for (int i = 0; !spread && i < e->n; i++) {
-        size_t len = part_name(e, i, name);
-        parts[i] = len ? pk_cluster_part(&s->cluster, name, len) : UINT32_MAX;
-    }
+    for (int i = 0; !spread && i < e->n; i++)
+        parts[i] = part_place(s, e, i, name, &len);
     return pick_of(s, e, parts, spread);
 }
 
@@ -771,8 +775,7 @@ static int seen_holds(pk_txn *t, const seen_part *sp, uint32_t part,
 
     return sp->part == part &&
            (sp->expire_ms < 0 || (int64_t)now_ms < sp->expire_ms) &&
-           !pk_store_log_open(t, part) &&
-           pk_store_log_last(t, part, &seq) == PK_OK && seq == sp->seq;
+           pk_store_log_keepable(t, part, &seq) == PK_OK && seq == sp->seq;
 }
 
 /* Keeps in sp that part was read now (unless a record of this
@@ -780,12 +783,9 @@ static int seen_holds(pk_txn *t, const seen_part *sp, uint32_t part,
 static void seen_keep(pk_txn *t, seen_part *sp, uint32_t part,
                       int64_t expire_ms)
 {
-    sp->part = UINT32_MAX;
-    if (!pk_store_log_open(t, part) &&
-        pk_store_log_last(t, part, &sp->seq) == PK_OK) {
-        sp->part = part;
-        sp->expire_ms = expire_ms;
-    }
+    sp->part =
+        pk_store_log_keepable(t, part, &sp->seq) == PK_OK ? part : UINT32_MAX;
+    sp->expire_ms = expire_ms;
 }
 
 /* total_here's reads: every part's value (the one just written, pick,

@@ -130,7 +130,7 @@ static int lone_entry(const uint8_t *rec, size_t len, pk__entry *e)
  * (streams and moves read committed records), and whoever waits for its
  * seq -- a reply, WAIT -- now waits for the record that carries the newer
  * write too.  A reply cache keyed by log position must not keep what it
- * read of a record still open to this (pk_store_log_open).
+ * read of a record still open to this (pk_store_log_keepable).
  */
 int pk__log_coalesce(pk_txn *t, const void *rec, size_t len)
 {
@@ -172,12 +172,17 @@ int pk__log_coalesce(pk_txn *t, const void *rec, size_t len)
     return 1;
 }
 
-int pk_store_log_open(pk_txn *t, uint32_t part)
+int pk_store_log_keepable(pk_txn *t, uint32_t part, uint64_t *seq)
 {
     pk__stat st;
+    int rc = t->err ? t->err : pk__stat_load(t, part, &st);
 
-    return !t->rdonly && t->log_next != 0 && pk__stat_load(t, part, &st) == 0 &&
-           st.log_pos > t->s->log_top;
+    if (rc != 0)
+        return rc;
+    *seq = st.log_last;
+    return !t->rdonly && t->log_next != 0 && st.log_pos > t->s->log_top
+               ? PK_EBUSY
+               : 0;
 }
 
 uint64_t pk__log_top(const pk_txn *t)

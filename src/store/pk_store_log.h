@@ -99,12 +99,13 @@ int pk_store_log_hold(pk_store *s, uint32_t part, uint64_t from_seq);
 int pk_store_log_last(pk_txn *t, uint32_t part, uint64_t *seq);
 
 /*
- * 1 when part's last record was written by write transaction t: a later
- * command of t that rewrites the same key may replace it under the same
- * sequence number (pk__log_coalesce), so what was read of it must not be
- * kept as the data at that number.  0 otherwise, and for a read-only t.
+ * The sequence number under which what t reads of part may be kept (a
+ * cache entry valid while part's log stays there): part's last, into
+ * *seq.  Returns 0; PK_EBUSY when that record was written by write
+ * transaction t, as a later command of t that rewrites the same key may
+ * replace it under the same number (pk__log_coalesce); or an error.
  */
-int pk_store_log_open(pk_txn *t, uint32_t part);
+int pk_store_log_keepable(pk_txn *t, uint32_t part, uint64_t *seq);
 
 /*
  * Calls cb for every record of part with seq >= from_seq, in order.
