@@ -15,7 +15,15 @@
 #   replicas  --hot-key-reads BENCH_HOT (default 1000), the GETs spread
 #             over the three nodes: followers serve them from their own
 #             copy under a read lease (or by read index); a read that saw
-#             a write waits until the leader committed it.
+#             a write waits until the leader committed it;
+#   followers as replicas, but the GETs go to the two followers only, as a
+#             client that reads from replicas sends them (Lettuce's
+#             ReadFrom.REPLICA): the leader keeps the writes.
+#
+# BENCH_WRITES=other makes the requests that are not GETs SETs of random
+# other keys (1,000,000 of them, on every partition), sent to the client's
+# own node and forwarded to their leaders, instead of SETs of the key sent
+# to its leader.
 #
 # The mix is fixed by hload's draw, whatever the latencies.  The modes
 # take turns to go first, BENCH_RUNS runs each; the table shows medians
@@ -29,7 +37,7 @@
 #
 # Environment: BENCH_SECS (default 10), BENCH_RUNS (default 3), BENCH_C
 # (clients per node, default 16), BENCH_P (pipeline, default 16),
-# BENCH_GETS, BENCH_HOT, BENCH_NODE_CPU,
+# BENCH_GETS, BENCH_WRITES (hot or other), BENCH_HOT, BENCH_NODE_CPU,
 # BENCH_CG_PERIOD_US (the cap's period, default 100000), BENCH_MODES (default
 # "leader forward replicas"), PARTKV.
 set -euo pipefail
@@ -42,6 +50,7 @@ HOT=${BENCH_HOT:-1000}
 C=${BENCH_C:-16}
 P=${BENCH_P:-16}
 GETS=${BENCH_GETS:-0.9}
+WRITES=${BENCH_WRITES:-hot}
 HLOAD=${HLOAD:-$root/build/bench/hload}
 PROG=hotread
 KEY='key:__rand_int__'
@@ -67,8 +76,8 @@ results=$work/results
 one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
     local mode=$1 run=$2
     local dir=$work/c-$run-$1 hot=0 lead p i served=0
-    local ports gets sets got want
-    [[ $mode == replicas ]] && hot=$HOT
+    local ports gets sets got want wargs
+    [[ $mode == replicas || $mode == followers ]] && hot=$HOT
     start_partkv_cluster 3 "$dir" "s-$run-$mode" --replicas 3 \
         --route forward --hot-key-reads "$hot" >&2
     cg_cap >&2
@@ -76,17 +85,22 @@ one_run() { # one_run MODE RUN: prints "MODE RPS GET/s SET/s SERVED"
     lead=$(leader_port "$KEY") || die "no leader found for $KEY"
     if [[ $mode == leader ]]; then
         ports=$lead
+    elif [[ $mode == followers ]]; then
+        ports=$(for p in "${pkc_ports[@]}"; do [[ $p == "$lead" ]] || echo "$p"; done |
+            paste -sd,)
     else
         ports=$(IFS=,; echo "${pkc_ports[*]}")
     fi
+    wargs=(-w hot -L "$lead")
+    [[ $WRITES == other ]] && wargs=(-w other)
     "$HLOAD" -p "$ports" -k "$KEY" -c "$((3 * C))" -P "$P" -s "$SECS" \
-        -g "$GETS" -w hot -L "$lead" >"$dir.hload" 2>&1 ||
+        -g "$GETS" "${wargs[@]}" >"$dir.hload" 2>&1 ||
         die "$mode: hload failed: $(cat "$dir.hload")"
     gets=$(sed -n 's/.* gets=\([0-9]*\).*/\1/p' "$dir.hload")
     sets=$(sed -n 's/.* sets=\([0-9]*\).*/\1/p' "$dir.hload")
     echo "$mode $(cat "$dir.hload")" >&2
     want=$(redis-cli -p "$lead" GET "$KEY")
-    [[ $want != v0 || $GETS == 1 ]] ||
+    [[ $want != v0 || $GETS == 1 || $WRITES == other ]] ||
         die "$mode: the SETs did not reach the key"
     for p in "${pkc_ports[@]}"; do
         got=$(redis-cli -p "$p" GET "$KEY")
@@ -122,5 +136,6 @@ for m in "${modes[@]}"; do
         "$(awk -v m="$m" '$1 == m {printf "%d ", $2}' "$results")"
 done
 echo "(medians of $RUNS runs of ${SECS} s; build/bench/hload, $((3 * C)) clients" \
-    "-P $P: GET of one key with probability $GETS, else SET of it;" \
+    "-P $P: GET of one key with probability $GETS, else SET of" \
+    "$([[ $WRITES == other ]] && echo "another key" || echo it);" \
     "node CPU cap: ${cg_share:-none}$([[ -n ${cg_share:-} ]] && echo ", period ${CG_PERIOD} us"))"
