@@ -49,9 +49,9 @@ int pk_keyenc_long(const void *key, size_t klen)
            short_len(key, klen) > PK_KEYENC_SHORT;
 }
 
-/* Escapes the head of k that fits in cap bytes to out; returns its size. */
-static size_t escape(const uint8_t *k, size_t klen, uint8_t *out, size_t cap)
+size_t pk_keyenc_escape(const void *key, size_t klen, uint8_t *out, size_t cap)
 {
+    const uint8_t *k = key;
     size_t o = 0;
 
     if (klen <= cap && (klen == 0 || memchr(k, 0, klen) == NULL)) {
@@ -106,8 +106,8 @@ int pk_keyenc_prefix(uint32_t part, const void *key, size_t klen, uint8_t *buf,
 
     /* Built in tmp so that buf is left when cap is too small. */
     pk_be32_put(tmp, part);
-    o += escape(key, klen, tmp + 4,
-                longkey ? PK_KEYENC_HEAD : PK_KEYENC_SHORT - 6);
+    o += pk_keyenc_escape(key, klen, tmp + 4,
+                          longkey ? PK_KEYENC_HEAD : PK_KEYENC_SHORT - 6);
     tmp[o++] = 0x00;
     tmp[o++] = longkey ? 0x02 : 0x01;
     if (longkey) {
@@ -162,6 +162,19 @@ int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out)
     if (klen < 4 + 2 + 1) {
         return PK_ECORRUPT;
     }
+    if (key[4] == 0 && key[5] == 0x03) { /* the system area */
+        if (key[6] != PK_TAG_FTIDX) {
+            return PK_ECORRUPT;
+        }
+        *out = (pk_keyparts){.part = pk_be32_get(key),
+                             .prefix_len = PK_KEYENC_SYS_LEN,
+                             .esc = key + 4,
+                             .sys = 1,
+                             .tag = PK_TAG_FTIDX,
+                             .sub = key + 7,
+                             .sub_len = klen - 7};
+        return 0;
+    }
     for (;;) {
         if (i + 1 >= klen) {
             return PK_ECORRUPT; /* no terminator */
@@ -187,6 +200,7 @@ int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out)
     out->part = pk_be32_get(key);
     out->esc = key + 4;
     out->esc_len = i - 4;
+    out->sys = 0;
     out->longkey = key[i + 1] == 0x02;
     out->digest = out->longkey ? key + i + 2 : NULL;
     out->prefix_len = plen;

@@ -20,6 +20,14 @@
  *   tag 0x05 LITEM     sub-key = u64 position;    value = element
  *   tag 0x06 SMEMBER   sub-key = member;          value = empty
  *
+ * The system area.  part u32 | 00 03 | tag | sub-key holds records that
+ * belong to the partition but to no user key: tag 0x10, the entries of
+ * its secondary indexes (pk_ftidx.h).  00 03 can end no key's escaped
+ * bytes, so the area sorts after the empty key's records and before
+ * every other key's, inside the partition's range: it moves, replicates
+ * and snapshots with the partition.  pk_keyenc_parse sets sys for it;
+ * every walk over keys skips it.
+ *
  * Escaping 0x00 as 00 FF and terminating with 00 01 (FoundationDB's tuple
  * layer) makes memcmp order of prefixes equal the order of (part, key): the
  * terminator sorts below every escaped byte, so "a" < "a\0" < "ab".
@@ -102,7 +110,11 @@ enum pk_keyenc_tag {
     PK_TAG_LITEM = 0x05,   /* list element (pk_list.c) */
     PK_TAG_SMEMBER = 0x06, /* set member (pk_set.c) */
     PK_TAG_LAST = PK_TAG_SMEMBER,
+    PK_TAG_FTIDX = 0x10, /* index entries, system area only (pk_ftidx.h) */
 };
+
+/* The system area's prefix after the partition: 00 03. */
+#define PK_KEYENC_SYS_LEN 6 /* part + 00 03 */
 
 /* A data key taken apart by pk_keyenc_parse; pointers borrow its bytes. */
 typedef struct pk_keyparts {
@@ -112,6 +124,7 @@ typedef struct pk_keyparts {
     size_t esc_len;
     int longkey;           /* long form: esc is the head, digest follows */
     const uint8_t *digest; /* long form: PK_KEYENC_DIGEST bytes, else NULL */
+    int sys;               /* the system area: esc empty, tag FTIDX */
     uint8_t tag;           /* byte after the prefix */
     const uint8_t *sub;    /* bytes after the tag */
     size_t sub_len;
@@ -141,6 +154,10 @@ static inline uint64_t pk_be64_get(const uint8_t *p)
 {
     return (uint64_t)pk_be32_get(p) << 32 | pk_be32_get(p + 4);
 }
+
+/* Writes the escaped form (0x00 as 00 FF) of the longest head of
+ * k[0..klen) that fits in cap bytes to out and returns its length. */
+size_t pk_keyenc_escape(const void *k, size_t klen, uint8_t *out, size_t cap);
 
 /* Whether key takes the long form (4 + escaped key + 2 > 240). */
 int pk_keyenc_long(const void *key, size_t klen);
@@ -184,10 +201,11 @@ int pk_keyenc_sub(uint8_t *buf, size_t cap, size_t plen, uint8_t tag,
 /*
  * Parses a data key.  Returns 0, or PK_ECORRUPT when the key is shorter
  * than a prefix and a tag, holds a 0x00 followed by anything but FF, 01 or
- * 02, lacks a terminator, has a prefix longer than PK_KEYENC_SHORT (a
- * long-form one: missing digest bytes) or an unknown tag.  *out borrows
- * key.  A long-form prefix is not checked against a key here: its META
- * record holds the key (pk__rec_check).
+ * 02 (or 03 right after the partition, the system area, whose tag must be
+ * PK_TAG_FTIDX), lacks a terminator, has a prefix longer than PK_KEYENC_SHORT
+ * (a long-form one: missing digest bytes) or an unknown tag.  *out borrows key.
+ * A long-form prefix is not checked against a key here: its META record holds
+ * the key (pk__rec_check).
  */
 int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out);
 

@@ -246,6 +246,8 @@ int pk_store_part_middle(pk_txn *t, uint32_t part, uint8_t *buf, size_t cap,
         seen += k.mv_size + v.mv_size;
         if (pk_keyenc_parse(k.mv_data, k.mv_size, &kp) != 0)
             return pk__fail(t, PK_ECORRUPT);
+        if (kp.sys)
+            continue;
         if (first == NULL) {
             first = kp.esc;
             first_len = kp.esc_len;

@@ -422,6 +422,9 @@ static int walk_rev(rwalk *w, int *mrc)
             }
             memcpy(w->seek, z, ZONE_LEN);
             k = (MDB_val){ZONE_LEN, w->seek};
+        } else if (kp.sys) { /* no key: on to the records before it */
+            memcpy(w->seek, k.mv_data, PK_KEYENC_SYS_LEN);
+            k = (MDB_val){PK_KEYENC_SYS_LEN, w->seek};
         } else {
             /* On the key's last record: its META is its first. */
             memcpy(w->seek, k.mv_data, kp.prefix_len);

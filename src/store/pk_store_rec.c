@@ -393,6 +393,9 @@ int pk__rec_check(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
     if (klen > PK_KEYENC_MAX || pk_keyenc_parse(k, klen, &kp) != 0) {
         return PK_ECORRUPT;
     }
+    if (kp.sys) { /* an index entry: pk_ftidx.c checks its own */
+        return vlen <= PK_STORE_VALUE_MAX ? 0 : PK_ECORRUPT;
+    }
     switch (kp.tag) {
     case PK_TAG_META:
         if (kp.sub_len != 0 || pk__meta_parse(v, vlen, &type, &exp, &cnt)) {
