@@ -4,10 +4,12 @@
  */
 #include "pk_pmap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pk_err.h"
+#include "pk_ftdef.h"
 
 int pk_pmap_new(pk_scheme scheme, pk_hash_kind hash, uint32_t npartitions,
                 uint8_t replicas, pk_pmap **out)
@@ -54,6 +56,9 @@ void pk_pmap_free(pk_pmap *m)
     for (uint32_t i = 0; i < m->nsalts; i++)
         free(m->salts[i].key);
     free(m->salts);
+    for (uint32_t i = 0; i < m->nftdefs; i++)
+        free(m->ftdefs[i].bytes);
+    free(m->ftdefs);
     free(m);
 }
 
@@ -81,6 +86,19 @@ int pk_pmap_clone(const pk_pmap *m, pk_pmap **out)
     c->nodes = NULL;
     c->salts = NULL;
     c->nsalts = 0;
+    c->ftdefs = NULL;
+    c->nftdefs = 0;
+    if (m->nftdefs) {
+        c->ftdefs = calloc(m->nftdefs, sizeof(*c->ftdefs));
+        if (c->ftdefs == NULL)
+            goto fail;
+        for (; c->nftdefs < m->nftdefs; c->nftdefs++) {
+            pk_ftblob *d = &c->ftdefs[c->nftdefs];
+            d->len = m->ftdefs[c->nftdefs].len;
+            if (dup_bytes(m->ftdefs[c->nftdefs].bytes, d->len, &d->bytes))
+                goto fail;
+        }
+    }
     if (m->nsalts) {
         c->salts = calloc(m->nsalts, sizeof(*c->salts));
         if (c->salts == NULL)
@@ -287,12 +305,13 @@ static int ids_ok(const pk_pmap *m, const uint32_t *ids, uint32_t n,
 }
 
 static int salts_valid(const pk_pmap *m);
+static int ftdefs_valid(const pk_pmap *m);
 
 int pk_pmap_validate(const pk_pmap *m)
 {
     if (m->replicas == 0 || m->replicas > PK_REPLICAS_MAX ||
         m->scheme > PK_SCHEME_RANGE || pk_hash_get(m->hash) == NULL ||
-        !salts_valid(m))
+        !salts_valid(m) || !ftdefs_valid(m))
         return PK_ECORRUPT;
     for (uint32_t i = 0; i < m->nnodes; i++) {
         const pk_node *n = &m->nodes[i];
@@ -516,5 +535,94 @@ int pk_pmap_equal(const pk_pmap *a, const pk_pmap *b)
     for (uint32_t p = 0; p < a->npartitions; p++)
         if (!part_equal(&a->parts[p], &b->parts[p]))
             return 0;
+    return 1;
+}
+
+/* ---- index definitions ------------------------------------------------ */
+
+/* The name of the definition encoded in b, copied to name (of
+ * PK_FT_NAME_MAX + 1 bytes): 0, or PK_ECORRUPT / PK_ENOMEM. */
+static int ftblob_name(const pk_ftblob *b, char *name)
+{
+    pk_ftdef *d;
+    int rc = pk_ftdef_decode(b->bytes, b->len, &d);
+
+    if (rc == PK_OK) {
+        snprintf(name, PK_FT_NAME_MAX + 1, "%s", d->name);
+        pk_ftdef_free(d);
+    }
+    return rc;
+}
+
+int pk_pmap_ftdef_find(const pk_pmap *m, const char *name)
+{
+    char have[PK_FT_NAME_MAX + 1];
+
+    for (uint32_t i = 0; i < m->nftdefs; i++)
+        if (ftblob_name(&m->ftdefs[i], have) == PK_OK &&
+            strcmp(have, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+int pk_pmap_ftdef_set(pk_pmap *m, const uint8_t *bytes, uint32_t len)
+{
+    pk_ftblob b = {(uint8_t *)bytes, len}, *g;
+    char name[PK_FT_NAME_MAX + 1];
+    int rc = ftblob_name(&b, name), at;
+
+    if (rc != PK_OK)
+        return rc == PK_ENOMEM ? PK_ENOMEM : PK_EINVAL;
+    if (dup_bytes(bytes, len, &b.bytes) != PK_OK)
+        return PK_ENOMEM;
+    if ((at = pk_pmap_ftdef_find(m, name)) >= 0) {
+        free(m->ftdefs[at].bytes);
+        m->ftdefs[at] = b;
+        return PK_OK;
+    }
+    if (m->nftdefs >= PK_FTDEFS_MAX ||
+        (g = realloc(m->ftdefs, (m->nftdefs + 1) * sizeof(*g))) == NULL) {
+        free(b.bytes);
+        return m->nftdefs >= PK_FTDEFS_MAX ? PK_EFULL : PK_ENOMEM;
+    }
+    m->ftdefs = g;
+    m->ftdefs[m->nftdefs++] = b;
+    return PK_OK;
+}
+
+int pk_pmap_ftdef_del(pk_pmap *m, const char *name)
+{
+    int at = pk_pmap_ftdef_find(m, name);
+
+    if (at < 0)
+        return PK_ENOTFOUND;
+    free(m->ftdefs[at].bytes);
+    memmove(&m->ftdefs[at], &m->ftdefs[at + 1],
+            (m->nftdefs - (uint32_t)at - 1) * sizeof(*m->ftdefs));
+    m->nftdefs--;
+    return PK_OK;
+}
+
+/* Every definition decodes, and no two share a name or an id. */
+static int ftdefs_valid(const pk_pmap *m)
+{
+    for (uint32_t i = 0; i < m->nftdefs; i++) {
+        pk_ftdef *a;
+        int ok;
+        if (pk_ftdef_decode(m->ftdefs[i].bytes, m->ftdefs[i].len, &a) != 0)
+            return 0;
+        ok = pk_pmap_ftdef_find(m, a->name) == (int)i;
+        for (uint32_t j = 0; ok && j < i; j++) {
+            pk_ftdef *b;
+            if (pk_ftdef_decode(m->ftdefs[j].bytes, m->ftdefs[j].len, &b))
+                ok = 0;
+            else
+                ok = b->id != a->id;
+            pk_ftdef_free(b);
+        }
+        pk_ftdef_free(a);
+        if (!ok)
+            return 0;
+    }
     return 1;
 }

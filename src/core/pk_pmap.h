@@ -122,6 +122,18 @@ typedef struct pk_salt {
     uint32_t tags[PK_SALT_PARTS_MAX]; /* [0] unused (the key itself) */
 } pk_salt;
 
+/*
+ * A secondary index definition (pk_ftdef.h), kept encoded: the map carries
+ * them so that every node learns of an index, and of its end, as it
+ * learns of a move.  Names are unique; the table is in creation order.
+ */
+#define PK_FTDEFS_MAX 256
+
+typedef struct pk_ftblob {
+    uint8_t *bytes; /* owned, a pk_ftdef encoding */
+    uint32_t len;
+} pk_ftblob;
+
 typedef struct pk_pmap {
     uint64_t epoch;       /* bumped on every change of the map */
     uint8_t scheme;       /* pk_scheme */
@@ -134,6 +146,8 @@ typedef struct pk_pmap {
     pk_partition *parts;  /* owned, npartitions entries */
     uint32_t nsalts;      /* salted keys, sorted by key */
     pk_salt *salts;       /* owned */
+    uint32_t nftdefs;     /* index definitions */
+    pk_ftblob *ftdefs;    /* owned */
 } pk_pmap;
 
 /*
@@ -215,6 +229,19 @@ int pk_pmap_salt_set(pk_pmap *m, const pk_salt *s);
 
 /* Removes key's entry.  Returns 0 or PK_ENOTFOUND. */
 int pk_pmap_salt_del(pk_pmap *m, const void *key, size_t len);
+
+/* The position of the index definition named name, or -1. */
+int pk_pmap_ftdef_find(const pk_pmap *m, const char *name);
+
+/*
+ * Adds the index definition encoded in bytes (copied), or replaces the one
+ * of the same name.  Returns 0, PK_EINVAL (not a definition), PK_EFULL or
+ * PK_ENOMEM.
+ */
+int pk_pmap_ftdef_set(pk_pmap *m, const uint8_t *bytes, uint32_t len);
+
+/* Removes the definition named name.  Returns 0 or PK_ENOTFOUND. */
+int pk_pmap_ftdef_del(pk_pmap *m, const char *name);
 
 /* Checks the invariants listed at the top.  Returns 0 or PK_ECORRUPT. */
 int pk_pmap_validate(const pk_pmap *m);

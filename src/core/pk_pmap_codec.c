@@ -15,7 +15,9 @@
  *   6      2    flags: bit 0 PFLAGS (range scheme only: each partition
  *               ends with a u8 of its PK_PART_* flags; set iff one of
  *               them is not 0), bit 1 SALTS (the salt table follows the
- *               partitions; set iff it is not empty), the other bits 0
+ *               partitions; set iff it is not empty), bit 2 FTDEFS (the
+ *               index definitions follow; set iff there are any), the
+ *               other bits 0
  *   8      8    epoch
  *   16     1    scheme (pk_scheme)
  *   17     1    hash (pk_hash_kind)
@@ -24,7 +26,9 @@
  *   20     4    nnodes (ids are implicit: id == index)
  *   24     4    npartitions
  *   28          node[nnodes], partition[npartitions],
- *               [SALTS: vu nsalts, salt[nsalts]], u32 CRC32C
+ *               [SALTS: vu nsalts, salt[nsalts]],
+ *               [FTDEFS: vu n, (vu len, a pk_ftdef encoding)[n]],
+ *               u32 CRC32C
  *
  *   node       u8 state | u64 weight (IEEE-754 bits) |
  *              u8 len, name | u8 len, addr | u8 len, zone
@@ -96,7 +100,7 @@ enum {
     PF_HI = 0x80,
 };
 
-enum { MF_PFLAGS = 0x0001, MF_SALTS = 0x0002 }; /* the header's flags */
+enum { MF_PFLAGS = 0x0001, MF_SALTS = 0x0002, MF_FTDEFS = 0x0004 };
 
 /* Whether the range map m needs the MF_PFLAGS form. */
 static int has_pflags(const pk_pmap *m)
@@ -284,7 +288,10 @@ static void wr_map(pk_wr *w, const pk_pmap *m)
     int pflags = has_pflags(m);
 
     wr_be(w, PK__VERSION, 2);
-    wr_be(w, (pflags ? MF_PFLAGS : 0) | (m->nsalts ? MF_SALTS : 0), 2);
+    wr_be(w,
+          (pflags ? MF_PFLAGS : 0) | (m->nsalts ? MF_SALTS : 0) |
+              (m->nftdefs ? MF_FTDEFS : 0),
+          2);
     wr_be(w, m->epoch, 8);
     wr_be(w, m->scheme, 1);
     wr_be(w, m->hash, 1);
@@ -315,6 +322,10 @@ static void wr_map(pk_wr *w, const pk_pmap *m)
         for (unsigned k = 1; k < st->n; k++)
             wr_vu(w, st->tags[k]);
     }
+    if (m->nftdefs)
+        wr_vu(w, m->nftdefs);
+    for (uint32_t i = 0; i < m->nftdefs; i++)
+        wr_bound(w, m->ftdefs[i].bytes, m->ftdefs[i].len);
 }
 
 /* ---- checks shared by both directions --------------------------------- */
@@ -563,6 +574,19 @@ static void rd_salts(pk_rd *r, pk_pmap *m)
     }
 }
 
+/* The index definitions: at least one; pk_pmap_validate decodes each. */
+static void rd_ftdefs(pk_rd *r, pk_pmap *m)
+{
+    uint64_t n = rd_vu(r);
+
+    if (r->err == PK_OK && (n == 0 || n > PK_FTDEFS_MAX || n > r->len - r->pos))
+        rd_fail(r, PK_ECORRUPT);
+    if (r->err == PK_OK && (m->ftdefs = calloc(n, sizeof(*m->ftdefs))) == NULL)
+        rd_fail(r, PK_ENOMEM);
+    for (; r->err == PK_OK && m->nftdefs < n; m->nftdefs++)
+        rd_bound(r, &m->ftdefs[m->nftdefs].bytes, &m->ftdefs[m->nftdefs].len);
+}
+
 static void rd_part(pk_rd *r, const pk_pmap *m, pk_partition *pt, int pflags)
 {
     uint8_t f = rd_u8(r);
@@ -610,7 +634,7 @@ static int rd_map(pk_rd *r, pk_pmap **out)
     reserved = rd_u8(r);
     nnodes = (uint32_t)rd_be(r, 4);
     nparts = (uint32_t)rd_be(r, 4);
-    if (r->err != PK_OK || (flags & ~(MF_PFLAGS | MF_SALTS)) ||
+    if (r->err != PK_OK || (flags & ~(MF_PFLAGS | MF_SALTS | MF_FTDEFS)) ||
         ((flags & MF_PFLAGS) && scheme != PK_SCHEME_RANGE) ||
         ((flags & MF_SALTS) && scheme == PK_SCHEME_RANGE) || reserved != 0 ||
         scheme > PK_SCHEME_RANGE || pk_hash_get(hash) == NULL ||
@@ -648,6 +672,8 @@ static int rd_map(pk_rd *r, pk_pmap **out)
         rd_part(r, m, &m->parts[p], flags & MF_PFLAGS);
     if (flags & MF_SALTS)
         rd_salts(r, m);
+    if (flags & MF_FTDEFS)
+        rd_ftdefs(r, m);
     if (r->err == PK_OK && r->pos != r->len)
         rd_fail(r, PK_ECORRUPT); /* trailing bytes */
     if (r->err == PK_OK && (flags & MF_PFLAGS) && !has_pflags(m))

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/pk_err.h"
+#include "core/pk_ftdef.h"
 #include "core/pk_pmap.h"
 #include "core/pk_pmap_move.h"
 #include "core/pk_range.h"
@@ -380,12 +381,43 @@ static int salt_edit(const pk_agent_job *j, pk_pmap *m, uint32_t self)
     return pk_pmap_salt_set(m, want) == PK_OK ? 0 : -1;
 }
 
-/* A range or salt edit's attempt on map m (taken). */
+/* An index definition edit (PK_JOB_FTDEF), answering as range_edit
+ * does.  An add seen already (the same encoding) is done. */
+static int ftdef_edit(const pk_agent_job *j, pk_pmap *m)
+{
+    int at = pk_pmap_ftdef_find(m, j->ftname);
+    const pk_ftblob *b = at >= 0 ? &m->ftdefs[at] : NULL;
+    pk_ftdef *have = NULL, *want = NULL;
+    int r;
+
+    if (j->ftmode == 2)
+        return b == NULL ? 1 : pk_pmap_ftdef_del(m, j->ftname) ? -1 : 0;
+    if (b && b->len == j->ftdef_len &&
+        memcmp(b->bytes, j->ftdef, j->ftdef_len) == 0)
+        return 1;
+    if (j->ftmode == 0 && b)
+        return -1;
+    if (j->ftmode == 1 &&
+        (b == NULL || pk_ftdef_decode(b->bytes, b->len, &have) != 0 ||
+         pk_ftdef_decode(j->ftdef, j->ftdef_len, &want) != 0 ||
+         have->id != want->id)) {
+        pk_ftdef_free(have);
+        pk_ftdef_free(want);
+        return -1;
+    }
+    pk_ftdef_free(have);
+    pk_ftdef_free(want);
+    r = pk_pmap_ftdef_set(m, j->ftdef, j->ftdef_len);
+    return r == PK_OK ? 0 : -1;
+}
+
+/* A range, salt or index edit's attempt on map m (taken). */
 static int run_range_edit(pk_agent *a, pk_agent_job *j, pk_pmap *m,
                           uint64_t rev, uint32_t self)
 {
-    int rc, r = j->kind == PK_JOB_SALT ? salt_edit(j, m, self)
-                                       : range_edit(j, m, self);
+    int rc, r = j->kind == PK_JOB_SALT    ? salt_edit(j, m, self)
+                : j->kind == PK_JOB_FTDEF ? ftdef_edit(j, m)
+                                          : range_edit(j, m, self);
 
     j->switched[0] = r == 1;
     if (r != 0) {

@@ -67,6 +67,11 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
  * only while this node leads parts[0] at `epoch`: `salt` set (added or
  * replaced), or with `unsalt` its key's entry removed.
  *
+ * PK_JOB_FTDEF edits the index definitions (pk_ftdef.h): ftmode 0 adds
+ * ftdef (refused when its name is taken), 1 replaces the definition of
+ * its name and id (FT.ALTER; refused when that one is gone), 2 removes
+ * the one named ftname.  switched[0] says whether the map holds the edit.
+ *
  * `done` runs on the loop after the new map is installed there; the job
  * stays the submitter's.
  */
@@ -76,6 +81,7 @@ typedef enum pk_job_kind {
     PK_JOB_MERGE,
     PK_JOB_FLAGS,
     PK_JOB_SALT,
+    PK_JOB_FTDEF,
 } pk_job_kind;
 
 typedef struct pk_agent_job {
@@ -91,6 +97,10 @@ typedef struct pk_agent_job {
     uint8_t flags, clear;
     const struct pk_salt *salt; /* PK_JOB_SALT, borrowed */
     int unsalt;
+    const uint8_t *ftdef; /* PK_JOB_FTDEF, borrowed: an encoding */
+    uint32_t ftdef_len;
+    int ftmode;
+    const char *ftname; /* borrowed */
     void (*done)(struct pk_agent_job *j);
     void *ctx;
     struct pk_agent_job *next;

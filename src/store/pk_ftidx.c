@@ -510,15 +510,14 @@ int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
     return rc;
 }
 
-int pk_ftidx_next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
+/* pk_ftidx_next_id without counting a read of the partition. */
+static int next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
 {
     uint8_t lo[HEAD_LEN];
     MDB_cursor *c;
     MDB_val k, v;
-    int mrc, rc = pk__read_begin(t, part);
+    int mrc, rc;
 
-    if (rc != 0)
-        return rc;
     if (after == UINT64_MAX)
         return PK_ENOTFOUND;
     head(lo, part, after + 1, 0);
@@ -533,6 +532,43 @@ int pk_ftidx_next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
         return pk__fail(t, pk__err(mrc));
     *id = pk_be64_get((const uint8_t *)k.mv_data + AREA_LEN);
     return 0;
+}
+
+int pk_ftidx_next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
+{
+    int rc = pk__read_begin(t, part);
+
+    return rc ? rc : next_id(t, part, after, id);
+}
+
+int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen)
+{
+    uint32_t part = pk_be32_get(prefix);
+    uint8_t dk[PK_KEYENC_MAX], k[PK_KEYENC_MAX];
+    uint64_t id = 0;
+    int rc;
+
+    while ((rc = next_id(t, part, id, &id)) == 0) {
+        ents old = {0};
+        MDB_val v;
+        head(dk, part, id, K_DOC);
+        memcpy(dk + HEAD_LEN, prefix + 4, plen - 4);
+        rc = pk__rec_get(t, dk, HEAD_LEN + plen - 4, &v);
+        if (rc == PK_ENOTFOUND)
+            continue;
+        if (rc == 0 && (rc = list_get(v.mv_data, v.mv_size, &old)) != 0)
+            rc = pk__fail(t, rc);
+        for (size_t i = 0; rc == 0 && i < old.n; i++)
+            rc = pk__rec_del(
+                t, k, ent_key(k, part, id, &old.v[i], prefix + 4, plen - 4),
+                NULL);
+        free(old.v);
+        if (rc == 0)
+            rc = pk__rec_del(t, dk, HEAD_LEN + plen - 4, NULL);
+        if (rc != 0)
+            return rc;
+    }
+    return rc == PK_ENOTFOUND ? 0 : rc;
 }
 
 int pk_ftidx_drop(pk_txn *t, uint32_t part, uint64_t id)

@@ -268,6 +268,33 @@ static void test_build_and_drop(void **state)
     tstore_free(ts);
 }
 
+/* Active expiry takes a document's entries with it. */
+static void test_expiry(void **state)
+{
+    tstore *ts = tstore_new();
+    pk_ftdef *d = mkdef();
+    pk_txn *t = wtxn(ts->s);
+    uint64_t docs, bytes;
+    size_t n;
+    int done;
+
+    (void)state;
+    hset(t, S("doc:1"), "tag", "x");
+    hset(t, S("doc:2"), "tag", "x");
+    assert_int_equal(pk_ftidx_doc(t, PART, d, S("doc:1"), NOW), 0);
+    assert_int_equal(pk_ftidx_doc(t, PART, d, S("doc:2"), NOW), 0);
+    assert_int_equal(
+        pk_key_expire(t, PART, S("doc:1"), NOW + 10, 0, NOW, &done), 0);
+    assert_int_equal(pk_store_expire_cycle(t, NOW + 20, 10, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(pk_ftidx_count(t, PART, 7, &docs, &bytes), 0);
+    assert_int_equal(docs, 1);
+    assert_string_equal(look(t, PK_FTQ_EXACT, 0, "x", 0, 0, 0).buf, "doc:2|");
+    pk_txn_abort(t);
+    pk_ftdef_free(d);
+    tstore_free(ts);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +303,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_walks_and_copies, two_setup,
                                         two_teardown),
         cmocka_unit_test(test_build_and_drop),
+        cmocka_unit_test(test_expiry),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
