@@ -11,8 +11,8 @@
  *   and     := unary (unary)*              -- juxtaposition is AND
  *   unary   := '-' unary | atom
  *   atom    := '(' or ')' | '*' | field | words
- *   field   := '@' attr ':' ( '{' tags '}' | '[' num num ']'
- *                           | '(' or-of-words ')' | word | phrase )
+ *   field   := '@' attr ':' ( '{' tags '}' | '[' num [num] ']'
+ *                           | unary )       -- unary's words on attr only
  *   tags    := tag ('|' tag)*               -- a tag may end in '*' (prefix)
  *   num     := ['('] (number | '-inf' | '+inf' | 'inf' | '$param')
  *   words   := word | phrase                -- on every TEXT field
@@ -23,17 +23,35 @@
  * A word or tag is normalised as the field indexes it (pk_ftdef.h:
  * lower-cased unless a CASESENSITIVE tag; words split as
  * pk_ft_text_terms splits text, stop words dropped).  A query whose only
- * terms are stop words matches nothing.
+ * terms are stop words, or that is empty, matches nothing.  In detail:
+ *   - Separators other than the grammar's (, . : ; ! and so on) part
+ *     words, as in RediSearch ("a.b" is a AND b); an escaped one joins
+ *     them into a phrase ("a\.b" is "a b"), as does a PARAMS value of
+ *     several words.  A phrase holds at most 64 terms.
+ *   - A prefix that is a stop word is kept ("the*" finds "theory").
+ *   - A tag is the bytes up to an unescaped '|' or '}', trimmed; a tag
+ *     holding its field's separator matches nothing (no document holds
+ *     it).  A whole tag "$name" is a PARAMS value, taken as it is.
+ *   - A field must be of the kind its syntax asks for: {} TAG, []
+ *     NUMERIC, words TEXT.  A word without a field looks in every TEXT
+ *     field but NOINDEX ones; a NOINDEX field named in the query is still
+ *     matched (and never bounds a plan: the index has no entries for it).
+ *   - '[x]' is '[x x]'; a ',' may part the bounds.  lo > hi matches
+ *     nothing.
+ *   - Not supported (a syntax error): '~' optional, '%' fuzzy, '*' before
+ *     a word (suffix), '@a|b:' field lists, '=>' attributes.
  *
  * Errors get RediSearch's texts where it has them ("Syntax error at
- * offset N near X", "Unknown field at offset N near F", "No such
- * parameter `x`", "Bad lower range: x", "Bad upper range: x").  The
- * parser bounds its depth (PK_FTQ_DEPTH_MAX) and its nodes
- * (PK_FTQ_NODES_MAX) and never recurses past the former.
+ * offset N near X", "Unknown field at offset N near F" with N the '@',
+ * "No such parameter `x`", "Bad lower range: x", "Bad upper range: x").
+ * Others read "Syntax error at offset N near X: why" (a field of the
+ * wrong kind, nesting past PK_FTQ_DEPTH_MAX, an unterminated phrase) or
+ * "Query too complex: ..." (over PK_FTQ_NODES_MAX nodes and terms).  The
+ * parser never recurses past PK_FTQ_DEPTH_MAX levels of '(' and '@f:'.
  *
- * No I/O.  A pk_ftq is immutable after parsing; evaluate it from one
- * thread at a time (it keeps no scratch) -- any number of threads may
- * read it.
+ * No I/O.  A pk_ftq is immutable once parsed and filtered: pk_ftq_match
+ * and pk_ftq_plan keep no state in it, so any number of threads may use
+ * one at once.
  */
 #ifndef PK_CORE_PK_FTQ_H
 #define PK_CORE_PK_FTQ_H
@@ -64,7 +82,7 @@ void pk_ftq_free(pk_ftq *q);
 /*
  * FILTER field lo hi of FT.SEARCH (and NumericFilter): q becomes q AND
  * lo <= field <= hi (strict where *_excl).  field is a NUMERIC field's
- * number.  0 or PK_ENOMEM.
+ * number.  0, PK_ENOMEM, or PK_EINVAL when d has no field number field.
  */
 int pk_ftq_add_filter(pk_ftq *q, uint32_t field, double lo, int lo_excl,
                       double hi, int hi_excl);
@@ -103,10 +121,13 @@ typedef struct pk_ftq_scan {
  * superset: each hit is then checked with pk_ftq_match).  For an AND, the
  * lookups of one operand that has them (an exact tag before a range
  * before a word); for an OR, those of every operand; a word without a
- * field, one lookup per TEXT field.  Writes up to cap lookups to out and
+ * field, one lookup per indexed TEXT field; a phrase, those of one of its
+ * words.  Writes up to cap lookups to out and
  * returns how many; 0 when no lookup bounds q (it holds '*' or a NOT
  * outside an AND with a bounded operand: walk every document of the
- * index), -1 when it needs more than cap.
+ * index), -1 when it needs more than cap.  A lookup may appear twice
+ * ("a | a"); the caller unions hits.  0 also for a query that matches
+ * nothing (stop words only): the walk then finds nothing.
  */
 int pk_ftq_plan(const pk_ftq *q, pk_ftq_scan *out, int cap);
 

@@ -11,6 +11,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_ft.h"
 #include "server/pk_salted.h"
 #include "server/pk_split.h"
 
@@ -95,6 +96,16 @@ static const pk_cmd table[] = {
      pk_cmd_flushall, NULL},
     {"flushdb", -1, W, 0, 0, 0, "keyspace write slow dangerous",
      pk_cmd_flushall, NULL},
+    {"ft._list", 1, 0, 0, 0, 0, "search slow", pk_cmd_ft_list, NULL},
+    {"ft.aggregate", -3, R, 0, 0, 0, "search read slow", pk_cmd_ft_aggregate,
+     NULL},
+    {"ft.alter", -5, 0, 0, 0, 0, "search slow", pk_cmd_ft_alter, NULL},
+    {"ft.create", -5, 0, 0, 0, 0, "search slow", pk_cmd_ft_create, NULL},
+    {"ft.drop", -2, 0, 0, 0, 0, "search slow", pk_cmd_ft_drop, NULL},
+    {"ft.dropindex", -2, 0, 0, 0, 0, "search slow", pk_cmd_ft_dropindex,
+     NULL},
+    {"ft.info", 2, R, 0, 0, 0, "search read slow", pk_cmd_ft_info, NULL},
+    {"ft.search", -3, R, 0, 0, 0, "search read slow", pk_cmd_ft_search, NULL},
     {"function", -2, S, 0, 0, 0, "slow scripting", pk_cmd_function, NULL},
     {"get", 2, R | F, 1, 1, 1, "read string fast", pk_cmd_get, NULL},
     {"getbit", 3, R | F, 1, 1, 1, "read bitmap fast", pk_cmd_getbit, NULL},
@@ -163,6 +174,7 @@ static const pk_cmd table[] = {
     {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping, NULL},
     {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth, NULL},
     {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord, NULL},
+    {"pk.ftquery", -4, R, 0, 0, 0, "read slow", pk_cmd_pk_ftquery, NULL},
     {"pk.hotkeys", -1, R, 0, 0, 0, "read slow", pk_cmd_pk_hotkeys, NULL},
     {"pk.map", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_map, NULL},
     {"pk.merge", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
@@ -564,6 +576,8 @@ void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd)
     pk_block_before(x, cmd, &mark);
     s->dispatch_depth++;
     cmd->fn(x);
+    if (s->ft && (cmd->flags & PK_CMD_WRITE))
+        pk_ft_note_write(x, cmd);
     s->dispatch_depth--;
     /* A transaction begun by cmd started from 0 changes. */
     if (watched && s->txn && pk_txn_changes(s->txn) != before)

@@ -28,6 +28,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_ft.h"
 #include "server/pk_salted.h"
 #include "server/pk_srv.h"
 
@@ -386,6 +387,7 @@ void pk_conn_close(pk_conn *c)
     if (c->waiting_fwd) {
         pk_link_forget(s, c);
         pk_salted_forget(s, c);
+        pk_ft_forget(s, c);
     }
     if (c->held) {
         pk_conn **pp = c->held_on;

@@ -26,6 +26,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_ft.h"
 #include "server/pk_salted.h"
 #include "server/pk_split.h"
 #include "server/pk_srv.h"
@@ -600,6 +601,7 @@ static void teardown(pk_server *s)
         pk_conn_close(s->conns);
     pk_link_close_all(s);
     pk_salted_free(s); /* after the links: their calls are answered */
+    pk_ft_free(s);
     pk_hotread_free(s);
     pk_metrics_stop(s);
     /* The etcd backend's handles close with it, before the loop's. */
@@ -653,7 +655,7 @@ int pk_server_run(const pk_server_config *cfg)
     if (listen_on(s) != 0 || pk_metrics_start(s) != 0)
         goto out;
     init_handles(s);
-    if (start_cluster(s) != 0)
+    if (start_cluster(s) != 0 || (s->store && pk_ft_init(s) != 0))
         goto out;
     if (!s->cluster.enabled && s->store)
         pk_store_log_retain(s->store, STANDALONE_LOG_KEEP);

@@ -173,6 +173,7 @@ struct pk_server {
     struct pk_splitter *splitter; /* pk_split.c, owned, NULL until used */
     struct pk_topk *hot;          /* pk_hot.c, owned, NULL when off */
     struct pk_hotread *hotread;   /* pk_hotread.c, owned, NULL when off */
+    struct pk_ft *ft;             /* pk_ft.c, owned, NULL on a proxy */
     struct pk_metrics *metrics;   /* pk_metrics.c, owned, NULL when off */
     pk_latency lat;               /* command durations (pk_metrics.h) */
     uint64_t hot_rng;             /* its sampling draws */

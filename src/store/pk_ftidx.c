@@ -438,7 +438,7 @@ int pk_ftidx_count(pk_txn *t, uint32_t part, uint64_t id, uint64_t *docs,
 
 /* ---- build and drop ------------------------------------------------------ */
 
-int pk_ftidx_built(pk_txn *t, uint32_t part, uint64_t id)
+int pk_ftidx_built(pk_txn *t, uint32_t part, const pk_ftdef *d)
 {
     uint8_t k[HEAD_LEN];
     MDB_val v;
@@ -446,13 +446,15 @@ int pk_ftidx_built(pk_txn *t, uint32_t part, uint64_t id)
 
     if (rc != 0)
         return rc;
-    head(k, part, id, K_BUILT);
+    head(k, part, d->id, K_BUILT);
     rc = pk__rec_get(t, k, HEAD_LEN, &v);
-    return rc == 0 ? 1 : rc == PK_ENOTFOUND ? 0 : rc;
+    if (rc == 0)
+        return v.mv_size == 1 && *(const uint8_t *)v.mv_data >= d->nfields;
+    return rc == PK_ENOTFOUND ? 0 : rc;
 }
 
 int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
-                   size_t *clen, uint32_t budget, uint64_t now_ms, int *done)
+                   size_t *clen, uint32_t *budget, uint64_t now_ms, int *done)
 {
     uint8_t seek[PK_KEYENC_MAX + 1], user[PK_KEYENC_SHORT];
     pk_keyparts kp;
@@ -466,7 +468,10 @@ int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
     k = (MDB_val){4 + *clen, seek};
     if ((rc = pk__cursor(t, t->s->data, &c)) != 0)
         return rc;
-    while (budget-- > 0) {
+    if (*budget > 0)
+        --*budget;
+    while (*budget > 0) {
+        --*budget;
         pk_slice key;
         mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
         if (mrc == MDB_NOTFOUND ||
@@ -502,10 +507,10 @@ int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
         k = (MDB_val){kp.prefix_len + 1, seek};
     }
     if (*done) {
-        uint8_t bk[HEAD_LEN];
+        uint8_t bk[HEAD_LEN], nf = (uint8_t)d->nfields;
         head(bk, part, d->id, K_BUILT);
         if ((rc = pk__op_begin(t, part, PK__OP_QUIET)) == 0)
-            rc = pk__op_end(t, pk__rec_put(t, bk, HEAD_LEN, "", 0));
+            rc = pk__op_end(t, pk__rec_put(t, bk, HEAD_LEN, &nf, 1));
     }
     return rc;
 }

@@ -10,8 +10,9 @@
  *   kind 2 NUM    | u8 field | score8                | doc  -> empty
  *   kind 3 DOC    | doc   -> the document's entries: (u8 kind | u8 field |
  *                           u16 len | the bytes between field and doc)*
- *   kind 4 BUILT          -> empty: every key of the partition that existed
- *                            when the build began is indexed
+ *   kind 4 BUILT          -> u8 nfields: every key of the partition that
+ *                            existed when the build began is indexed on
+ *                            the first nfields fields
  *
  * "doc" is the document key's data prefix without its partition (its
  * escaped bytes and terminator, or the long form: pk_keyenc.h), so an
@@ -72,15 +73,17 @@ int pk_ftidx_count(pk_txn *t, uint32_t part, uint64_t id, uint64_t *docs,
 /*
  * One step of the build of index d in part: indexes the keys from
  * cursor (cursor[0..*clen), a data prefix without its partition; *clen 0
- * at the start), at most budget of them, and moves the cursor on.  When
- * the partition is through it writes the BUILT entry and sets *done.
- * 0, PK_ENOMEM or a sticky error.  cursor holds PK_KEYENC_MAX bytes.
+ * at the start), at most *budget of them (less the keys looked at, and
+ * one for the step), and moves the cursor on.  When the partition is
+ * through it writes the BUILT entry and sets *done.  0, PK_ENOMEM or a
+ * sticky error.  cursor holds PK_KEYENC_MAX bytes.
  */
 int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
-                   size_t *clen, uint32_t budget, uint64_t now_ms, int *done);
+                   size_t *clen, uint32_t *budget, uint64_t now_ms, int *done);
 
-/* 1 when part holds index id's BUILT entry, 0 when not, or an error. */
-int pk_ftidx_built(pk_txn *t, uint32_t part, uint64_t id);
+/* 1 when part holds d's BUILT entry for d's fields (one written before
+ * FT.ALTER added a field does not count), 0 when not, or an error. */
+int pk_ftidx_built(pk_txn *t, uint32_t part, const pk_ftdef *d);
 
 /* The smallest index id > after (0: from the start) with entries in
  * part: 0 and *id, PK_ENOTFOUND, or an error. */

@@ -1,0 +1,1247 @@
+/*
+ * pk_ftq: RediSearch query strings -- parse, match, plan (see pk_ftq.h).
+ *
+ * A parsed query is three flat arrays, so that freeing it is three calls
+ * and nothing points into a buffer that may move while parsing:
+ *
+ *   nodes[]   kind | field | kid (first child) | next (sibling)
+ *             | term, nterms (into terms[]) | lo, hi (RANGE)
+ *   terms[]   off, len (into bytes[]) | prefix
+ *   bytes[]   every normalised term and tag, back to back
+ *
+ * AND, OR and NOT hold their operands as a sibling list (kid, then next
+ * ...), so an OR of 10,000 words is one node with 10,000 children built
+ * in one pass.  TAG holds one tag; TEXT holds one word, or a phrase of up
+ * to PHRASE_MAX words that must be adjacent and in order; RANGE holds a
+ * numeric range.  NONE matches nothing (a query that was only stop
+ * words, a tag that cannot be one tag); ALL matches everything ('*').
+ *
+ * The parser is recursive descent over the grammar of pk_ftq.h.  Only
+ * '(' and '@field:' recurse, and each adds one to a depth that may not
+ * pass PK_FTQ_DEPTH_MAX; '-' chains and AND/OR lists are loops.  So the
+ * tree is at most about 3 * PK_FTQ_DEPTH_MAX deep, and match and plan
+ * recurse over it freely.  Stop words parse to "empty", which AND and OR
+ * drop and NOT keeps empty, as RediSearch does; an empty query is NONE.
+ *
+ * Planning is two passes over the tree.  cost() says, without writing,
+ * whether a node is bounded by lookups, how many, and the worst kind
+ * among them (exact tag < range < exact word < tag prefix < word
+ * prefix); an AND takes the operand with the best (kind, count) -- one
+ * with at least one lookup before one with none, since zero lookups at
+ * the top mean "walk everything" -- and an OR is bounded only when every
+ * operand is.  emit() then writes the chosen lookups, once the total is
+ * known to fit.  A leaf on a NOINDEX field is matched but not bounded:
+ * the index holds no entries for it.
+ */
+#include "pk_ftq.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pk_err.h"
+
+#define NIL UINT32_MAX
+#define PHRASE_MAX 64 /* words in a phrase: one bit each in match */
+#define EMPTY (-1)    /* parse result: nothing (stop words) */
+#define FAIL (-2)     /* parse result: error, in p->rc */
+
+enum { N_NONE, N_ALL, N_AND, N_OR, N_NOT, N_TAG, N_TEXT, N_RANGE };
+
+typedef struct ftq_node {
+    uint8_t kind;
+    uint8_t lo_excl, hi_excl;
+    int32_t field;         /* TAG, RANGE, TEXT; TEXT -1: every TEXT field */
+    uint32_t kid, next;    /* first operand, next sibling; NIL: none */
+    uint32_t term, nterms; /* TAG, TEXT: terms[term .. term + nterms) */
+    double lo, hi;         /* RANGE */
+} ftq_node;
+
+typedef struct ftq_term {
+    uint32_t off, len; /* in bytes[] */
+    uint8_t prefix;
+} ftq_term;
+
+struct pk_ftq {
+    const pk_ftdef *d; /* borrowed: outlives the query */
+    ftq_node *nodes;
+    ftq_term *terms;
+    char *bytes;
+    size_t nnodes, cnodes, nterms, cterms, nbytes, cbytes;
+    uint32_t root;
+};
+
+/* ---- building ---------------------------------------------------------- */
+
+/* Room for need elements of sz bytes: arr itself when its capacity *cap
+ * holds them, else a larger copy (*cap updated, arr freed) or NULL (arr
+ * untouched). */
+static void *grow(void *arr, size_t *cap, size_t need, size_t sz)
+{
+    size_t n = *cap ? *cap : 16;
+    void *v;
+
+    if (need <= *cap)
+        return arr;
+    while (n < need)
+        n *= 2;
+    if ((v = realloc(arr, n * sz)) != NULL)
+        *cap = n;
+    return v;
+}
+
+/* Appends a node of kind; its index, or NIL when out of memory. */
+static uint32_t node_add(pk_ftq *q, int kind)
+{
+    ftq_node *n = grow(q->nodes, &q->cnodes, q->nnodes + 1, sizeof(*n));
+
+    if (n == NULL)
+        return NIL;
+    q->nodes = n;
+    n += q->nnodes;
+    memset(n, 0, sizeof(*n));
+    n->kind = (uint8_t)kind;
+    n->field = -1;
+    n->kid = n->next = NIL;
+    return (uint32_t)q->nnodes++;
+}
+
+static int term_add(pk_ftq *q, const char *t, size_t len, int prefix)
+{
+    ftq_term *e = grow(q->terms, &q->cterms, q->nterms + 1, sizeof(*e));
+    char *b;
+
+    if (e == NULL)
+        return PK_ENOMEM;
+    q->terms = e;
+    if ((b = grow(q->bytes, &q->cbytes, q->nbytes + len, 1)) == NULL)
+        return PK_ENOMEM;
+    q->bytes = b;
+    e += q->nterms++;
+    e->off = (uint32_t)q->nbytes;
+    e->len = (uint32_t)len;
+    e->prefix = (uint8_t)prefix;
+    memcpy(b + q->nbytes, t, len);
+    q->nbytes += len;
+    return 0;
+}
+
+/* ---- lexing ------------------------------------------------------------ */
+
+typedef struct parser {
+    pk_ftq *q;
+    const char *s;
+    size_t len, pos;
+    int nparams;
+    const char *const *pnames, *const *pvals;
+    const size_t *pnlens, *pvlens;
+    char *err;
+    size_t errcap;
+    int rc;                   /* 0, then PK_EINVAL or PK_ENOMEM */
+    size_t last_off;          /* the last token taken, for errors at end */
+    char *buf;                /* an unescaped word, tag or name */
+    size_t nbuf, cbuf;
+    uint32_t start_terms;     /* terms[] size when the leaf began */
+} parser;
+
+static int is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* The separators of pk_ft_text_terms: a query word is a run of the other
+ * bytes, so that it never holds less than one indexed term. */
+static int is_sep(unsigned char c)
+{
+    return is_space(c) ||
+           (c != 0 && strchr(",.<>{}[]\"':;!@#$%^&*()-+=~/\\|?", c) != NULL);
+}
+
+/* Separators that mean nothing to the query grammar: they only part
+ * words, as in RediSearch's lexer. */
+static int is_filler(unsigned char c)
+{
+    return is_space(c) || (c != 0 && strchr(",.<>:;!#^&=+?/'", c) != NULL);
+}
+
+static int is_name(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_';
+}
+
+static int at_end(const parser *p)
+{
+    return p->pos >= p->len;
+}
+
+static unsigned char peek(const parser *p)
+{
+    return at_end(p) ? 0 : (unsigned char)p->s[p->pos];
+}
+
+static void skip_space(parser *p)
+{
+    while (!at_end(p) && is_space((unsigned char)p->s[p->pos]))
+        p->pos++;
+}
+
+static void skip_filler(parser *p)
+{
+    while (!at_end(p) && is_filler((unsigned char)p->s[p->pos]))
+        p->pos++;
+}
+
+/* Takes n bytes as one token. */
+static void take(parser *p, size_t n)
+{
+    p->last_off = p->pos;
+    p->pos += n;
+}
+
+/* The length of the token at off, for "near": a word (with escapes), a
+ * "$name" or "@name", or one byte. */
+static size_t token_len(const parser *p, size_t off)
+{
+    size_t i = off;
+    unsigned char c = (unsigned char)p->s[off];
+
+    if (c == '$' || c == '@')
+        i++;
+    else if (is_sep(c) && c != '\\')
+        return 1;
+    while (i < p->len) {
+        c = (unsigned char)p->s[i];
+        if (c == '\\' && i + 1 < p->len)
+            i += 2;
+        else if (!is_sep(c))
+            i++;
+        else
+            break;
+    }
+    return i > off ? i - off : 1;
+}
+
+static int fail(parser *p, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (p->rc == 0 && p->errcap > 0) {
+        va_start(ap, fmt);
+        vsnprintf(p->err, p->errcap, fmt, ap);
+        va_end(ap);
+    }
+    if (p->rc == 0)
+        p->rc = PK_EINVAL;
+    return FAIL;
+}
+
+static int oom(parser *p)
+{
+    if (p->rc == 0 && p->errcap > 0)
+        snprintf(p->err, p->errcap, "Out of memory");
+    p->rc = PK_ENOMEM;
+    return FAIL;
+}
+
+/* "Syntax error at offset N near X" for the token at off (the last one
+ * taken when off is the end), with an explanation after a colon. */
+static int syntax(parser *p, size_t off, const char *why)
+{
+    size_t n;
+
+    if (p->len == 0)
+        return fail(p, "Syntax error at offset 0 near %s", why ? why : "");
+    if (off >= p->len)
+        off = p->last_off < p->len ? p->last_off : p->len - 1;
+    n = token_len(p, off);
+    return fail(p, "Syntax error at offset %zu near %.*s%s%s", off, (int)n,
+                p->s + off, why ? ": " : "", why ? why : "");
+}
+
+static int buf_put(parser *p, char c)
+{
+    char *b = grow(p->buf, &p->cbuf, p->nbuf + 1, 1);
+
+    if (b == NULL)
+        return oom(p);
+    p->buf = b;
+    b[p->nbuf++] = c;
+    return 0;
+}
+
+/* A word at pos into buf, unescaped: the bytes up to a separator, '\'
+ * taking the next byte as it is.  Sets *prefix when a '*' follows. */
+static int scan_word(parser *p, int *prefix)
+{
+    p->nbuf = 0;
+    p->last_off = p->pos;
+    while (!at_end(p)) {
+        unsigned char c = peek(p);
+        if (c == '\\') {
+            if (p->pos + 1 >= p->len)
+                return syntax(p, p->pos, "escape at the end");
+            c = (unsigned char)p->s[++p->pos];
+        } else if (is_sep(c)) {
+            break;
+        }
+        if (buf_put(p, (char)c) != 0)
+            return FAIL;
+        p->pos++;
+    }
+    *prefix = peek(p) == '*';
+    p->pos += (size_t)*prefix;
+    return 0;
+}
+
+/* "$name" at pos: *val and *vlen get the PARAMS value. */
+static int scan_param(parser *p, const char **val, size_t *vlen)
+{
+    size_t at = p->pos, n;
+
+    take(p, 1);
+    while (!at_end(p) && is_name(peek(p)))
+        p->pos++;
+    n = p->pos - at - 1;
+    if (n == 0)
+        return syntax(p, at, "a parameter needs a name");
+    for (int i = 0; i < p->nparams; i++) {
+        if (p->pnlens[i] == n && memcmp(p->pnames[i], p->s + at + 1, n) == 0) {
+            *val = p->pvals[i];
+            *vlen = p->pvlens[i];
+            return 0;
+        }
+    }
+    return fail(p, "No such parameter `%.*s`", (int)n, p->s + at + 1);
+}
+
+/* ---- nodes ------------------------------------------------------------- */
+
+/* The budget counts terms too: a PARAMS value used many times must not
+ * make a short query large. */
+static int budget(parser *p)
+{
+    if ((size_t)p->q->nnodes + p->q->nterms >= PK_FTQ_NODES_MAX)
+        return fail(p, "Query too complex: more than %d nodes and terms",
+                    PK_FTQ_NODES_MAX);
+    return 0;
+}
+
+static int new_node(parser *p, int kind)
+{
+    uint32_t i;
+
+    if (budget(p) != 0)
+        return FAIL;
+    if ((i = node_add(p->q, kind)) == NIL)
+        return oom(p);
+    return (int)i;
+}
+
+/* A leaf of kind on field over terms[t0 .. nterms). */
+static int new_leaf(parser *p, int kind, int field, size_t t0)
+{
+    int i = new_node(p, kind);
+
+    if (i >= 0) {
+        p->q->nodes[i].field = field;
+        p->q->nodes[i].term = (uint32_t)t0;
+        p->q->nodes[i].nterms = (uint32_t)(p->q->nterms - t0);
+    }
+    return i;
+}
+
+/* Operands of an AND or OR, linked as they are parsed. */
+typedef struct list {
+    uint32_t first, last, n;
+} list;
+
+static void list_add(pk_ftq *q, list *l, int x)
+{
+    if (x < 0)
+        return; /* empty: AND and OR drop it */
+    if (l->n++ == 0)
+        l->first = (uint32_t)x;
+    else
+        q->nodes[l->last].next = (uint32_t)x;
+    l->last = (uint32_t)x;
+}
+
+/* The node for l: EMPTY, its one operand, or a new AND/OR over all. */
+static int list_node(parser *p, int kind, const list *l)
+{
+    int i;
+
+    if (l->n <= 1)
+        return l->n ? (int)l->first : EMPTY;
+    if ((i = new_node(p, kind)) >= 0)
+        p->q->nodes[i].kid = l->first;
+    return i;
+}
+
+/* ---- words and phrases ------------------------------------------------- */
+
+/* Terms of one value going into terms[], up to a limit: a phrase holds
+ * at most PHRASE_MAX, a tag one, so a long PARAMS value costs no more
+ * than that. */
+typedef struct collect {
+    pk_ftq *q;
+    int prefix;   /* the flag each term gets */
+    size_t limit; /* nterms at which to stop (with TOO_MANY) */
+} collect;
+
+#define TOO_MANY 1
+
+static int collect_cb(void *ctx, const char *term, size_t len)
+{
+    collect *c = ctx;
+
+    if (c->q->nterms >= c->limit)
+        return TOO_MANY;
+    return term_add(c->q, term, len, c->prefix);
+}
+
+/* A prefix that pk_ft_text_terms drops is a stop word ("the*" still
+ * means then, there, theory): it is kept, lower-cased.  0 or FAIL. */
+static int stop_prefix(parser *p, const char *w, size_t n)
+{
+    char low[16];
+
+    if (n == 0 || n > sizeof(low))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? (char)(w[i] + 32) : w[i];
+    if (pk_ft_stopword(low, n) && term_add(p->q, low, n, 1) != 0)
+        return oom(p);
+    return 0;
+}
+
+/* Appends the indexed terms of w (n bytes) to the phrase that began at
+ * terms[t0] and at offset at: 0 or FAIL.  The last term of a prefix word
+ * is the prefix. */
+static int word_terms(parser *p, const char *w, size_t n, int prefix,
+                      size_t t0, size_t at)
+{
+    char tb[PK_FT_TERM_MAX];
+    collect c = {p->q, 0, t0 + PHRASE_MAX};
+    size_t before = p->q->nterms;
+    int rc = pk_ft_text_terms(w, n, tb, collect_cb, &c);
+
+    if (rc == TOO_MANY)
+        return syntax(p, at, "phrase of more than 64 words");
+    if (rc != 0)
+        return oom(p);
+    if (prefix && p->q->nterms == before)
+        return stop_prefix(p, w, n);
+    if (prefix)
+        p->q->terms[p->q->nterms - 1].prefix = 1;
+    return 0;
+}
+
+/* A word or "$param" at pos, '*' after it making a prefix, appended to
+ * the phrase at t0, at: 0 or FAIL. */
+static int scan_word_terms(parser *p, size_t t0, size_t at)
+{
+    const char *w;
+    size_t n;
+    int prefix;
+
+    if (budget(p) != 0)
+        return FAIL;
+    if (peek(p) == '$') {
+        if (scan_param(p, &w, &n) != 0)
+            return FAIL;
+        prefix = peek(p) == '*';
+        p->pos += (size_t)prefix;
+    } else {
+        if (scan_word(p, &prefix) != 0)
+            return FAIL;
+        w = p->buf;
+        n = p->nbuf;
+    }
+    return word_terms(p, w, n, prefix, t0, at);
+}
+
+/* A TEXT leaf over terms[t0 ..]: one word, a phrase, or EMPTY. */
+static int text_leaf(parser *p, int field, size_t t0, size_t at)
+{
+    if (p->q->nterms == t0)
+        return EMPTY;
+    if (p->q->nterms - t0 > PHRASE_MAX) /* a stop-word prefix last */
+        return syntax(p, at, "phrase of more than 64 words");
+    return new_leaf(p, N_TEXT, field, t0);
+}
+
+static int parse_word(parser *p, int field)
+{
+    size_t t0 = p->q->nterms, at = p->pos;
+
+    if (scan_word_terms(p, t0, at) != 0)
+        return FAIL;
+    return text_leaf(p, field, t0, at);
+}
+
+/* '"' words '"': the terms of every word, adjacent and in order. */
+static int parse_phrase(parser *p, int field)
+{
+    size_t at = p->pos, t0 = p->q->nterms;
+    unsigned char c;
+
+    take(p, 1);
+    for (;;) {
+        while (!at_end(p) && (c = peek(p)) != '"' && c != '\\' && c != '$' &&
+               is_sep(c))
+            p->pos++;
+        if (at_end(p))
+            return syntax(p, at, "unterminated phrase");
+        if (peek(p) == '"')
+            break;
+        if (scan_word_terms(p, t0, at) != 0)
+            return FAIL;
+    }
+    take(p, 1);
+    return text_leaf(p, field, t0, at);
+}
+
+/* ---- tags -------------------------------------------------------------- */
+
+/* A tag's bytes at pos into buf, unescaped, up to an unescaped '|' or
+ * '}'.  A last unescaped '*' (before trailing blanks) makes a prefix. */
+static int scan_tag(parser *p, int *prefix)
+{
+    size_t mark = 0;
+    int star = 0;
+
+    p->nbuf = 0;
+    p->last_off = p->pos;
+    while (!at_end(p) && peek(p) != '|' && peek(p) != '}') {
+        unsigned char c = peek(p);
+        int esc = c == '\\';
+        if (esc) {
+            if (p->pos + 1 >= p->len)
+                return syntax(p, p->pos, "escape at the end");
+            c = (unsigned char)p->s[++p->pos];
+        }
+        if (esc || !is_space(c)) {
+            star = !esc && c == '*';
+            mark = p->nbuf;
+        }
+        if (buf_put(p, (char)c) != 0)
+            return FAIL;
+        p->pos++;
+    }
+    if (star)
+        p->nbuf = mark;
+    *prefix = star;
+    return 0;
+}
+
+/* A whole tag that is "$name", maybe with '*': 1 and the value; 0 (pos
+ * unchanged) when the tag is something else; or FAIL. */
+static int tag_param(parser *p, const char **w, size_t *n, int *prefix)
+{
+    size_t at = p->pos, i = at + 1;
+
+    while (i < p->len && is_name((unsigned char)p->s[i]))
+        i++;
+    *prefix = i < p->len && p->s[i] == '*';
+    i += (size_t)*prefix;
+    while (i < p->len && is_space((unsigned char)p->s[i]))
+        i++;
+    if (i == at + 1 + (size_t)*prefix ||
+        (i < p->len && p->s[i] != '|' && p->s[i] != '}'))
+        return 0;
+    if (scan_param(p, w, n) != 0)
+        return FAIL;
+    p->pos = i;
+    return 1;
+}
+
+/* The tag w (n bytes) of field f as a leaf: normalised as the field
+ * indexes it.  A tag that splits in two at the separator is no one tag
+ * a document can hold: NONE. */
+static int tag_leaf(parser *p, int f, const char *w, size_t n, int prefix,
+                    size_t at)
+{
+    const pk_ftfield *fd = &p->q->d->fields[f];
+    char tb[PK_FT_TERM_MAX];
+    size_t t0 = p->q->nterms;
+    collect c = {p->q, prefix, t0 + 1};
+    int rc;
+
+    if (budget(p) != 0)
+        return FAIL;
+    rc = pk_ft_tag_terms(w, n, fd->sep, fd->casesens, tb, collect_cb, &c);
+    if (rc != 0 && rc != TOO_MANY)
+        return oom(p);
+    if (p->q->nterms == t0)
+        return syntax(p, at, "empty tag");
+    if (rc == 0)
+        return new_leaf(p, N_TAG, f, t0);
+    p->q->nbytes = p->q->terms[t0].off;
+    p->q->nterms = t0;
+    return new_node(p, N_NONE);
+}
+
+static int parse_tag(parser *p, int f)
+{
+    const char *w = NULL;
+    size_t n = 0, at;
+    int prefix = 0, r = 0;
+
+    skip_space(p);
+    at = p->pos;
+    if (peek(p) == '$' && (r = tag_param(p, &w, &n, &prefix)) < 0)
+        return FAIL;
+    if (r == 0) {
+        if (scan_tag(p, &prefix) != 0)
+            return FAIL;
+        w = p->buf;
+        n = p->nbuf;
+    }
+    return tag_leaf(p, f, w, n, prefix, at);
+}
+
+/* '{' tag ('|' tag)* '}' on TAG field f: an OR of its tags. */
+static int parse_tags(parser *p, int f)
+{
+    size_t at = p->pos;
+    list l = {0, 0, 0};
+    int x;
+
+    take(p, 1);
+    for (;;) {
+        if ((x = parse_tag(p, f)) == FAIL)
+            return FAIL;
+        list_add(p->q, &l, x);
+        if (at_end(p))
+            return syntax(p, at, "unterminated tag list");
+        take(p, 1);
+        if (p->s[p->last_off] == '}')
+            break;
+    }
+    return list_node(p, N_OR, &l);
+}
+
+/* ---- numeric ranges ---------------------------------------------------- */
+
+/* 1 and *v when w (n bytes) is inf, +inf or -inf (any case). */
+static int is_inf(const char *w, size_t n, double *v)
+{
+    int neg = n == 4 && w[0] == '-';
+
+    if (n == 4 && (w[0] == '+' || w[0] == '-')) {
+        w++;
+        n--;
+    }
+    if (n != 3 || strncasecmp(w, "inf", 3) != 0)
+        return 0;
+    *v = neg ? -INFINITY : INFINITY;
+    return 1;
+}
+
+/* A bound's text w (n bytes): a number or an infinity; a PARAMS value
+ * may start with '(' too.  0 or FAIL ("Bad lower range: x"). */
+static int bound_value(parser *p, const char *w, size_t n, int lower,
+                       double *v, int *excl)
+{
+    size_t skip = n > 0 && w[0] == '(';
+
+    *excl |= (int)skip;
+    if (is_inf(w + skip, n - skip, v) ||
+        (n > skip && pk_ft_number(w + skip, n - skip, v)))
+        return 0;
+    return fail(p, "Bad %s range: %.*s", lower ? "lower" : "upper", (int)n,
+                w);
+}
+
+static int is_bound_end(unsigned char c)
+{
+    return is_space(c) || c == ',' || c == ']' || c == '[' || c == '(' ||
+           c == ')';
+}
+
+static void skip_range_space(parser *p)
+{
+    while (!at_end(p) && (is_space(peek(p)) || peek(p) == ','))
+        p->pos++;
+}
+
+/* ['('] (number | inf | $param) at pos. */
+static int parse_bound(parser *p, int lower, double *v, int *excl)
+{
+    const char *w;
+    size_t n, at;
+
+    skip_range_space(p);
+    *excl = peek(p) == '(' && !at_end(p);
+    if (*excl)
+        take(p, 1);
+    at = p->pos;
+    if (!at_end(p) && peek(p) == '$')
+        return scan_param(p, &w, &n) != 0
+                   ? FAIL
+                   : bound_value(p, w, n, lower, v, excl);
+    while (!at_end(p) && !is_bound_end(peek(p)))
+        p->pos++;
+    if (p->pos == at)
+        return syntax(p, at, "expected a number");
+    p->last_off = at;
+    return bound_value(p, p->s + at, p->pos - at, lower, v, excl);
+}
+
+/* '[' lo hi ']' (or '[' x ']') on NUMERIC field f. */
+static int parse_range(parser *p, int f)
+{
+    size_t at = p->pos;
+    double lo, hi;
+    int lx, hx, i;
+
+    take(p, 1);
+    if (parse_bound(p, 1, &lo, &lx) != 0)
+        return FAIL;
+    skip_range_space(p);
+    if (!at_end(p) && peek(p) == ']') {
+        hi = lo;
+        hx = lx;
+    } else if (parse_bound(p, 0, &hi, &hx) != 0) {
+        return FAIL;
+    }
+    skip_range_space(p);
+    if (at_end(p) || peek(p) != ']')
+        return syntax(p, at_end(p) ? at : p->pos, "expected ']'");
+    take(p, 1);
+    if ((i = new_leaf(p, N_RANGE, f, p->q->nterms)) >= 0) {
+        ftq_node *n = &p->q->nodes[i];
+        n->lo = lo;
+        n->hi = hi;
+        n->lo_excl = (uint8_t)lx;
+        n->hi_excl = (uint8_t)hx;
+    }
+    return i;
+}
+
+/* ---- expressions ------------------------------------------------------- */
+
+static int parse_or(parser *p, int field, int depth);
+static int parse_unary(parser *p, int field, int depth);
+
+static int starts_atom(const parser *p)
+{
+    unsigned char c = peek(p);
+
+    return !at_end(p) && (c == '(' || c == '@' || c == '"' || c == '*' ||
+                          c == '$' || c == '\\' || !is_sep(c));
+}
+
+static int too_deep(parser *p, size_t at)
+{
+    return syntax(p, at, "nested deeper than 64");
+}
+
+/* '@' attr ':' then what the field's type takes. */
+static int parse_field(parser *p, int depth)
+{
+    size_t at = p->pos;
+    const pk_ftfield *fd;
+    int prefix, f;
+    unsigned char c;
+
+    if (depth >= PK_FTQ_DEPTH_MAX)
+        return too_deep(p, at);
+    take(p, 1);
+    if (scan_word(p, &prefix) != 0)
+        return FAIL;
+    if (p->nbuf == 0 || prefix)
+        return syntax(p, at, "expected a field name");
+    if ((f = pk_ftdef_find(p->q->d, p->buf, p->nbuf)) < 0)
+        return fail(p, "Unknown field at offset %zu near %.*s", at,
+                    (int)p->nbuf, p->buf);
+    skip_space(p);
+    if (at_end(p) || peek(p) != ':')
+        return syntax(p, p->pos, "expected ':' after the field");
+    take(p, 1);
+    skip_space(p);
+    fd = &p->q->d->fields[f];
+    c = at_end(p) ? 0 : peek(p);
+    if (fd->type == PK_FT_TAG)
+        return c == '{' ? parse_tags(p, f)
+                        : syntax(p, at, "a TAG field takes {tags}");
+    if (fd->type == PK_FT_NUMERIC)
+        return c == '[' ? parse_range(p, f)
+                        : syntax(p, at, "a NUMERIC field takes [lo hi]");
+    if (c == '{' || c == '[')
+        return syntax(p, at, "a TEXT field takes words");
+    return parse_unary(p, f, depth + 1);
+}
+
+/* '(' or ')'. */
+static int parse_group(parser *p, int field, int depth)
+{
+    size_t at = p->pos;
+    int x;
+
+    if (depth >= PK_FTQ_DEPTH_MAX)
+        return too_deep(p, at);
+    take(p, 1);
+    if ((x = parse_or(p, field, depth + 1)) == FAIL)
+        return FAIL;
+    skip_filler(p);
+    if (at_end(p))
+        return syntax(p, at, "unbalanced '('");
+    if (peek(p) != ')')
+        return syntax(p, p->pos, NULL);
+    take(p, 1);
+    return x;
+}
+
+/* A lone '*': every document.  '*' before a word (a suffix) is not
+ * supported, and a field takes words. */
+static int parse_star(parser *p, int field)
+{
+    size_t at = p->pos;
+    unsigned char c;
+
+    take(p, 1);
+    c = peek(p);
+    if (field >= 0 ||
+        !(at_end(p) || is_filler(c) || c == ')' || c == '|' || c == '-'))
+        return syntax(p, at, "'*' stands alone");
+    return new_node(p, N_ALL);
+}
+
+static int parse_atom(parser *p, int field, int depth)
+{
+    switch (peek(p)) {
+    case '(':
+        return parse_group(p, field, depth);
+    case '@':
+        return parse_field(p, depth);
+    case '"':
+        return parse_phrase(p, field);
+    case '*':
+        return parse_star(p, field);
+    default:
+        return parse_word(p, field);
+    }
+}
+
+/* '-'* atom: a NOT when the '-' are odd in number. */
+static int parse_unary(parser *p, int field, int depth)
+{
+    int neg = 0, x, i;
+
+    skip_filler(p);
+    while (!at_end(p) && peek(p) == '-') {
+        take(p, 1);
+        neg ^= 1;
+        skip_filler(p);
+    }
+    if (!starts_atom(p))
+        return syntax(p, p->pos, NULL);
+    if ((x = parse_atom(p, field, depth)) < 0 || !neg)
+        return x;
+    if ((i = new_node(p, N_NOT)) >= 0)
+        p->q->nodes[i].kid = (uint32_t)x;
+    return i;
+}
+
+static int parse_and(parser *p, int field, int depth)
+{
+    list l = {0, 0, 0};
+    int x;
+
+    do {
+        if ((x = parse_unary(p, field, depth)) == FAIL)
+            return FAIL;
+        list_add(p->q, &l, x);
+        skip_filler(p);
+    } while (starts_atom(p) || (!at_end(p) && peek(p) == '-'));
+    return list_node(p, N_AND, &l);
+}
+
+static int parse_or(parser *p, int field, int depth)
+{
+    list l = {0, 0, 0};
+    int x;
+
+    for (;;) {
+        if ((x = parse_and(p, field, depth)) == FAIL)
+            return FAIL;
+        list_add(p->q, &l, x);
+        skip_filler(p);
+        if (at_end(p) || peek(p) != '|')
+            break;
+        take(p, 1);
+    }
+    return list_node(p, N_OR, &l);
+}
+
+static int parse_query(parser *p)
+{
+    int x;
+
+    skip_filler(p);
+    if (at_end(p))
+        return new_node(p, N_NONE);
+    if ((x = parse_or(p, -1, 0)) == FAIL)
+        return FAIL;
+    skip_filler(p);
+    if (!at_end(p))
+        return syntax(p, p->pos, NULL);
+    return x == EMPTY ? new_node(p, N_NONE) : x;
+}
+
+int pk_ftq_parse(const pk_ftdef *d, const char *query, size_t len,
+                 int nparams, const char *const *pnames, const size_t *pnlens,
+                 const char *const *pvals, const size_t *pvlens, pk_ftq **out,
+                 char *err, size_t errcap)
+{
+    parser p = {0};
+    int root;
+
+    p.s = query;
+    p.len = len;
+    p.nparams = nparams;
+    p.pnames = pnames;
+    p.pnlens = pnlens;
+    p.pvals = pvals;
+    p.pvlens = pvlens;
+    p.err = err;
+    p.errcap = err ? errcap : 0;
+    if ((p.q = calloc(1, sizeof(*p.q))) == NULL)
+        return PK_ENOMEM;
+    p.q->d = d;
+    root = parse_query(&p);
+    free(p.buf);
+    if (root == FAIL) {
+        pk_ftq_free(p.q);
+        return p.rc;
+    }
+    p.q->root = (uint32_t)root;
+    *out = p.q;
+    return 0;
+}
+
+void pk_ftq_free(pk_ftq *q)
+{
+    if (q == NULL)
+        return;
+    free(q->nodes);
+    free(q->terms);
+    free(q->bytes);
+    free(q);
+}
+
+int pk_ftq_add_filter(pk_ftq *q, uint32_t field, double lo, int lo_excl,
+                      double hi, int hi_excl)
+{
+    ftq_node *root;
+    uint32_t r, a;
+
+    if (field >= q->d->nfields)
+        return PK_EINVAL;
+    if ((r = node_add(q, N_RANGE)) == NIL)
+        return PK_ENOMEM;
+    q->nodes[r].field = (int32_t)field;
+    q->nodes[r].lo = lo;
+    q->nodes[r].hi = hi;
+    q->nodes[r].lo_excl = lo_excl != 0;
+    q->nodes[r].hi_excl = hi_excl != 0;
+    root = &q->nodes[q->root];
+    if (root->kind == N_AND) {
+        /* Flat, so that many filters do not deepen the tree. */
+        q->nodes[r].next = root->kid;
+        root->kid = r;
+        return 0;
+    }
+    if ((a = node_add(q, N_AND)) == NIL) {
+        q->nnodes--;
+        return PK_ENOMEM;
+    }
+    q->nodes[a].kid = r;
+    q->nodes[r].next = q->root;
+    q->root = a;
+    return 0;
+}
+
+/* ---- matching ---------------------------------------------------------- */
+
+static int term_hit(const pk_ftq *q, const ftq_term *t, const char *s,
+                    size_t len)
+{
+    const char *b = q->bytes + t->off;
+
+    if (t->prefix)
+        return len >= t->len && memcmp(s, b, t->len) == 0;
+    return len == t->len && memcmp(s, b, len) == 0;
+}
+
+/* A phrase over one field's terms, shift-and style: bit k of live says
+ * the last k + 1 terms matched the phrase's first k + 1. */
+typedef struct text_walk {
+    const pk_ftq *q;
+    const ftq_term *t;
+    uint32_t n;
+    uint64_t live;
+} text_walk;
+
+static int text_cb(void *ctx, const char *term, size_t len)
+{
+    text_walk *w = ctx;
+    uint64_t want = (w->live << 1) | 1, got = 0;
+
+    for (uint32_t k = 0; k < w->n; k++)
+        if (((want >> k) & 1) && term_hit(w->q, &w->t[k], term, len))
+            got |= (uint64_t)1 << k;
+    w->live = got;
+    return (int)((got >> (w->n - 1)) & 1);
+}
+
+static int tag_cb(void *ctx, const char *term, size_t len)
+{
+    const text_walk *w = ctx;
+
+    return term_hit(w->q, w->t, term, len);
+}
+
+static int in_range(const ftq_node *n, double v)
+{
+    return (n->lo_excl ? v > n->lo : v >= n->lo) &&
+           (n->hi_excl ? v < n->hi : v <= n->hi);
+}
+
+/* Leaf n on field f of the document. */
+static int match_leaf(const pk_ftq *q, const ftq_node *n, uint32_t f,
+                      pk_ftq_get get, void *ctx)
+{
+    const pk_ftfield *fd = &q->d->fields[f];
+    text_walk w = {q, NULL, n->nterms, 0};
+    char tb[PK_FT_TERM_MAX];
+    const char *val;
+    size_t len;
+    double v;
+
+    if (!get(ctx, f, &val, &len))
+        return 0;
+    if (n->kind == N_RANGE)
+        return pk_ft_number(val, len, &v) && in_range(n, v);
+    w.t = &q->terms[n->term];
+    if (n->kind == N_TAG)
+        return pk_ft_tag_terms(val, len, fd->sep, fd->casesens, tb, tag_cb,
+                               &w) != 0;
+    return pk_ft_text_terms(val, len, tb, text_cb, &w) != 0;
+}
+
+/* A word without a field is looked for in every indexed TEXT field. */
+static int any_text(const pk_ftdef *d, uint32_t f)
+{
+    return d->fields[f].type == PK_FT_TEXT && !d->fields[f].noindex;
+}
+
+static int match_node(const pk_ftq *q, uint32_t i, pk_ftq_get get, void *ctx)
+{
+    const ftq_node *n = &q->nodes[i];
+    uint32_t k;
+
+    switch (n->kind) {
+    case N_ALL:
+        return 1;
+    case N_AND:
+        for (k = n->kid; k != NIL; k = q->nodes[k].next)
+            if (!match_node(q, k, get, ctx))
+                return 0;
+        return 1;
+    case N_OR:
+        for (k = n->kid; k != NIL; k = q->nodes[k].next)
+            if (match_node(q, k, get, ctx))
+                return 1;
+        return 0;
+    case N_NOT:
+        return !match_node(q, n->kid, get, ctx);
+    case N_TEXT:
+        if (n->field < 0) {
+            for (k = 0; k < q->d->nfields; k++)
+                if (any_text(q->d, k) && match_leaf(q, n, k, get, ctx))
+                    return 1;
+            return 0;
+        }
+        /* fall through */
+    case N_TAG:
+    case N_RANGE:
+        return match_leaf(q, n, (uint32_t)n->field, get, ctx);
+    default:
+        return 0;
+    }
+}
+
+int pk_ftq_match(const pk_ftq *q, pk_ftq_get get, void *ctx)
+{
+    return match_node(q, q->root, get, ctx);
+}
+
+/* ---- planning ---------------------------------------------------------- */
+
+/* Kinds of lookup, from the fewest hits expected to the most. */
+enum { C_TAG, C_RANGE, C_WORD, C_TAG_PREFIX, C_WORD_PREFIX };
+
+typedef struct cost {
+    int bounded; /* 0: the node needs a walk of every document */
+    int64_t n;   /* lookups */
+    int worst;   /* C_*: the broadest of them */
+} cost;
+
+static cost node_cost(const pk_ftq *q, uint32_t i);
+
+/* The term of a phrase to look up: an exact one where there is one. */
+static uint32_t text_key(const pk_ftq *q, const ftq_node *n)
+{
+    for (uint32_t k = 0; k < n->nterms; k++)
+        if (!q->terms[n->term + k].prefix)
+            return n->term + k;
+    return n->term;
+}
+
+static int64_t text_fields(const pk_ftq *q, const ftq_node *n)
+{
+    int64_t c = 0;
+
+    if (n->field >= 0)
+        return 1;
+    for (uint32_t f = 0; f < q->d->nfields; f++)
+        c += any_text(q->d, f);
+    return c;
+}
+
+static cost leaf_cost(const pk_ftq *q, const ftq_node *n)
+{
+    cost c = {1, 1, C_RANGE};
+
+    if (n->field >= 0 && q->d->fields[n->field].noindex)
+        return (cost){0, 0, 0};
+    if (n->kind == N_TAG)
+        c.worst = q->terms[n->term].prefix ? C_TAG_PREFIX : C_TAG;
+    if (n->kind == N_TEXT) {
+        c.n = text_fields(q, n);
+        c.worst = q->terms[text_key(q, n)].prefix ? C_WORD_PREFIX : C_WORD;
+    }
+    return c;
+}
+
+/* The operand of AND node n whose lookups to use, and their cost: the
+ * best (kind, count) among those with lookups; NIL and a bounded cost of
+ * 0 when the only bounded operands have none; NIL and unbounded when no
+ * operand is bounded. */
+static uint32_t and_pick(const pk_ftq *q, const ftq_node *n, cost *out)
+{
+    cost best = {0, 0, 0};
+    uint32_t pick = NIL;
+    int none = 0;
+
+    for (uint32_t k = n->kid; k != NIL; k = q->nodes[k].next) {
+        cost c = node_cost(q, k);
+        if (!c.bounded)
+            continue;
+        if (c.n == 0)
+            none = 1;
+        else if (pick == NIL || c.worst < best.worst ||
+                 (c.worst == best.worst && c.n < best.n)) {
+            best = c;
+            pick = k;
+        }
+    }
+    if (pick == NIL)
+        best = (cost){none, 0, 0};
+    *out = best;
+    return pick;
+}
+
+static cost node_cost(const pk_ftq *q, uint32_t i)
+{
+    const ftq_node *n = &q->nodes[i];
+    cost c = {1, 0, 0}, k;
+
+    switch (n->kind) {
+    case N_NONE:
+        return c;
+    case N_AND:
+        and_pick(q, n, &c);
+        return c;
+    case N_OR:
+        for (uint32_t j = n->kid; j != NIL; j = q->nodes[j].next) {
+            if (!(k = node_cost(q, j)).bounded)
+                return k;
+            c.n += k.n;
+            c.worst = k.worst > c.worst ? k.worst : c.worst;
+        }
+        return c;
+    case N_TAG:
+    case N_RANGE:
+    case N_TEXT:
+        return leaf_cost(q, n);
+    default: /* ALL, NOT */
+        return (cost){0, 0, 0};
+    }
+}
+
+static void scan_term(const pk_ftq *q, pk_ftq_scan *s, uint32_t f,
+                      uint32_t t)
+{
+    memset(s, 0, sizeof(*s));
+    s->kind = q->terms[t].prefix ? PK_FTQ_PREFIX : PK_FTQ_EXACT;
+    s->field = f;
+    s->term = q->bytes + q->terms[t].off;
+    s->len = q->terms[t].len;
+}
+
+/* Writes the lookups of bounded node i from out[pos]: the new pos. */
+static int emit(const pk_ftq *q, uint32_t i, pk_ftq_scan *out, int pos)
+{
+    const ftq_node *n = &q->nodes[i];
+    cost c;
+
+    switch (n->kind) {
+    case N_TAG:
+        scan_term(q, &out[pos++], (uint32_t)n->field, n->term);
+        break;
+    case N_TEXT:
+        for (uint32_t f = 0; f < q->d->nfields; f++)
+            if (n->field >= 0 ? f == (uint32_t)n->field : any_text(q->d, f))
+                scan_term(q, &out[pos++], f, text_key(q, n));
+        break;
+    case N_RANGE:
+        memset(&out[pos], 0, sizeof(out[pos]));
+        out[pos].kind = PK_FTQ_RANGE;
+        out[pos].field = (uint32_t)n->field;
+        out[pos].lo = n->lo;
+        out[pos].hi = n->hi;
+        out[pos].lo_excl = n->lo_excl;
+        out[pos++].hi_excl = n->hi_excl;
+        break;
+    case N_OR:
+        for (uint32_t k = n->kid; k != NIL; k = q->nodes[k].next)
+            pos = emit(q, k, out, pos);
+        break;
+    case N_AND:
+        if ((i = and_pick(q, n, &c)) != NIL)
+            pos = emit(q, i, out, pos);
+        break;
+    default:
+        break;
+    }
+    return pos;
+}
+
+int pk_ftq_plan(const pk_ftq *q, pk_ftq_scan *out, int cap)
+{
+    cost c = node_cost(q, q->root);
+
+    if (!c.bounded || c.n == 0)
+        return 0;
+    if (c.n > (int64_t)(cap > 0 ? cap : 0))
+        return -1;
+    return emit(q, q->root, out, 0);
+}
