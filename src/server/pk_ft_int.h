@@ -21,6 +21,8 @@ typedef struct ft_index {
     size_t clen;
 } ft_index;
 
+struct pk_ftq;
+struct pk_rr;
 typedef struct pk_ft pk_ft;
 typedef struct ft_op ft_op;
 typedef struct ft_edit ft_edit;
@@ -44,6 +46,42 @@ ft_index *pk__ft_find(pk_server *s, const char *name, size_t len);
 void pk__ft_search_tick(pk_server *s);
 void pk__ft_search_forget(pk_server *s, pk_conn *c);
 void pk__ft_search_free(pk_server *s);
+
+/* A matching document's fields, borrowed from the read transaction. */
+typedef struct pk__ftdoc {
+    pk_slice *name, *val;
+    size_t n, cap;
+    const pk_ftdef *d;
+} pk__ftdoc;
+
+/* The value of the field a query names by attribute or hash field name,
+ * or NULL. */
+const pk_slice *pk__ftdoc_named(const pk__ftdoc *doc, pk_slice name);
+
+/* What a visit does with each matching document (key: u32 length |
+ * bytes): 0 to go on, else an error code that ends the visit. */
+typedef int (*pk__ft_match_fn)(void *ctx, const pk__ftdoc *doc,
+                               const uint8_t *key);
+
+/* Runs q on every partition bit-set in parts (np of them) in one read
+ * transaction, calling fn for each matching document (of inkeys, when
+ * ninkeys > 0).  0, or an error code. */
+int pk__ft_visit(pk_server *s, const pk_ftdef *d, const struct pk_ftq *q,
+                 const pk_arg *inkeys, int ninkeys, const uint8_t *parts,
+                 uint32_t np, pk__ft_match_fn fn, void *ctx);
+
+/* FT.AGGREGATE (pk_ft_agg.c): a request parsed from y's arguments
+ * (FT.AGGREGATE idx query ...), or NULL after an error reply to out; a
+ * node's share answered to out; a node's answer merged (NULL, or the
+ * error); the client's reply. */
+typedef struct pk__ftagg pk__ftagg;
+pk__ftagg *pk__ft_agg_new(const pk_cmd_ctx *y, const pk_ftdef *d,
+                          pk_obuf *out);
+void pk__ft_agg_free(pk__ftagg *a);
+void pk__ft_agg_node(pk_server *s, const pk__ftagg *a, const pk_ftdef *d,
+                     const uint8_t *parts, uint32_t np, pk_obuf *out);
+const char *pk__ft_agg_take(pk__ftagg *a, const struct pk_rr *r);
+void pk__ft_agg_reply(pk__ftagg *a, pk_obuf *out);
 
 /* The partitions a query covers: the number of them, 16384 on a node
  * alone (partition 0 only holds data then). */

@@ -321,16 +321,9 @@ static void keyv_free(keyv *v)
     free(v->k);
 }
 
-/* A document's fields, borrowed from the read transaction. */
-typedef struct docf {
-    pk_slice *name, *val;
-    size_t n, cap;
-    const pk_ftdef *d;
-} docf;
-
-static int docf_add(void *ctx, pk_slice f, pk_slice v)
+static int pk__ftdoc_add(void *ctx, pk_slice f, pk_slice v)
 {
-    docf *doc = ctx;
+    pk__ftdoc *doc = ctx;
 
     if (doc->n == doc->cap) {
         size_t cap = doc->cap ? 2 * doc->cap : 16;
@@ -348,7 +341,8 @@ static int docf_add(void *ctx, pk_slice f, pk_slice v)
     return 0;
 }
 
-static const pk_slice *docf_get(const docf *doc, const char *name, size_t len)
+static const pk_slice *pk__ftdoc_get(const pk__ftdoc *doc, const char *name,
+                                     size_t len)
 {
     for (size_t i = 0; i < doc->n; i++)
         if (doc->name[i].len == len && memcmp(doc->name[i].ptr, name, len) == 0)
@@ -358,9 +352,9 @@ static const pk_slice *docf_get(const docf *doc, const char *name, size_t len)
 
 static int doc_field(void *ctx, uint32_t f, const char **val, size_t *len)
 {
-    const docf *doc = ctx;
+    const pk__ftdoc *doc = ctx;
     const char *name = doc->d->fields[f].name;
-    const pk_slice *v = docf_get(doc, name, strlen(name));
+    const pk_slice *v = pk__ftdoc_get(doc, name, strlen(name));
 
     if (v == NULL)
         return 0;
@@ -370,19 +364,19 @@ static int doc_field(void *ctx, uint32_t f, const char **val, size_t *len)
 }
 
 /* The value of a field a query names by attribute or hash field name. */
-static const pk_slice *named(const docf *doc, pk_slice name)
+const pk_slice *pk__ftdoc_named(const pk__ftdoc *doc, pk_slice name)
 {
     int f = pk_ftdef_find(doc->d, name.ptr, name.len);
 
     if (f >= 0) {
         const char *hn = doc->d->fields[f].name;
-        return docf_get(doc, hn, strlen(hn));
+        return pk__ftdoc_get(doc, hn, strlen(hn));
     }
-    return docf_get(doc, name.ptr, name.len);
+    return pk__ftdoc_get(doc, name.ptr, name.len);
 }
 
 /* A result as a node sends it: key, sort value (nil), fields (nil). */
-static void put_result(pk_obuf *o, const sreq *r, const docf *doc,
+static void put_result(pk_obuf *o, const sreq *r, const pk__ftdoc *doc,
                        const uint8_t *key)
 {
     const pk_slice *sv = NULL;
@@ -390,7 +384,7 @@ static void put_result(pk_obuf *o, const sreq *r, const docf *doc,
     pk_reply_bulk(o, key + 4, pk_be32_get(key));
     if (r->sort_field >= 0) {
         const char *hn = doc->d->fields[r->sort_field].name;
-        sv = docf_get(doc, hn, strlen(hn));
+        sv = pk__ftdoc_get(doc, hn, strlen(hn));
     }
     if (sv)
         pk_reply_bulk(o, sv->ptr, sv->len);
@@ -411,10 +405,10 @@ static void put_result(pk_obuf *o, const sreq *r, const docf *doc,
     {
         size_t n = 0;
         for (int i = 0; i < r->nreturn; i++)
-            n += named(doc, r->ret[i].name) != NULL;
+            n += pk__ftdoc_named(doc, r->ret[i].name) != NULL;
         pk_reply_array(o, 2 * n);
         for (int i = 0; i < r->nreturn; i++) {
-            const pk_slice *v = named(doc, r->ret[i].name);
+            const pk_slice *v = pk__ftdoc_named(doc, r->ret[i].name);
             if (v) {
                 pk_reply_bulk(o, r->ret[i].as.ptr, r->ret[i].as.len);
                 pk_reply_bulk(o, v->ptr, v->len);
@@ -438,30 +432,27 @@ static int candidates(pk_txn *t, uint32_t p, const pk_ftdef *d,
     return rc;
 }
 
-static int in_keys(const sreq *r, const uint8_t *key)
+static int in_keys(const pk_arg *inkeys, int ninkeys, const uint8_t *key)
 {
     uint32_t n = pk_be32_get(key);
 
-    if (r->ninkeys == 0)
+    if (ninkeys == 0)
         return 1;
-    for (int i = 0; i < r->ninkeys; i++)
-        if (r->inkeys[i].len == n && memcmp(r->inkeys[i].ptr, key + 4, n) == 0)
+    for (int i = 0; i < ninkeys; i++)
+        if (inkeys[i].len == n && memcmp(inkeys[i].ptr, key + 4, n) == 0)
             return 1;
     return 0;
 }
 
-/* What a visit does with each matching document. */
-typedef int (*match_fn)(void *ctx, const docf *doc, const uint8_t *key);
-
-/* Runs q on every partition parts selects (NULL: partition 0), calling
- * fn for each matching document.  0, or an error code. */
-static int visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
-                 const sreq *r, const uint8_t *parts, uint32_t nparts,
-                 match_fn fn, void *ctx)
+/* Runs q on every partition parts selects, calling fn for each
+ * matching document. */
+int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
+                 const pk_arg *inkeys, int ninkeys, const uint8_t *parts,
+                 uint32_t nparts, pk__ft_match_fn fn, void *ctx)
 {
     pk_ftq_scan sc[PLAN_MAX];
     int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc = 0;
-    docf doc = {.d = d};
+    pk__ftdoc doc = {.d = d};
     pk_txn *t;
 
     if ((rc = pk_txn_begin(s->store, 1, &t)) != 0)
@@ -473,11 +464,11 @@ static int visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
         rc = candidates(t, p, d, sc, nsc, &v);
         for (size_t i = 0; rc == 0 && i < v.n; i++) {
             const uint8_t *key = v.k[i];
-            if (!in_keys(r, key))
+            if (!in_keys(inkeys, ninkeys, key))
                 continue;
             doc.n = 0;
             rc = pk_hmap_each(t, p, key + 4, pk_be32_get(key), s->now_ms,
-                              docf_add, &doc);
+                              pk__ftdoc_add, &doc);
             if (rc == PK_STORE_WRONGTYPE || (rc == 0 && doc.n == 0)) {
                 rc = 0; /* gone since: the index catches up */
                 continue;
@@ -584,7 +575,7 @@ static int best_trim(best *b)
     return 0;
 }
 
-static int best_add(void *ctx, const docf *doc, const uint8_t *key)
+static int best_add(void *ctx, const pk__ftdoc *doc, const uint8_t *key)
 {
     best *b = ctx;
     const sreq *r = b->r;
@@ -612,7 +603,7 @@ static int best_add(void *ctx, const docf *doc, const uint8_t *key)
     }
     if (r->sort_field >= 0) {
         const char *hn = doc->d->fields[r->sort_field].name;
-        sv = docf_get(doc, hn, strlen(hn));
+        sv = pk__ftdoc_get(doc, hn, strlen(hn));
     }
     b->sortv[b->n] = sv ? strndup(sv->ptr, sv->len) : NULL;
     b->keys[b->n] = malloc(4 + kl);
@@ -651,7 +642,8 @@ static void node_search(pk_server *s, pk_obuf *out, const pk_ftdef *d,
 
     if (make_query(out, d, r, &q) != 0)
         return;
-    rc = visit(s, d, q, r, parts, nparts, best_add, &b);
+    rc = pk__ft_visit(s, d, q, r->inkeys, r->ninkeys, parts, nparts, best_add,
+                      &b);
     pk_ftq_free(q);
     if (rc == 0)
         rc = best_trim(&b);
@@ -682,6 +674,7 @@ struct ft_op {
     sreq r;
     best b;          /* SEARCH: the merged results */
     int64_t info[4]; /* INFO: docs, bytes, partitions led, built */
+    pk__ftagg *agg;  /* AGGREGATE: the merged groups or rows */
     int pending, retry, tries;
     uint64_t due_ms; /* a retry's time */
     char *err;       /* the first error, owned */
@@ -699,6 +692,7 @@ static void op_free(ft_op *op)
         *pp = op->next;
     best_free(&op->b);
     sreq_free(&op->r);
+    pk__ft_agg_free(op->agg);
     pk_ftdef_free(op->def);
     free(op->args);
     free(op->err);
@@ -806,14 +800,15 @@ static void take_info(ft_op *op, const pk_rr *r)
 
 static void take_agg(ft_op *op, const pk_rr *r)
 {
-    (void)r;
-    op_fail(op, "ERR FT.AGGREGATE is not built yet", 33);
+    const char *err = pk__ft_agg_take(op->agg, r);
+
+    if (err)
+        op_fail(op, err, strlen(err));
 }
 
 static void reply_agg(ft_op *op, pk_obuf *o)
 {
-    (void)op;
-    pk_reply_error(o, "ERR FT.AGGREGATE is not built yet");
+    pk__ft_agg_reply(op->agg, o);
 }
 
 static void take(ft_op *op, const pk_rr *r)
@@ -1134,7 +1129,10 @@ static void node_run(pk_server *s, pk_obuf *o, int verb, const pk_ftdef *d,
         return;
     }
     if (verb == V_AGG) {
-        pk_reply_error(o, "ERR FT.AGGREGATE is not built yet");
+        pk__ftagg *g = pk__ft_agg_new(y, d, o);
+        if (g)
+            pk__ft_agg_node(s, g, d, parts, np, o);
+        pk__ft_agg_free(g);
         return;
     }
     y->out = o;
@@ -1257,6 +1255,16 @@ void pk__ft_search_free(pk_server *s)
 
 void pk_cmd_ft_aggregate(pk_cmd_ctx *x)
 {
-    if (index_arg(x) != NULL)
-        pk_reply_error(x->out, "ERR FT.AGGREGATE is not built yet");
+    ft_index *ix = index_arg(x);
+    ft_op *op;
+    pk_cmd_ctx y;
+
+    if (ix == NULL || (op = op_new(x, ix, V_AGG)) == NULL)
+        return;
+    y = op_ctx(op);
+    if ((op->agg = pk__ft_agg_new(&y, op->def, x->out)) == NULL) {
+        op_free(op);
+        return;
+    }
+    op_go(x, op);
 }

@@ -1,0 +1,920 @@
+/*
+ * pk_ft_agg: FT.AGGREGATE -- GROUPBY with REDUCE COUNT, SUM, MIN, MAX, AVG,
+ * COUNT_DISTINCT(ISH) and TOLIST, or LOAD of fields per document; then
+ * SORTBY [MAX] and LIMIT over the rows.
+ *
+ * Every node reduces its own documents into partial groups (a count, a
+ * sum, a minimum, a sum and count for AVG, the distinct values); the
+ * node that received the command merges the groups by their values and
+ * only then finishes them, so an average or a distinct count is exact
+ * however the documents are spread.  Rows carry numbers as RediSearch
+ * prints them (%.15g).
+ *
+ *   node:  [ngroups, (values[], partials[])*]   or  [nrows, row[]*]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/pk_err.h"
+#include "core/pk_ftq.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_ft_int.h"
+
+#define GROUP_FIELDS_MAX 16
+#define REDUCERS_MAX 32
+#define SORT_MAX 16
+#define PARAMS_MAX 256
+#define ROWS_MAX 1000000
+
+enum { R_COUNT = 1, R_SUM, R_MIN, R_MAX, R_AVG, R_DISTINCT, R_TOLIST };
+
+typedef struct reducer {
+    int fn;
+    pk_slice field; /* without '@'; empty for COUNT */
+    char as[PK_FT_NAME_MAX + 1];
+} reducer;
+
+/* A value set (COUNT_DISTINCT, TOLIST): owned copies. */
+typedef struct vset {
+    char **v;
+    size_t *len;
+    size_t n, cap;
+} vset;
+
+typedef struct partial {
+    double sum, min, max;
+    int64_t count; /* COUNT; AVG's count; MIN/MAX: values seen */
+    vset set;
+} partial;
+
+typedef struct group {
+    char **val; /* owned copies of the group's values (NULL: missing) */
+    size_t *vlen;
+    partial *p; /* one per reducer */
+    struct group *next;
+    uint64_t hash;
+} group;
+
+struct pk__ftagg {
+    pk_arg *args; /* owned copy */
+    int argc;
+    pk_slice query;
+    int nparams;
+    const char *pn[PARAMS_MAX], *pv[PARAMS_MAX];
+    size_t pnl[PARAMS_MAX], pvl[PARAMS_MAX];
+    int grouped, ngroup;
+    pk_slice gf[GROUP_FIELDS_MAX]; /* without '@' */
+    int nred;
+    reducer red[REDUCERS_MAX];
+    int load_all, nload;
+    pk_slice *load;
+    int nsort;
+    pk_slice sortf[SORT_MAX];
+    int sdesc[SORT_MAX];
+    int64_t max, offset, num;
+    /* Merged state: groups in a hash table, or rows (each an obuf
+     * holding one row's reply, with its field/value slices). */
+    group **tab;
+    size_t ntab, ngroups;
+    pk_obuf *rows;
+    size_t nrows, caprows;
+};
+
+/* ---- parsing ------------------------------------------------------------ */
+
+static pk_slice no_at(const pk_arg *a)
+{
+    const char *p = a->ptr;
+    size_t n = a->len;
+
+    if (n && p[0] == '@') {
+        p++;
+        n--;
+    }
+    return (pk_slice){p, n};
+}
+
+static int count_arg(const pk_arg *a, int64_t max, int64_t *out)
+{
+    return pk_arg_i64(a, out) && *out >= 0 && *out <= max;
+}
+
+static const struct {
+    const char *name;
+    int fn, nargs;
+    const char *alias; /* RediSearch's generated alias prefix */
+} REDS[] = {
+    {"count", R_COUNT, 0, "__generated_aliascount"},
+    {"sum", R_SUM, 1, "__generated_aliassum"},
+    {"min", R_MIN, 1, "__generated_aliasmin"},
+    {"max", R_MAX, 1, "__generated_aliasmax"},
+    {"avg", R_AVG, 1, "__generated_aliasavg"},
+    {"count_distinct", R_DISTINCT, 1, "__generated_aliascount_distinct"},
+    {"count_distinctish", R_DISTINCT, 1, "__generated_aliascount_distinctish"},
+    {"tolist", R_TOLIST, 1, "__generated_aliastolist"},
+};
+
+/* REDUCE fn nargs args [AS name] at a[*i]: 0, or -1 after an error. */
+static int parse_reduce(pk__ftagg *g, const pk_arg *a, int n, int *i,
+                        pk_obuf *out)
+{
+    int64_t nargs;
+    reducer *r;
+    size_t k;
+
+    if (*i + 2 >= n || !count_arg(&a[*i + 2], n - *i - 3, &nargs)) {
+        pk_reply_error(out, "Bad arguments for REDUCE");
+        return -1;
+    }
+    for (k = 0; k < sizeof(REDS) / sizeof(REDS[0]); k++)
+        if (pk_arg_eq(&a[*i + 1], REDS[k].name))
+            break;
+    if (k == sizeof(REDS) / sizeof(REDS[0])) {
+        pk_reply_errorf(out,
+                        "Bad arguments for REDUCE: reducer `%.*s` is "
+                        "not supported",
+                        (int)a[*i + 1].len, a[*i + 1].ptr);
+        return -1;
+    }
+    if (nargs != REDS[k].nargs || g->nred >= REDUCERS_MAX) {
+        pk_reply_errorf(out,
+                        "Bad arguments for %s: wrong number of "
+                        "arguments",
+                        REDS[k].name);
+        return -1;
+    }
+    r = &g->red[g->nred++];
+    r->fn = REDS[k].fn;
+    r->field = nargs ? no_at(&a[*i + 3]) : (pk_slice){"", 0};
+    snprintf(r->as, sizeof(r->as), "%s%.*s", REDS[k].alias, (int)r->field.len,
+             (const char *)r->field.ptr);
+    *i += 3 + (int)nargs;
+    if (*i + 1 < n && pk_arg_eq(&a[*i], "as")) {
+        snprintf(r->as, sizeof(r->as), "%.*s", (int)a[*i + 1].len,
+                 a[*i + 1].ptr);
+        *i += 2;
+    }
+    return 0;
+}
+
+static int parse_plan(pk__ftagg *g, pk_obuf *out)
+{
+    const pk_arg *a = g->args;
+    int n = g->argc, i = 3;
+    int64_t k;
+
+    for (; i < n;) {
+        if (pk_arg_eq(&a[i], "groupby") && i + 1 < n) {
+            if (g->grouped) {
+                pk_reply_error(out, "ERR one GROUPBY per FT.AGGREGATE is "
+                                    "supported");
+                return -1;
+            }
+            if (!count_arg(&a[i + 1], GROUP_FIELDS_MAX, &k) || i + 2 + k > n) {
+                pk_reply_error(out, "Bad arguments for GROUPBY");
+                return -1;
+            }
+            g->grouped = 1;
+            g->ngroup = (int)k;
+            for (int j = 0; j < k; j++)
+                g->gf[j] = no_at(&a[i + 2 + j]);
+            i += 2 + (int)k;
+            while (i < n && pk_arg_eq(&a[i], "reduce"))
+                if (parse_reduce(g, a, n, &i, out) != 0)
+                    return -1;
+        } else if (pk_arg_eq(&a[i], "sortby") && i + 1 < n) {
+            if (!count_arg(&a[i + 1], n - i - 2, &k)) {
+                pk_reply_error(out, "Bad arguments for SORTBY");
+                return -1;
+            }
+            i += 2;
+            for (int j = 0; j < k; j++, i++) {
+                if (g->nsort >= SORT_MAX) {
+                    pk_reply_error(out, "Bad arguments for SORTBY");
+                    return -1;
+                }
+                if (pk_arg_eq(&a[i], "asc") || pk_arg_eq(&a[i], "desc")) {
+                    if (g->nsort == 0) {
+                        pk_reply_error(out, "Bad arguments for SORTBY");
+                        return -1;
+                    }
+                    g->sdesc[g->nsort - 1] = pk_arg_eq(&a[i], "desc");
+                    continue;
+                }
+                g->sortf[g->nsort++] = no_at(&a[i]);
+            }
+            if (i + 1 < n && pk_arg_eq(&a[i], "max")) {
+                if (!count_arg(&a[i + 1], ROWS_MAX, &g->max)) {
+                    pk_reply_error(out, "Bad arguments for MAX");
+                    return -1;
+                }
+                i += 2;
+            }
+        } else if (pk_arg_eq(&a[i], "limit") && i + 2 < n) {
+            if (!pk_arg_i64(&a[i + 1], &g->offset) ||
+                !pk_arg_i64(&a[i + 2], &g->num) || g->offset < 0 ||
+                g->num < 0) {
+                pk_reply_error(out, "LIMIT exceeds maximum of 1000000");
+                return -1;
+            }
+            i += 3;
+        } else if (pk_arg_eq(&a[i], "load") && i + 1 < n) {
+            if (a[i + 1].len == 1 && ((const char *)a[i + 1].ptr)[0] == '*') {
+                g->load_all = 1;
+                i += 2;
+                continue;
+            }
+            if (!count_arg(&a[i + 1], n - i - 2, &k)) {
+                pk_reply_error(out, "Bad arguments for LOAD");
+                return -1;
+            }
+            free(g->load);
+            if ((g->load = calloc((size_t)(k ? k : 1), sizeof(*g->load))) ==
+                NULL) {
+                pk_reply_error(out, "ERR out of memory");
+                return -1;
+            }
+            g->nload = (int)k;
+            for (int j = 0; j < k; j++)
+                g->load[j] = no_at(&a[i + 2 + j]);
+            i += 2 + (int)k;
+        } else if (pk_arg_eq(&a[i], "params") && i + 1 < n) {
+            if (!count_arg(&a[i + 1], n - i - 2, &k) || k % 2 ||
+                k / 2 > PARAMS_MAX) {
+                pk_reply_error(out, "Bad arguments for PARAMS");
+                return -1;
+            }
+            g->nparams = (int)(k / 2);
+            for (int p = 0; p < g->nparams; p++) {
+                g->pn[p] = a[i + 2 + 2 * p].ptr;
+                g->pnl[p] = a[i + 2 + 2 * p].len;
+                g->pv[p] = a[i + 3 + 2 * p].ptr;
+                g->pvl[p] = a[i + 3 + 2 * p].len;
+            }
+            i += 2 + (int)k;
+        } else if ((pk_arg_eq(&a[i], "dialect") ||
+                    pk_arg_eq(&a[i], "timeout")) &&
+                   i + 1 < n) {
+            i += 2;
+        } else if (pk_arg_eq(&a[i], "verbatim")) {
+            i++;
+        } else {
+            pk_reply_errorf(out,
+                            "Unknown argument `%.*s` (APPLY, FILTER "
+                            "and WITHCURSOR are not supported)",
+                            (int)a[i].len, a[i].ptr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+pk__ftagg *pk__ft_agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
+{
+    pk__ftagg *g = calloc(1, sizeof(*g));
+    char err[256];
+    pk_ftq *q;
+    int rc;
+
+    if (g == NULL || (g->args = pk_conn_args_copy(y->argc, y->argv)) == NULL) {
+        free(g);
+        pk_reply_error(out, "ERR out of memory");
+        return NULL;
+    }
+    g->argc = y->argc;
+    g->query = (pk_slice){g->args[2].ptr, g->args[2].len};
+    g->num = ROWS_MAX;
+    if (parse_plan(g, out) != 0) {
+        pk__ft_agg_free(g);
+        return NULL;
+    }
+    rc = pk_ftq_parse(d, g->query.ptr, g->query.len, g->nparams, g->pn, g->pnl,
+                      g->pv, g->pvl, &q, err, sizeof(err));
+    if (rc != 0) {
+        pk_reply_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+        pk__ft_agg_free(g);
+        return NULL;
+    }
+    pk_ftq_free(q);
+    return g;
+}
+
+static void vset_free(vset *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        free(v->v[i]);
+    free(v->v);
+    free(v->len);
+}
+
+static void group_free(const pk__ftagg *g, group *gr)
+{
+    for (int i = 0; i < g->ngroup; i++)
+        free(gr->val[i]);
+    for (int i = 0; i < g->nred; i++)
+        vset_free(&gr->p[i].set);
+    free(gr->val);
+    free(gr->vlen);
+    free(gr->p);
+    free(gr);
+}
+
+void pk__ft_agg_free(pk__ftagg *g)
+{
+    if (g == NULL)
+        return;
+    for (size_t i = 0; i < g->ntab; i++)
+        while (g->tab[i]) {
+            group *gr = g->tab[i];
+            g->tab[i] = gr->next;
+            group_free(g, gr);
+        }
+    free(g->tab);
+    for (size_t i = 0; i < g->nrows; i++)
+        pk_obuf_free(&g->rows[i]);
+    free(g->rows);
+    free(g->load);
+    free(g->args);
+    free(g);
+}
+
+/* ---- groups ------------------------------------------------------------- */
+
+static uint64_t vals_hash(const pk_slice *v, int n)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = v[i].ptr;
+        h = (h ^ (v[i].ptr ? 1u : 2u)) * 1099511628211ull;
+        for (size_t k = 0; p && k < v[i].len; k++)
+            h = (h ^ p[k]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int vals_eq(const group *gr, const pk_slice *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if ((gr->val[i] == NULL) != (v[i].ptr == NULL))
+            return 0;
+        if (v[i].ptr && (gr->vlen[i] != v[i].len ||
+                         memcmp(gr->val[i], v[i].ptr, v[i].len) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* The group of values v, made when new; NULL when out of memory. */
+static group *group_of(pk__ftagg *g, const pk_slice *v)
+{
+    uint64_t h = vals_hash(v, g->ngroup);
+    group *gr;
+    size_t b;
+
+    if (g->ngroups >= g->ntab * 2) { /* grow: rehash */
+        size_t nt = g->ntab ? g->ntab * 4 : 64;
+        group **t = calloc(nt, sizeof(*t));
+        if (t == NULL)
+            return NULL;
+        for (size_t i = 0; i < g->ntab; i++)
+            while (g->tab[i]) {
+                gr = g->tab[i];
+                g->tab[i] = gr->next;
+                gr->next = t[gr->hash % nt];
+                t[gr->hash % nt] = gr;
+            }
+        free(g->tab);
+        g->tab = t;
+        g->ntab = nt;
+    }
+    b = h % g->ntab;
+    for (gr = g->tab[b]; gr; gr = gr->next)
+        if (gr->hash == h && vals_eq(gr, v, g->ngroup))
+            return gr;
+    if ((gr = calloc(1, sizeof(*gr))) == NULL ||
+        (gr->val = calloc((size_t)g->ngroup + 1, sizeof(*gr->val))) == NULL ||
+        (gr->vlen = calloc((size_t)g->ngroup + 1, sizeof(*gr->vlen))) == NULL ||
+        (gr->p = calloc((size_t)g->nred + 1, sizeof(*gr->p))) == NULL) {
+        if (gr) {
+            free(gr->val);
+            free(gr->vlen);
+        }
+        free(gr);
+        return NULL;
+    }
+    for (int i = 0; i < g->ngroup; i++) {
+        if (v[i].ptr && (gr->val[i] = strndup(v[i].ptr, v[i].len)) == NULL) {
+            group_free(g, gr);
+            return NULL;
+        }
+        gr->vlen[i] = v[i].len;
+    }
+    for (int i = 0; i < g->nred; i++) {
+        gr->p[i].min = INFINITY;
+        gr->p[i].max = -INFINITY;
+    }
+    gr->hash = h;
+    gr->next = g->tab[b];
+    g->tab[b] = gr;
+    g->ngroups++;
+    return gr;
+}
+
+static int vset_add(vset *s, const char *v, size_t len)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->len[i] == len && memcmp(s->v[i], v, len) == 0)
+            return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 8;
+        char **nv = realloc(s->v, cap * sizeof(*nv));
+        size_t *nl;
+        if (nv == NULL)
+            return PK_ENOMEM;
+        s->v = nv;
+        if ((nl = realloc(s->len, cap * sizeof(*nl))) == NULL)
+            return PK_ENOMEM;
+        s->len = nl;
+        s->cap = cap;
+    }
+    if ((s->v[s->n] = strndup(v, len)) == NULL)
+        return PK_ENOMEM;
+    s->len[s->n++] = len;
+    return 0;
+}
+
+static int num_of(const char *v, size_t len, double *out)
+{
+    char buf[64], *end;
+
+    if (len == 0 || len >= sizeof(buf))
+        return 0;
+    memcpy(buf, v, len);
+    buf[len] = 0;
+    *out = strtod(buf, &end);
+    return end == buf + len && !isnan(*out);
+}
+
+/* One value into partial p of reducer r. */
+static int reduce(const reducer *r, partial *p, const char *v, size_t len)
+{
+    double x;
+
+    switch (r->fn) {
+    case R_COUNT:
+        p->count++;
+        return 0;
+    case R_DISTINCT:
+    case R_TOLIST:
+        return v ? vset_add(&p->set, v, len) : 0;
+    default:
+        if (v == NULL || !num_of(v, len, &x))
+            return 0;
+        p->sum += x;
+        p->count++;
+        p->min = x < p->min ? x : p->min;
+        p->max = x > p->max ? x : p->max;
+        return 0;
+    }
+}
+
+/* ---- a node's share --------------------------------------------------- */
+
+typedef struct node_ctx {
+    pk__ftagg *g;
+    pk_obuf rows;
+    int64_t nrows;
+} node_ctx;
+
+static int node_doc(void *ctx, const pk__ftdoc *doc, const uint8_t *key)
+{
+    node_ctx *nc = ctx;
+    pk__ftagg *g = nc->g;
+    pk_slice v[GROUP_FIELDS_MAX];
+    group *gr;
+    int rc = 0;
+
+    if (!g->grouped) { /* a row of the loaded fields */
+        size_t n = 0;
+        if (g->load_all) {
+            pk_reply_array(&nc->rows, 2 + 2 * doc->n);
+            pk_reply_bulk_str(&nc->rows, "__key");
+            pk_reply_bulk(&nc->rows, key + 4, pk_be32_get(key));
+            for (size_t i = 0; i < doc->n; i++) {
+                pk_reply_bulk(&nc->rows, doc->name[i].ptr, doc->name[i].len);
+                pk_reply_bulk(&nc->rows, doc->val[i].ptr, doc->val[i].len);
+            }
+        } else {
+            for (int i = 0; i < g->nload; i++)
+                n += pk__ftdoc_named(doc, g->load[i]) != NULL;
+            pk_reply_array(&nc->rows, 2 * n);
+            for (int i = 0; i < g->nload; i++) {
+                const pk_slice *x = pk__ftdoc_named(doc, g->load[i]);
+                if (x) {
+                    pk_reply_bulk(&nc->rows, g->load[i].ptr, g->load[i].len);
+                    pk_reply_bulk(&nc->rows, x->ptr, x->len);
+                }
+            }
+        }
+        nc->nrows++;
+        return 0;
+    }
+    for (int i = 0; i < g->ngroup; i++) {
+        const pk_slice *x = pk__ftdoc_named(doc, g->gf[i]);
+        v[i] = x ? *x : (pk_slice){NULL, 0};
+    }
+    if ((gr = group_of(g, v)) == NULL)
+        return PK_ENOMEM;
+    for (int i = 0; rc == 0 && i < g->nred; i++) {
+        const pk_slice *x = g->red[i].fn == R_COUNT
+                                ? NULL
+                                : pk__ftdoc_named(doc, g->red[i].field);
+        rc = reduce(&g->red[i], &gr->p[i], x ? x->ptr : NULL, x ? x->len : 0);
+    }
+    return rc;
+}
+
+static void put_double(pk_obuf *o, double x)
+{
+    char buf[64];
+
+    snprintf(buf, sizeof(buf), "%.17g", x);
+    pk_reply_bulk_str(o, buf);
+}
+
+/* A group's partials as a node sends them. */
+static void put_partials(const pk__ftagg *g, const group *gr, pk_obuf *o)
+{
+    pk_reply_array(o, (size_t)g->nred);
+    for (int i = 0; i < g->nred; i++) {
+        const partial *p = &gr->p[i];
+        switch (g->red[i].fn) {
+        case R_DISTINCT:
+        case R_TOLIST:
+            pk_reply_array(o, p->set.n);
+            for (size_t k = 0; k < p->set.n; k++)
+                pk_reply_bulk(o, p->set.v[k], p->set.len[k]);
+            break;
+        default: /* count, sum, min, max */
+            pk_reply_array(o, 4);
+            pk_reply_int(o, p->count);
+            put_double(o, p->sum);
+            put_double(o, p->min);
+            put_double(o, p->max);
+            break;
+        }
+    }
+}
+
+void pk__ft_agg_node(pk_server *s, const pk__ftagg *ga, const pk_ftdef *d,
+                     const uint8_t *parts, uint32_t np, pk_obuf *out)
+{
+    pk__ftagg *g = (pk__ftagg *)ga; /* its groups are scratch here */
+    node_ctx nc = {.g = g};
+    char err[256];
+    pk_ftq *q;
+    int rc = pk_ftq_parse(d, g->query.ptr, g->query.len, g->nparams, g->pn,
+                          g->pnl, g->pv, g->pvl, &q, err, sizeof(err));
+
+    if (rc != 0) {
+        pk_reply_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+        return;
+    }
+    pk_obuf_init(&nc.rows);
+    rc = pk__ft_visit(s, d, q, NULL, 0, parts, np, node_doc, &nc);
+    pk_ftq_free(q);
+    if (rc != 0) {
+        pk_reply_errorf(out, "ERR aggregate failed: %s", pk_strerror(rc));
+    } else if (!g->grouped) {
+        pk_reply_array(out, 1 + (size_t)nc.nrows);
+        pk_reply_int(out, nc.nrows);
+        pk_obuf_append(out, nc.rows.data + nc.rows.head,
+                       nc.rows.len - nc.rows.head);
+    } else {
+        pk_reply_array(out, 1 + 2 * g->ngroups);
+        pk_reply_int(out, (int64_t)g->ngroups);
+        for (size_t b = 0; b < g->ntab; b++)
+            for (group *gr = g->tab[b]; gr; gr = gr->next) {
+                pk_reply_array(out, (size_t)g->ngroup);
+                for (int i = 0; i < g->ngroup; i++)
+                    if (gr->val[i])
+                        pk_reply_bulk(out, gr->val[i], gr->vlen[i]);
+                    else
+                        pk_reply_null(out, 2);
+                put_partials(g, gr, out);
+            }
+    }
+    pk_obuf_free(&nc.rows);
+    /* Leave no groups behind: the request may run again. */
+    for (size_t i = 0; i < g->ntab; i++)
+        while (g->tab[i]) {
+            group *gr = g->tab[i];
+            g->tab[i] = gr->next;
+            group_free(g, gr);
+        }
+    g->ngroups = 0;
+}
+
+/* ---- merging --------------------------------------------------------------
+ */
+
+static double rr_num(const pk_rr *r)
+{
+    return r->type == PK_RR_BULK ? strtod(r->str, NULL) : 0;
+}
+
+static const char *take_group(pk__ftagg *g, const pk_rr *vals,
+                              const pk_rr *parts)
+{
+    pk_slice v[GROUP_FIELDS_MAX];
+    group *gr;
+
+    if (vals->type != PK_RR_ARRAY || vals->n != (size_t)g->ngroup ||
+        parts->type != PK_RR_ARRAY || parts->n != (size_t)g->nred)
+        return "ERR a node answered the aggregate badly";
+    for (int i = 0; i < g->ngroup; i++)
+        v[i] = vals->elems[i].type == PK_RR_BULK
+                   ? (pk_slice){vals->elems[i].str, vals->elems[i].len}
+                   : (pk_slice){NULL, 0};
+    if ((gr = group_of(g, v)) == NULL)
+        return "ERR out of memory";
+    for (int i = 0; i < g->nred; i++) {
+        const pk_rr *p = &parts->elems[i];
+        partial *mine = &gr->p[i];
+        if (p->type != PK_RR_ARRAY)
+            return "ERR a node answered the aggregate badly";
+        if (g->red[i].fn == R_DISTINCT || g->red[i].fn == R_TOLIST) {
+            for (size_t k = 0; k < p->n; k++)
+                if (vset_add(&mine->set, p->elems[k].str, p->elems[k].len))
+                    return "ERR out of memory";
+            continue;
+        }
+        if (p->n != 4)
+            return "ERR a node answered the aggregate badly";
+        mine->count += p->elems[0].integer;
+        mine->sum += rr_num(&p->elems[1]);
+        mine->min = fmin(mine->min, rr_num(&p->elems[2]));
+        mine->max = fmax(mine->max, rr_num(&p->elems[3]));
+    }
+    return NULL;
+}
+
+const char *pk__ft_agg_take(pk__ftagg *g, const pk_rr *r)
+{
+    const char *err = NULL;
+
+    if (r->type != PK_RR_ARRAY || r->n < 1)
+        return "ERR a node answered the aggregate badly";
+    if (g->grouped) {
+        if ((r->n - 1) % 2)
+            return "ERR a node answered the aggregate badly";
+        for (size_t i = 1; err == NULL && i + 1 < r->n; i += 2)
+            err = take_group(g, &r->elems[i], &r->elems[i + 1]);
+        return err;
+    }
+    /* Rows: each copied out as its reply. */
+    for (size_t i = 1; i < r->n; i++) {
+        const pk_rr *row = &r->elems[i];
+        if (row->type != PK_RR_ARRAY || row->n % 2)
+            return "ERR a node answered the aggregate badly";
+        if (g->nrows == g->caprows) {
+            size_t cap = g->caprows ? 2 * g->caprows : 64;
+            pk_obuf *nr = realloc(g->rows, cap * sizeof(*nr));
+            if (nr == NULL)
+                return "ERR out of memory";
+            g->rows = nr;
+            g->caprows = cap;
+        }
+        pk_obuf_init(&g->rows[g->nrows]);
+        pk_reply_array(&g->rows[g->nrows], row->n);
+        for (size_t k = 0; k < row->n; k++)
+            pk_reply_bulk(&g->rows[g->nrows], row->elems[k].str,
+                          row->elems[k].len);
+        g->nrows++;
+    }
+    return NULL;
+}
+
+/* ---- the client's reply ------------------------------------------------- */
+
+/* A finished row: names and values (owned strings), for sorting. */
+typedef struct frow {
+    int n;
+    char **name, **val;
+    size_t *vlen;
+} frow;
+
+static void frow_free(frow *f)
+{
+    for (int i = 0; i < f->n; i++) {
+        free(f->name[i]);
+        free(f->val[i]);
+    }
+    free(f->name);
+    free(f->val);
+    free(f->vlen);
+}
+
+static int frow_put(frow *f, const char *name, const char *v, size_t len)
+{
+    int i = f->n++;
+
+    f->name[i] = strdup(name);
+    f->val[i] = v ? strndup(v, len) : NULL;
+    f->vlen[i] = len;
+    return f->name[i] == NULL || (v && f->val[i] == NULL) ? PK_ENOMEM : 0;
+}
+
+static void fmt_num(char *buf, size_t cap, double x)
+{
+    snprintf(buf, cap, "%.15g", x);
+}
+
+/* The finished row of group gr. */
+static int finish_group(const pk__ftagg *g, const group *gr, frow *f)
+{
+    int cells = g->ngroup + g->nred, rc = 0;
+    char num[64];
+
+    f->n = 0;
+    f->name = calloc((size_t)cells + 1, sizeof(*f->name));
+    f->val = calloc((size_t)cells + 1, sizeof(*f->val));
+    f->vlen = calloc((size_t)cells + 1, sizeof(*f->vlen));
+    if (f->name == NULL || f->val == NULL || f->vlen == NULL)
+        return PK_ENOMEM;
+    for (int i = 0; rc == 0 && i < g->ngroup; i++) {
+        char name[PK_FT_NAME_MAX + 1];
+        snprintf(name, sizeof(name), "%.*s", (int)g->gf[i].len,
+                 (const char *)g->gf[i].ptr);
+        rc = frow_put(f, name, gr->val[i], gr->vlen[i]);
+    }
+    for (int i = 0; rc == 0 && i < g->nred; i++) {
+        const partial *p = &gr->p[i];
+        const char *v = num;
+        switch (g->red[i].fn) {
+        case R_COUNT:
+            snprintf(num, sizeof(num), "%lld", (long long)p->count);
+            break;
+        case R_SUM:
+            fmt_num(num, sizeof(num), p->sum);
+            break;
+        case R_MIN:
+        case R_MAX:
+            if (p->count == 0)
+                v = NULL;
+            else
+                fmt_num(num, sizeof(num),
+                        g->red[i].fn == R_MIN ? p->min : p->max);
+            break;
+        case R_AVG:
+            fmt_num(num, sizeof(num), p->count ? p->sum / (double)p->count : 0);
+            break;
+        case R_DISTINCT:
+            snprintf(num, sizeof(num), "%zu", p->set.n);
+            break;
+        default: /* TOLIST: kept as the set itself, written at reply */
+            v = NULL;
+            break;
+        }
+        rc = frow_put(f, g->red[i].as, v, v ? strlen(v) : 0);
+    }
+    return rc;
+}
+
+/* The finished row of an ungrouped row's reply. */
+static int finish_row(const pk_obuf *o, frow *f)
+{
+    pk_rreply_reader *rd = NULL;
+    pk_rr *r = NULL;
+    int rc = PK_ENOMEM;
+
+    if (pk_rreply_reader_new(NULL, &rd) == 0 &&
+        pk_rreply_feed(rd, o->data + o->head, o->len - o->head) == 0 &&
+        pk_rreply_next(rd, &r) == 1) {
+        size_t pairs = r->n / 2;
+        f->n = 0;
+        f->name = calloc(pairs + 1, sizeof(*f->name));
+        f->val = calloc(pairs + 1, sizeof(*f->val));
+        f->vlen = calloc(pairs + 1, sizeof(*f->vlen));
+        rc = f->name && f->val && f->vlen ? 0 : PK_ENOMEM;
+        for (size_t k = 0; rc == 0 && k < pairs; k++)
+            rc = frow_put(f, r->elems[2 * k].str, r->elems[2 * k + 1].str,
+                          r->elems[2 * k + 1].len);
+    }
+    pk_rr_free(r);
+    pk_rreply_reader_free(rd);
+    return rc;
+}
+
+static const char *frow_get(const frow *f, pk_slice name, size_t *len)
+{
+    for (int i = 0; i < f->n; i++)
+        if (strlen(f->name[i]) == name.len &&
+            memcmp(f->name[i], name.ptr, name.len) == 0) {
+            *len = f->vlen[i];
+            return f->val[i];
+        }
+    return NULL;
+}
+
+typedef struct sortctx {
+    const pk__ftagg *g;
+    const frow *rows;
+} sortctx;
+
+static int cmp_rows(const void *pa, const void *pb, void *ctx)
+{
+    const sortctx *sc = ctx;
+    const pk__ftagg *g = sc->g;
+    const frow *a = &sc->rows[*(const size_t *)pa],
+               *b = &sc->rows[*(const size_t *)pb];
+
+    for (int i = 0; i < g->nsort; i++) {
+        size_t al = 0, bl = 0;
+        const char *x = frow_get(a, g->sortf[i], &al),
+                   *y = frow_get(b, g->sortf[i], &bl);
+        double dx, dy;
+        int c;
+        if (x == NULL || y == NULL) {
+            c = x == NULL ? (y != NULL) : -1; /* missing last */
+            if (c)
+                return c;
+            continue;
+        }
+        if (num_of(x, al, &dx) && num_of(y, bl, &dy))
+            c = (dx > dy) - (dx < dy);
+        else if ((c = memcmp(x, y, al < bl ? al : bl)) == 0)
+            c = (al > bl) - (al < bl);
+        if (c)
+            return g->sdesc[i] ? -c : c;
+    }
+    return 0;
+}
+
+void pk__ft_agg_reply(pk__ftagg *g, pk_obuf *out)
+{
+    size_t n = g->grouped ? g->ngroups : g->nrows, k = 0, from, to, *ord = NULL;
+    frow *rows = calloc(n ? n : 1, sizeof(*rows));
+    group **src = calloc(n ? n : 1, sizeof(*src));
+    int rc = rows && src ? 0 : PK_ENOMEM;
+
+    if (g->grouped)
+        for (size_t b = 0; rc == 0 && b < g->ntab; b++)
+            for (group *gr = g->tab[b]; rc == 0 && gr; gr = gr->next) {
+                src[k] = gr;
+                rc = finish_group(g, gr, &rows[k++]);
+            }
+    else
+        for (; rc == 0 && k < n; k++)
+            rc = finish_row(&g->rows[k], &rows[k]);
+    if (rc != 0) {
+        pk_reply_error(out, "ERR out of memory");
+        goto out;
+    }
+    if ((ord = malloc((n ? n : 1) * sizeof(*ord))) == NULL) {
+        pk_reply_error(out, "ERR out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    if (g->nsort) {
+        sortctx sc = {g, rows};
+        qsort_r(ord, n, sizeof(*ord), cmp_rows, &sc);
+    }
+    to = n;
+    if (g->nsort && g->max > 0 && (size_t)g->max < to)
+        to = (size_t)g->max;
+    from = (size_t)g->offset < to ? (size_t)g->offset : to;
+    if ((size_t)g->num < to - from)
+        to = from + (size_t)g->num;
+    pk_reply_array(out, 1 + (to - from));
+    pk_reply_int(out, (int64_t)n);
+    for (size_t i = from; i < to; i++) {
+        frow *f = &rows[ord[i]];
+        pk_reply_array(out, 2 * (size_t)f->n);
+        for (int c = 0; c < f->n; c++) {
+            int red = c - g->ngroup;
+            pk_reply_bulk_str(out, f->name[c]);
+            if (g->grouped && red >= 0 && g->red[red].fn == R_TOLIST) {
+                const vset *s = &src[ord[i]]->p[red].set;
+                pk_reply_array(out, s->n);
+                for (size_t v = 0; v < s->n; v++)
+                    pk_reply_bulk(out, s->v[v], s->len[v]);
+            } else if (f->val[c]) {
+                pk_reply_bulk(out, f->val[c], f->vlen[c]);
+            } else {
+                pk_reply_null(out, 2);
+            }
+        }
+    }
+out:
+    for (size_t i = 0; rows && i < k; i++)
+        frow_free(&rows[i]);
+    free(rows);
+    free(src);
+    free(ord);
+}
