@@ -1,20 +1,26 @@
 /*
  * pk_ftq: RediSearch query strings -- parse, match, plan (see pk_ftq.h).
  *
- * A parsed query is three flat arrays, so that freeing it is three calls
+ * A parsed query is a few flat arrays, so that freeing it is a few calls
  * and nothing points into a buffer that may move while parsing:
  *
  *   nodes[]   kind | field | kid (first child) | next (sibling)
- *             | term, nterms (into terms[]) | lo, hi (RANGE)
+ *             | term, nterms (into terms[]; an OR's into keys[])
+ *             | lo, hi (RANGE)
  *   terms[]   off, len (into bytes[]) | prefix
  *   bytes[]   every normalised term and tag, back to back
+ *   keys[]    built once parsed: per OR with KEYS_MIN or more operands
+ *             that are one exact tag or word, those terms sorted, so a
+ *             document's field is read once and each of its terms looked
+ *             up (an OR of 10,000 tags costs one read, not 10,000)
  *
  * AND, OR and NOT hold their operands as a sibling list (kid, then next
  * ...), so an OR of 10,000 words is one node with 10,000 children built
  * in one pass.  TAG holds one tag; TEXT holds one word, or a phrase of up
  * to PHRASE_MAX words that must be adjacent and in order; RANGE holds a
  * numeric range.  NONE matches nothing (a query that was only stop
- * words, a tag that cannot be one tag); ALL matches everything ('*').
+ * words, a tag holding its field's separator); ALL matches everything
+ * ('*').
  *
  * The parser is recursive descent over the grammar of pk_ftq.h.  Only
  * '(' and '@field:' recurse, and each adds one to a depth that may not
@@ -23,15 +29,15 @@
  * recurse over it freely.  Stop words parse to "empty", which AND and OR
  * drop and NOT keeps empty, as RediSearch does; an empty query is NONE.
  *
- * Planning is two passes over the tree.  cost() says, without writing,
- * whether a node is bounded by lookups, how many, and the worst kind
- * among them (exact tag < range < exact word < tag prefix < word
- * prefix); an AND takes the operand with the best (kind, count) -- one
- * with at least one lookup before one with none, since zero lookups at
- * the top mean "walk everything" -- and an OR is bounded only when every
- * operand is.  emit() then writes the chosen lookups, once the total is
- * known to fit.  A leaf on a NOINDEX field is matched but not bounded:
- * the index holds no entries for it.
+ * Planning is two passes over the tree.  node_cost() says, without
+ * writing, whether a node is bounded by lookups, how many, and the
+ * broadest kind among them (exact tag < range < exact word < tag prefix
+ * < word prefix).  An AND takes the operand with the best (kind, count)
+ * -- one with lookups before one with none, since none at the top means
+ * "walk everything"; an OR is bounded only when every operand is; a
+ * phrase by one of its words.  emit() then writes the chosen lookups,
+ * once their number is known to fit.  A leaf on a NOINDEX field is
+ * matched but bounds nothing: the index holds no entries for it.
  */
 #include "pk_ftq.h"
 
@@ -54,9 +60,11 @@ enum { N_NONE, N_ALL, N_AND, N_OR, N_NOT, N_TAG, N_TEXT, N_RANGE };
 typedef struct ftq_node {
     uint8_t kind;
     uint8_t lo_excl, hi_excl;
+    uint8_t keyed;         /* matched through its OR's keys */
     int32_t field;         /* TAG, RANGE, TEXT; TEXT -1: every TEXT field */
     uint32_t kid, next;    /* first operand, next sibling; NIL: none */
-    uint32_t term, nterms; /* TAG, TEXT: terms[term .. term + nterms) */
+    uint32_t term, nterms; /* TAG, TEXT: terms[term .. term + nterms); */
+                           /* OR: keys[term .. term + nterms) */
     double lo, hi;         /* RANGE */
 } ftq_node;
 
@@ -65,12 +73,26 @@ typedef struct ftq_term {
     uint8_t prefix;
 } ftq_term;
 
+/* An OR's operand that is one exact tag or word, sorted with its like
+ * by (kind, field, term): an OR of 10,000 of them then reads a field of
+ * the document once and looks each of its terms up, rather than reading
+ * it 10,000 times. */
+typedef struct ftq_key {
+    const char *t; /* in bytes[], final once parsed */
+    uint32_t len;
+    uint8_t kind;
+    int32_t field;
+} ftq_key;
+
+#define KEYS_MIN 8 /* an OR's operands worth sorting */
+
 struct pk_ftq {
     const pk_ftdef *d; /* borrowed: outlives the query */
     ftq_node *nodes;
     ftq_term *terms;
     char *bytes;
-    size_t nnodes, cnodes, nterms, cterms, nbytes, cbytes;
+    ftq_key *keys;
+    size_t nnodes, cnodes, nterms, cterms, nbytes, cbytes, nkeys, ckeys;
     uint32_t root;
 };
 
@@ -117,7 +139,7 @@ static int term_add(pk_ftq *q, const char *t, size_t len, int prefix)
     if (e == NULL)
         return PK_ENOMEM;
     q->terms = e;
-    if ((b = grow(q->bytes, &q->cbytes, q->nbytes + len, 1)) == NULL)
+    if ((b = grow(q->bytes, &q->cbytes, q->nbytes + len + 1, 1)) == NULL)
         return PK_ENOMEM;
     q->bytes = b;
     e += q->nterms++;
@@ -127,6 +149,14 @@ static int term_add(pk_ftq *q, const char *t, size_t len, int prefix)
     memcpy(b + q->nbytes, t, len);
     q->nbytes += len;
     return 0;
+}
+
+/* Byte order, then length. */
+static int term_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+
+    return c ? c : (alen > blen) - (alen < blen);
 }
 
 /* ---- lexing ------------------------------------------------------------ */
@@ -140,11 +170,10 @@ typedef struct parser {
     const size_t *pnlens, *pvlens;
     char *err;
     size_t errcap;
-    int rc;                   /* 0, then PK_EINVAL or PK_ENOMEM */
-    size_t last_off;          /* the last token taken, for errors at end */
-    char *buf;                /* an unescaped word, tag or name */
+    int rc;          /* 0, then PK_EINVAL or PK_ENOMEM */
+    size_t last_off; /* the last token taken, for errors at end */
+    char *buf;       /* an unescaped word, tag or name */
     size_t nbuf, cbuf;
-    uint32_t start_terms;     /* terms[] size when the leaf began */
 } parser;
 
 static int is_space(unsigned char c)
@@ -258,6 +287,7 @@ static int syntax(parser *p, size_t off, const char *why)
     if (off >= p->len)
         off = p->last_off < p->len ? p->last_off : p->len - 1;
     n = token_len(p, off);
+    n = n > 100 ? 100 : n;
     return fail(p, "Syntax error at offset %zu near %.*s%s%s", off, (int)n,
                 p->s + off, why ? ": " : "", why ? why : "");
 }
@@ -324,7 +354,7 @@ static int scan_param(parser *p, const char **val, size_t *vlen)
  * make a short query large. */
 static int budget(parser *p)
 {
-    if ((size_t)p->q->nnodes + p->q->nterms >= PK_FTQ_NODES_MAX)
+    if (p->q->nnodes + p->q->nterms >= PK_FTQ_NODES_MAX)
         return fail(p, "Query too complex: more than %d nodes and terms",
                     PK_FTQ_NODES_MAX);
     return 0;
@@ -404,8 +434,10 @@ static int collect_cb(void *ctx, const char *term, size_t len)
     return term_add(c->q, term, len, c->prefix);
 }
 
-/* A prefix that pk_ft_text_terms drops is a stop word ("the*" still
- * means then, there, theory): it is kept, lower-cased.  0 or FAIL. */
+/* The prefix of a prefix word is its last run of non-separators; when
+ * that is a stop word, pk_ft_text_terms dropped it, but "the*" still
+ * means then, there, theory: it goes back in, lower-cased.  1 when it
+ * did, 0 when w is no stop word, or FAIL. */
 static int stop_prefix(parser *p, const char *w, size_t n)
 {
     char low[16];
@@ -414,29 +446,33 @@ static int stop_prefix(parser *p, const char *w, size_t n)
         return 0;
     for (size_t i = 0; i < n; i++)
         low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? (char)(w[i] + 32) : w[i];
-    if (pk_ft_stopword(low, n) && term_add(p->q, low, n, 1) != 0)
-        return oom(p);
-    return 0;
+    if (!pk_ft_stopword(low, n))
+        return 0;
+    return term_add(p->q, low, n, 1) != 0 ? oom(p) : 1;
 }
 
 /* Appends the indexed terms of w (n bytes) to the phrase that began at
  * terms[t0] and at offset at: 0 or FAIL.  The last term of a prefix word
  * is the prefix. */
-static int word_terms(parser *p, const char *w, size_t n, int prefix,
-                      size_t t0, size_t at)
+static int word_terms(parser *p, const char *w, size_t n, int prefix, size_t t0,
+                      size_t at)
 {
     char tb[PK_FT_TERM_MAX];
     collect c = {p->q, 0, t0 + PHRASE_MAX};
-    size_t before = p->q->nterms;
+    size_t before = p->q->nterms, k = n;
     int rc = pk_ft_text_terms(w, n, tb, collect_cb, &c);
 
     if (rc == TOO_MANY)
         return syntax(p, at, "phrase of more than 64 words");
     if (rc != 0)
         return oom(p);
-    if (prefix && p->q->nterms == before)
-        return stop_prefix(p, w, n);
-    if (prefix)
+    if (!prefix)
+        return 0;
+    while (k > 0 && !is_sep((unsigned char)w[k - 1]))
+        k--;
+    if ((rc = stop_prefix(p, w + k, n - k)) != 0)
+        return rc < 0 ? FAIL : 0;
+    if (k < n && p->q->nterms > before)
         p->q->terms[p->q->nterms - 1].prefix = 1;
     return 0;
 }
@@ -645,8 +681,8 @@ static int is_inf(const char *w, size_t n, double *v)
 
 /* A bound's text w (n bytes): a number or an infinity; a PARAMS value
  * may start with '(' too.  0 or FAIL ("Bad lower range: x"). */
-static int bound_value(parser *p, const char *w, size_t n, int lower,
-                       double *v, int *excl)
+static int bound_value(parser *p, const char *w, size_t n, int lower, double *v,
+                       int *excl)
 {
     size_t skip = n > 0 && w[0] == '(';
 
@@ -654,8 +690,7 @@ static int bound_value(parser *p, const char *w, size_t n, int lower,
     if (is_inf(w + skip, n - skip, v) ||
         (n > skip && pk_ft_number(w + skip, n - skip, v)))
         return 0;
-    return fail(p, "Bad %s range: %.*s", lower ? "lower" : "upper", (int)n,
-                w);
+    return fail(p, "Bad %s range: %.*s", lower ? "lower" : "upper", (int)n, w);
 }
 
 static int is_bound_end(unsigned char c)
@@ -778,7 +813,7 @@ static int parse_field(parser *p, int depth)
     return parse_unary(p, f, depth + 1);
 }
 
-/* '(' or ')'. */
+/* '(' or ')': a group, one level deeper. */
 static int parse_group(parser *p, int field, int depth)
 {
     size_t at = p->pos;
@@ -895,8 +930,60 @@ static int parse_query(parser *p)
     return x == EMPTY ? new_node(p, N_NONE) : x;
 }
 
-int pk_ftq_parse(const pk_ftdef *d, const char *query, size_t len,
-                 int nparams, const char *const *pnames, const size_t *pnlens,
+/* ---- keys of wide ORs -------------------------------------------------- */
+
+static int key_order(const void *a, const void *b)
+{
+    const ftq_key *x = a, *y = b;
+
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->field != y->field)
+        return x->field < y->field ? -1 : 1;
+    return term_cmp(x->t, x->len, y->t, y->len);
+}
+
+static int exact_one(const pk_ftq *q, const ftq_node *n)
+{
+    return (n->kind == N_TAG || n->kind == N_TEXT) && n->nterms == 1 &&
+           !q->terms[n->term].prefix;
+}
+
+/* Sorts the exact one-term operands of each OR with KEYS_MIN or more of
+ * them into keys[] (see ftq_key): 0 or PK_ENOMEM. */
+static int index_ors(pk_ftq *q)
+{
+    for (size_t i = 0; i < q->nnodes; i++) {
+        ftq_node *n = &q->nodes[i];
+        size_t m = 0, at = q->nkeys;
+        ftq_key *k;
+        if (n->kind != N_OR)
+            continue;
+        for (uint32_t j = n->kid; j != NIL; j = q->nodes[j].next)
+            m += (size_t)exact_one(q, &q->nodes[j]);
+        if (m < KEYS_MIN)
+            continue;
+        if ((k = grow(q->keys, &q->ckeys, at + m, sizeof(*k))) == NULL)
+            return PK_ENOMEM;
+        q->keys = k;
+        for (uint32_t j = n->kid; j != NIL; j = q->nodes[j].next) {
+            ftq_node *c = &q->nodes[j];
+            const ftq_term *t = &q->terms[c->term];
+            if (!exact_one(q, c))
+                continue;
+            c->keyed = 1;
+            k[q->nkeys++] =
+                (ftq_key){q->bytes + t->off, t->len, c->kind, c->field};
+        }
+        qsort(k + at, m, sizeof(*k), key_order);
+        n->term = (uint32_t)at;
+        n->nterms = (uint32_t)m;
+    }
+    return 0;
+}
+
+int pk_ftq_parse(const pk_ftdef *d, const char *query, size_t len, int nparams,
+                 const char *const *pnames, const size_t *pnlens,
                  const char *const *pvals, const size_t *pvlens, pk_ftq **out,
                  char *err, size_t errcap)
 {
@@ -917,6 +1004,8 @@ int pk_ftq_parse(const pk_ftdef *d, const char *query, size_t len,
     p.q->d = d;
     root = parse_query(&p);
     free(p.buf);
+    if (root != FAIL && index_ors(p.q) != 0)
+        root = oom(&p);
     if (root == FAIL) {
         pk_ftq_free(p.q);
         return p.rc;
@@ -933,24 +1022,27 @@ void pk_ftq_free(pk_ftq *q)
     free(q->nodes);
     free(q->terms);
     free(q->bytes);
+    free(q->keys);
     free(q);
 }
 
 int pk_ftq_add_filter(pk_ftq *q, uint32_t field, double lo, int lo_excl,
                       double hi, int hi_excl)
 {
+    /* A field d lacks is the caller's slip: match nothing, quietly. */
+    int bad = field >= q->d->nfields;
+    uint32_t r = node_add(q, bad ? N_NONE : N_RANGE), a;
     ftq_node *root;
-    uint32_t r, a;
 
-    if (field >= q->d->nfields)
-        return PK_EINVAL;
-    if ((r = node_add(q, N_RANGE)) == NIL)
+    if (r == NIL)
         return PK_ENOMEM;
-    q->nodes[r].field = (int32_t)field;
-    q->nodes[r].lo = lo;
-    q->nodes[r].hi = hi;
-    q->nodes[r].lo_excl = lo_excl != 0;
-    q->nodes[r].hi_excl = hi_excl != 0;
+    if (!bad) {
+        q->nodes[r].field = (int32_t)field;
+        q->nodes[r].lo = lo;
+        q->nodes[r].hi = hi;
+        q->nodes[r].lo_excl = lo_excl != 0;
+        q->nodes[r].hi_excl = hi_excl != 0;
+    }
     root = &q->nodes[q->root];
     if (root->kind == N_AND) {
         /* Flat, so that many filters do not deepen the tree. */
@@ -970,6 +1062,18 @@ int pk_ftq_add_filter(pk_ftq *q, uint32_t field, double lo, int lo_excl,
 
 /* ---- matching ---------------------------------------------------------- */
 
+/* A word without a field is looked for in every indexed TEXT field. */
+static int any_text(const pk_ftdef *d, uint32_t f)
+{
+    return d->fields[f].type == PK_FT_TEXT && !d->fields[f].noindex;
+}
+
+/* 1 when a leaf on field (-1: any TEXT field) reads field f. */
+static int reads(const pk_ftq *q, int32_t field, uint32_t f)
+{
+    return field >= 0 ? f == (uint32_t)field : any_text(q->d, f);
+}
+
 static int term_hit(const pk_ftq *q, const ftq_term *t, const char *s,
                     size_t len)
 {
@@ -980,8 +1084,25 @@ static int term_hit(const pk_ftq *q, const ftq_term *t, const char *s,
     return len == t->len && memcmp(s, b, len) == 0;
 }
 
-/* A phrase over one field's terms, shift-and style: bit k of live says
- * the last k + 1 terms matched the phrase's first k + 1. */
+/* The tags (TAG) or words (TEXT) of the document's field f, to cb: its
+ * first nonzero return, or 0 (also when the document lacks f). */
+static int field_terms(const pk_ftq *q, int kind, uint32_t f, pk_ftq_get get,
+                       void *ctx, pk_ft_term_cb cb, void *w)
+{
+    const pk_ftfield *fd = &q->d->fields[f];
+    char tb[PK_FT_TERM_MAX];
+    const char *val;
+    size_t len;
+
+    if (!get(ctx, f, &val, &len))
+        return 0;
+    if (kind == N_TAG)
+        return pk_ft_tag_terms(val, len, fd->sep, fd->casesens, tb, cb, w);
+    return pk_ft_text_terms(val, len, tb, cb, w);
+}
+
+/* A tag, word or phrase over one field's terms, shift-and style: bit k
+ * of live says the last k + 1 terms matched the first k + 1 of t. */
 typedef struct text_walk {
     const pk_ftq *q;
     const ftq_term *t;
@@ -1001,45 +1122,74 @@ static int text_cb(void *ctx, const char *term, size_t len)
     return (int)((got >> (w->n - 1)) & 1);
 }
 
-static int tag_cb(void *ctx, const char *term, size_t len)
+static int match_range(const ftq_node *n, pk_ftq_get get, void *ctx)
 {
-    const text_walk *w = ctx;
-
-    return term_hit(w->q, w->t, term, len);
-}
-
-static int in_range(const ftq_node *n, double v)
-{
-    return (n->lo_excl ? v > n->lo : v >= n->lo) &&
-           (n->hi_excl ? v < n->hi : v <= n->hi);
-}
-
-/* Leaf n on field f of the document. */
-static int match_leaf(const pk_ftq *q, const ftq_node *n, uint32_t f,
-                      pk_ftq_get get, void *ctx)
-{
-    const pk_ftfield *fd = &q->d->fields[f];
-    text_walk w = {q, NULL, n->nterms, 0};
-    char tb[PK_FT_TERM_MAX];
     const char *val;
     size_t len;
     double v;
 
-    if (!get(ctx, f, &val, &len))
-        return 0;
-    if (n->kind == N_RANGE)
-        return pk_ft_number(val, len, &v) && in_range(n, v);
-    w.t = &q->terms[n->term];
-    if (n->kind == N_TAG)
-        return pk_ft_tag_terms(val, len, fd->sep, fd->casesens, tb, tag_cb,
-                               &w) != 0;
-    return pk_ft_text_terms(val, len, tb, text_cb, &w) != 0;
+    return get(ctx, (uint32_t)n->field, &val, &len) &&
+           pk_ft_number(val, len, &v) &&
+           (n->lo_excl ? v > n->lo : v >= n->lo) &&
+           (n->hi_excl ? v < n->hi : v <= n->hi);
 }
 
-/* A word without a field is looked for in every indexed TEXT field. */
-static int any_text(const pk_ftdef *d, uint32_t f)
+/* A TAG or TEXT leaf: a field it reads holds its term, or its phrase. */
+static int match_terms(const pk_ftq *q, const ftq_node *n, pk_ftq_get get,
+                       void *ctx)
 {
-    return d->fields[f].type == PK_FT_TEXT && !d->fields[f].noindex;
+    text_walk w = {q, &q->terms[n->term], n->nterms, 0};
+
+    for (uint32_t f = 0; f < q->d->nfields; f++) {
+        w.live = 0; /* a phrase lies within one field */
+        if (reads(q, n->field, f) &&
+            field_terms(q, n->kind, f, get, ctx, text_cb, &w))
+            return 1;
+    }
+    return 0;
+}
+
+/* Keys of one (kind, field), as a term callback: 1 when term is one. */
+typedef struct key_walk {
+    const ftq_key *k;
+    size_t n;
+} key_walk;
+
+static int key_cb(void *ctx, const char *term, size_t len)
+{
+    const key_walk *w = ctx;
+    size_t lo = 0, hi = w->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = term_cmp(w->k[mid].t, w->k[mid].len, term, len);
+        if (c == 0)
+            return 1;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* 1 when the document has a term of one of OR node n's keys. */
+static int match_keys(const pk_ftq *q, const ftq_node *n, pk_ftq_get get,
+                      void *ctx)
+{
+    const ftq_key *k = q->keys + n->term, *end = k + n->nterms;
+
+    while (k < end) {
+        key_walk w = {k, 0};
+        while (k < end && k->kind == w.k->kind && k->field == w.k->field)
+            k++;
+        w.n = (size_t)(k - w.k);
+        for (uint32_t f = 0; f < q->d->nfields; f++)
+            if (reads(q, w.k->field, f) &&
+                field_terms(q, w.k->kind, f, get, ctx, key_cb, &w))
+                return 1;
+    }
+    return 0;
 }
 
 static int match_node(const pk_ftq *q, uint32_t i, pk_ftq_get get, void *ctx)
@@ -1056,23 +1206,19 @@ static int match_node(const pk_ftq *q, uint32_t i, pk_ftq_get get, void *ctx)
                 return 0;
         return 1;
     case N_OR:
+        if (n->nterms > 0 && match_keys(q, n, get, ctx))
+            return 1;
         for (k = n->kid; k != NIL; k = q->nodes[k].next)
-            if (match_node(q, k, get, ctx))
+            if (!q->nodes[k].keyed && match_node(q, k, get, ctx))
                 return 1;
         return 0;
     case N_NOT:
         return !match_node(q, n->kid, get, ctx);
-    case N_TEXT:
-        if (n->field < 0) {
-            for (k = 0; k < q->d->nfields; k++)
-                if (any_text(q->d, k) && match_leaf(q, n, k, get, ctx))
-                    return 1;
-            return 0;
-        }
-        /* fall through */
     case N_TAG:
+    case N_TEXT:
+        return match_terms(q, n, get, ctx);
     case N_RANGE:
-        return match_leaf(q, n, (uint32_t)n->field, get, ctx);
+        return match_range(n, get, ctx);
     default:
         return 0;
     }
@@ -1187,8 +1333,7 @@ static cost node_cost(const pk_ftq *q, uint32_t i)
     }
 }
 
-static void scan_term(const pk_ftq *q, pk_ftq_scan *s, uint32_t f,
-                      uint32_t t)
+static void scan_term(const pk_ftq *q, pk_ftq_scan *s, uint32_t f, uint32_t t)
 {
     memset(s, 0, sizeof(*s));
     s->kind = q->terms[t].prefix ? PK_FTQ_PREFIX : PK_FTQ_EXACT;
@@ -1209,7 +1354,7 @@ static int emit(const pk_ftq *q, uint32_t i, pk_ftq_scan *out, int pos)
         break;
     case N_TEXT:
         for (uint32_t f = 0; f < q->d->nfields; f++)
-            if (n->field >= 0 ? f == (uint32_t)n->field : any_text(q->d, f))
+            if (reads(q, n->field, f))
                 scan_term(q, &out[pos++], f, text_key(q, n));
         break;
     case N_RANGE:

@@ -72,8 +72,8 @@ typedef struct pk_ftq pk_ftq;
  * Returns 0 and *out (pk_ftq_free), PK_EINVAL with a message in err
  * (errcap bytes, no leading '-'), or PK_ENOMEM.  d must outlive *out.
  */
-int pk_ftq_parse(const pk_ftdef *d, const char *query, size_t len,
-                 int nparams, const char *const *pnames, const size_t *pnlens,
+int pk_ftq_parse(const pk_ftdef *d, const char *query, size_t len, int nparams,
+                 const char *const *pnames, const size_t *pnlens,
                  const char *const *pvals, const size_t *pvlens, pk_ftq **out,
                  char *err, size_t errcap);
 
@@ -82,7 +82,8 @@ void pk_ftq_free(pk_ftq *q);
 /*
  * FILTER field lo hi of FT.SEARCH (and NumericFilter): q becomes q AND
  * lo <= field <= hi (strict where *_excl).  field is a NUMERIC field's
- * number.  0, PK_ENOMEM, or PK_EINVAL when d has no field number field.
+ * number (one that d does not have makes q match nothing).  0 or
+ * PK_ENOMEM.
  */
 int pk_ftq_add_filter(pk_ftq *q, uint32_t field, double lo, int lo_excl,
                       double hi, int hi_excl);
@@ -92,8 +93,7 @@ int pk_ftq_add_filter(pk_ftq *q, uint32_t field, double lo, int lo_excl,
  * (pk_ftdef field order), 1 and *val, *len when the hash has that field,
  * 0 when not.  val stays valid until the evaluation returns.
  */
-typedef int (*pk_ftq_get)(void *ctx, uint32_t f, const char **val,
-                          size_t *len);
+typedef int (*pk_ftq_get)(void *ctx, uint32_t f, const char **val, size_t *len);
 
 /* 1 when the document matches q, 0 when not. */
 int pk_ftq_match(const pk_ftq *q, pk_ftq_get get, void *ctx);

@@ -241,8 +241,11 @@ static int make_query(pk_obuf *out, const pk_ftdef *d, const sreq *r,
                       pk_ftq **q)
 {
     char err[256];
-    int rc = pk_ftq_parse(d, r->query.ptr, r->query.len, r->nparams, r->pn,
-                          r->pnl, r->pv, r->pvl, q, err, sizeof(err));
+    int rc;
+
+    *q = NULL;
+    rc = pk_ftq_parse(d, r->query.ptr, r->query.len, r->nparams, r->pn, r->pnl,
+                      r->pv, r->pvl, q, err, sizeof(err));
 
     for (int i = 0; rc == 0 && i < r->nfilters; i++) {
         const filter *f = &r->filters[i];
@@ -251,12 +254,9 @@ static int make_query(pk_obuf *out, const pk_ftdef *d, const sreq *r,
     }
     if (rc == 0)
         return 0;
-    if (rc == PK_EINVAL)
-        pk_reply_error(out, err);
-    else
-        pk_reply_error(out, "ERR out of memory");
-    if (rc != PK_EINVAL)
-        pk_ftq_free(*q);
+    pk_reply_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+    pk_ftq_free(*q); /* NULL unless a filter failed */
+    *q = NULL;
     return -1;
 }
 
@@ -450,13 +450,23 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
                  const pk_arg *inkeys, int ninkeys, const uint8_t *parts,
                  uint32_t nparts, pk__ft_match_fn fn, void *ctx)
 {
-    pk_ftq_scan sc[PLAN_MAX];
+    pk_ftq_scan small[PLAN_MAX], *sc = small;
     int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc = 0;
     pk__ftdoc doc = {.d = d};
     pk_txn *t;
 
+    /* A wide OR (10,000 tags) needs more lookups than fit here; a walk
+     * of every document would answer too, but slower. */
+    for (int cap = 1024; nsc < 0 && cap <= PK_FTQ_NODES_MAX; cap *= 16) {
+        pk_ftq_scan *big = realloc(sc == small ? NULL : sc,
+                                   (size_t)cap * sizeof(*big));
+        if (big == NULL)
+            break;
+        sc = big;
+        nsc = pk_ftq_plan(q, sc, cap);
+    }
     if ((rc = pk_txn_begin(s->store, 1, &t)) != 0)
-        return rc;
+        goto out;
     for (uint32_t p = 0; rc == 0 && p < nparts; p++) {
         keyv v = {0};
         if (parts && !(parts[p / 8] & (1u << (p % 8))))
@@ -481,6 +491,9 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
     free(doc.name);
     free(doc.val);
     pk_txn_abort(t);
+out:
+    if (sc != small)
+        free(sc);
     return rc;
 }
 
