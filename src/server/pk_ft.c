@@ -226,6 +226,16 @@ static int is_flush(const pk_cmd *cmd)
            strcmp(cmd->name, "flushdb") == 0;
 }
 
+void pk__ft_reindex(pk_server *s, pk_txn *t, uint32_t part, pk_slice key)
+{
+    pk_ft *ft = s->ft;
+
+    /* An error fails t: the writes of its group get error replies. */
+    for (uint32_t i = 0; i < ft->n; i++)
+        if (pk_ftdef_covers(ft->v[i].def, key.ptr, key.len))
+            pk_ftidx_doc(t, part, ft->v[i].def, key.ptr, key.len, s->now_ms);
+}
+
 void pk_ft_note_write(pk_cmd_ctx *x, const pk_cmd *cmd)
 {
     pk_server *s = x->srv;
@@ -246,12 +256,9 @@ void pk_ft_note_write(pk_cmd_ctx *x, const pk_cmd *cmd)
         for (int a = r[k].first; a <= r[k].last && a < x->argc;
              a += r[k].step) {
             pk_slice key = pk_cmd_key(cmd, &x->argv[a]);
-            uint32_t part =
-                x->have_part ? x->part : pk_srv_part(s, key.ptr, key.len);
-            for (uint32_t i = 0; i < ft->n; i++)
-                if (pk_ftdef_covers(ft->v[i].def, key.ptr, key.len))
-                    pk_ftidx_doc(s->txn, part, ft->v[i].def, key.ptr, key.len,
-                                 NOW(x));
+            pk__ft_reindex(
+                s, s->txn,
+                x->have_part ? x->part : pk_srv_part(s, key.ptr, key.len), key);
             if (r[k].step <= 0)
                 break;
         }
@@ -375,9 +382,11 @@ static void edit_done(pk_agent_job *j)
 
 /* Sends def's edit (mode as PK_JOB_FTDEF's) to the map; the client's
  * answer comes when it is in. */
-static void edit_map(pk_cmd_ctx *x, const pk_ftdef *def, int mode)
+/* Sends def's edit (mode as PK_JOB_FTDEF's) to the map for c, which
+ * waits: 0, or the error to answer. */
+static const char *edit_send(pk_server *s, pk_conn *c, const pk_ftdef *def,
+                             int mode)
 {
-    pk_server *s = x->srv;
     ft_edit *e = calloc(1, sizeof(*e));
     size_t n = pk_ftdef_encoded_len(def);
 
@@ -385,14 +394,12 @@ static void edit_map(pk_cmd_ctx *x, const pk_ftdef *def, int mode)
         if (e)
             free(e->blob);
         free(e);
-        pk_reply_error(x->out, s->agent ? "ERR out of memory"
-                                        : "CLUSTERDOWN no coordinator");
-        return;
+        return s->agent ? "ERR out of memory" : "CLUSTERDOWN no coordinator";
     }
     pk_ftdef_encode(def, e->blob);
     snprintf(e->name, sizeof(e->name), "%s", def->name);
     e->s = s;
-    e->c = x->c;
+    e->c = c;
     e->job = (pk_agent_job){.kind = PK_JOB_FTDEF,
                             .n = 1,
                             .switched = &e->switched,
@@ -404,9 +411,37 @@ static void edit_map(pk_cmd_ctx *x, const pk_ftdef *def, int mode)
                             .ctx = e};
     e->next = s->ft->edits;
     s->ft->edits = e;
-    x->c->waiting_fwd = 1;
-    x->c->iter_cmds--; /* its reply comes with the map */
     pk_agent_commit(s->agent, &e->job);
+    return NULL;
+}
+
+/* edit_send for the command in x: its reply comes with the map. */
+static void edit_map(pk_cmd_ctx *x, const pk_ftdef *def, int mode)
+{
+    const char *err = edit_send(x->srv, x->c, def, mode);
+
+    if (err) {
+        pk_reply_error(x->out, err);
+        return;
+    }
+    x->c->waiting_fwd = 1;
+    x->c->iter_cmds--;
+}
+
+void pk__ft_drop_waiting(pk_server *s, pk_conn *c, const char *name)
+{
+    ft_index *ix = pk__ft_find(s, name, strlen(name));
+    pk_ftdef *d = ix ? pk_ftdef_dup(ix->def) : NULL;
+    const char *err = ix == NULL  ? "Unknown Index name"
+                      : d == NULL ? "ERR out of memory"
+                                  : edit_send(s, c, d, 2);
+
+    pk_ftdef_free(d);
+    if (err && c) {
+        pk_reply_error(&c->out, err);
+        c->waiting_fwd = 0;
+        pk_conn_resume(c);
+    }
 }
 
 /* Arguments as pk_ftdef_parse takes them, from argv[from]. */
@@ -604,10 +639,15 @@ static void drop_cmd(pk_cmd_ctx *x, int dd)
         pk_reply_error(x->out, "Unknown Index name");
         return;
     }
-    if (dd) {
-        pk_reply_error(x->out, "ERR deleting the documents with the index "
-                               "is not supported yet (DD)");
+    if (dd && x->srv->cluster.enabled) { /* every leader deletes its */
+        pk__ft_search_deldocs(x, ix);
         return;
+    }
+    if (dd) {
+        uint8_t one = 1;
+        int64_t n;
+        if (pk__ft_delete_docs(x, ix->def, &one, 1, &n) != 0)
+            return;
     }
     drop(x, ix);
 }

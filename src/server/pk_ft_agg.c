@@ -490,7 +490,8 @@ typedef struct node_ctx {
     int64_t nrows;
 } node_ctx;
 
-static int node_doc(void *ctx, const pk__ftdoc *doc, const uint8_t *key)
+static int node_doc(void *ctx, const pk__ftdoc *doc, uint32_t part,
+                    const uint8_t *key)
 {
     node_ctx *nc = ctx;
     pk__ftagg *g = nc->g;
@@ -498,6 +499,7 @@ static int node_doc(void *ctx, const pk__ftdoc *doc, const uint8_t *key)
     group *gr;
     int rc = 0;
 
+    (void)part;
     if (!g->grouped) { /* a row of the loaded fields */
         size_t n = 0;
         if (g->load_all) {

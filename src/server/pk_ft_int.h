@@ -60,7 +60,7 @@ const pk_slice *pk__ftdoc_named(const pk__ftdoc *doc, pk_slice name);
 
 /* What a visit does with each matching document (key: u32 length |
  * bytes): 0 to go on, else an error code that ends the visit. */
-typedef int (*pk__ft_match_fn)(void *ctx, const pk__ftdoc *doc,
+typedef int (*pk__ft_match_fn)(void *ctx, const pk__ftdoc *doc, uint32_t part,
                                const uint8_t *key);
 
 /* Runs q on every partition bit-set in parts (np of them) in one read
@@ -75,13 +75,30 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const struct pk_ftq *q,
  * node's share answered to out; a node's answer merged (NULL, or the
  * error); the client's reply. */
 typedef struct pk__ftagg pk__ftagg;
-pk__ftagg *pk__ft_agg_new(const pk_cmd_ctx *y, const pk_ftdef *d,
-                          pk_obuf *out);
+pk__ftagg *pk__ft_agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out);
 void pk__ft_agg_free(pk__ftagg *a);
 void pk__ft_agg_node(pk_server *s, const pk__ftagg *a, const pk_ftdef *d,
                      const uint8_t *parts, uint32_t np, pk_obuf *out);
 const char *pk__ft_agg_take(pk__ftagg *a, const struct pk_rr *r);
 void pk__ft_agg_reply(pk__ftagg *a, pk_obuf *out);
+
+/* Re-indexes key (of partition part) in every index that covers it, in
+ * t: after a write changed it. */
+void pk__ft_reindex(pk_server *s, pk_txn *t, uint32_t part, pk_slice key);
+
+/* Deletes the documents of index d in the partitions parts selects, in
+ * x's transaction (their writes noted for replication like any write's);
+ * *n: how many.  0, or -1 after an error reply to x. */
+int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
+                       uint32_t np, int64_t *n);
+
+/* FT.DROPINDEX ... DD in a cluster: every leader deletes the documents
+ * of ix in its partitions, then pk__ft_drop_waiting. */
+void pk__ft_search_deldocs(pk_cmd_ctx *x, ft_index *ix);
+
+/* FT.DROPINDEX ... DD in a cluster, once the documents are gone: the
+ * index named name leaves the map; c (waiting) gets the answer. */
+void pk__ft_drop_waiting(pk_server *s, pk_conn *c, const char *name);
 
 /* The partitions a query covers: the number of them, 16384 on a node
  * alone (partition 0 only holds data then). */

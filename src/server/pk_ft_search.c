@@ -26,6 +26,7 @@
 #include "proto/pk_rreply.h"
 #include "server/pk_ft_int.h"
 #include "server/pk_link.h"
+#include "server/pk_repl.h"
 #include "store/pk_ftidx.h"
 #include "store/pk_hmap.h"
 #include "store/pk_store.h"
@@ -458,8 +459,8 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
     /* A wide OR (10,000 tags) needs more lookups than fit here; a walk
      * of every document would answer too, but slower. */
     for (int cap = 1024; nsc < 0 && cap <= PK_FTQ_NODES_MAX; cap *= 16) {
-        pk_ftq_scan *big = realloc(sc == small ? NULL : sc,
-                                   (size_t)cap * sizeof(*big));
+        pk_ftq_scan *big =
+            realloc(sc == small ? NULL : sc, (size_t)cap * sizeof(*big));
         if (big == NULL)
             break;
         sc = big;
@@ -484,7 +485,7 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
                 continue;
             }
             if (rc == 0 && pk_ftq_match(q, doc_field, &doc))
-                rc = fn(ctx, &doc, key);
+                rc = fn(ctx, &doc, p, key);
         }
         keyv_free(&v);
     }
@@ -588,13 +589,15 @@ static int best_trim(best *b)
     return 0;
 }
 
-static int best_add(void *ctx, const pk__ftdoc *doc, const uint8_t *key)
+static int best_add(void *ctx, const pk__ftdoc *doc, uint32_t part,
+                    const uint8_t *key)
 {
     best *b = ctx;
     const sreq *r = b->r;
     const pk_slice *sv = NULL;
     uint32_t kl = pk_be32_get(key);
 
+    (void)part;
     b->total++;
     if (b->keep == 0)
         return 0;
@@ -675,7 +678,7 @@ static void node_search(pk_server *s, pk_obuf *out, const pk_ftdef *d,
 
 /* ---- gathering ---------------------------------------------------------- */
 
-enum { V_SEARCH = 1, V_INFO = 2, V_AGG = 3 };
+enum { V_SEARCH = 1, V_INFO = 2, V_AGG = 3, V_DEL = 4 };
 
 struct ft_op {
     pk_server *s;
@@ -828,6 +831,10 @@ static void take(ft_op *op, const pk_rr *r)
 {
     if (r->type == PK_RR_ERROR)
         op_fail(op, r->str, r->len);
+    else if (op->verb == V_DEL && r->type == PK_RR_INT)
+        op->info[0] += r->integer;
+    else if (op->verb == V_DEL)
+        op_fail(op, "ERR a node answered DD badly", 28);
     else if (op->verb == V_SEARCH)
         take_search(op, r);
     else if (op->verb == V_INFO)
@@ -848,7 +855,9 @@ static void finish(ft_op *op)
         op->due_ms = op->s->now_ms + RETRY_MS;
         return; /* pk__ft_search_tick starts it again */
     }
-    if (c) {
+    if (c && op->verb == V_DEL && op->err == NULL) {
+        pk__ft_drop_waiting(op->s, c, op->def->name); /* it answers c */
+    } else if (c) {
         o = &c->out;
         if (op->err) {
             pk_reply_error(o, op->err);
@@ -965,7 +974,7 @@ static void start(ft_op *op)
                 k++;
             if (k == bytes)
                 continue;
-            if (n == s->cluster.self) {
+            if (n == s->cluster.self && op->verb != V_DEL) {
                 run_here(op, &y, b, np);
             } else {
                 char ep[24];
@@ -981,6 +990,7 @@ static void start(ft_op *op)
                     av[2] = (const char *)b;
                     av[3] = op->verb == V_SEARCH ? "SEARCH"
                             : op->verb == V_INFO ? "INFO"
+                            : op->verb == V_DEL  ? "DELDOCS"
                                                  : "AGGREGATE";
                     for (int i = 0; i < 4; i++)
                         al[i] = i == 2 ? bytes : strlen(av[i]);
@@ -1170,6 +1180,7 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
     verb = pk_arg_eq(&x->argv[3], "search")      ? V_SEARCH
            : pk_arg_eq(&x->argv[3], "info")      ? V_INFO
            : pk_arg_eq(&x->argv[3], "aggregate") ? V_AGG
+           : pk_arg_eq(&x->argv[3], "deldocs")   ? V_DEL
                                                  : 0;
     if (verb == 0 || x->argc < 5 || bits->len != (np + 7) / 8) {
         pk_reply_syntax(x);
@@ -1188,6 +1199,13 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
     }
     y.argv = x->argv + 3;
     y.argc = x->argc - 3;
+    if (verb == V_DEL) {
+        int64_t n;
+        if (pk__ft_delete_docs(&y, ix->def, (const uint8_t *)bits->ptr, np,
+                               &n) == 0)
+            pk_reply_int(x->out, n);
+        return;
+    }
     node_run(s, x->out, verb, ix->def, &y, (const uint8_t *)bits->ptr, np);
 }
 
@@ -1280,4 +1298,86 @@ void pk_cmd_ft_aggregate(pk_cmd_ctx *x)
         return;
     }
     op_go(x, op);
+}
+
+/* ---- FT.DROPINDEX ... DD ------------------------------------------------ */
+
+typedef struct doomed {
+    keyv keys;
+    uint32_t *part;
+    size_t cap;
+} doomed;
+
+static int doom(void *ctx, const pk__ftdoc *doc, uint32_t part,
+                const uint8_t *key)
+{
+    doomed *d = ctx;
+    size_t i = d->keys.n;
+    int rc;
+
+    (void)doc;
+    if (i == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64;
+        uint32_t *p = realloc(d->part, cap * sizeof(*p));
+        if (p == NULL)
+            return PK_ENOMEM;
+        d->part = p;
+        d->cap = cap;
+    }
+    if ((rc = keyv_add(&d->keys, (pk_slice){key + 4, pk_be32_get(key)})) != 0)
+        return rc;
+    d->part[i] = part;
+    return 0;
+}
+
+int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
+                       uint32_t np, int64_t *n)
+{
+    pk_server *s = x->srv;
+    doomed dm = {0};
+    char err[128];
+    pk_ftq *q = NULL;
+    pk_txn *t;
+    int rc;
+
+    *n = 0;
+    rc = pk_ftq_parse(d, "*", 1, 0, NULL, NULL, NULL, NULL, &q, err,
+                      sizeof(err));
+    if (rc == 0)
+        rc = pk__ft_visit(s, d, q, NULL, 0, parts, np, doom, &dm);
+    pk_ftq_free(q);
+    if (rc != 0) {
+        pk_reply_errorf(x->out, "ERR DD failed: %s", pk_strerror(rc));
+    } else if ((t = pk_srv_txn(x)) == NULL) {
+        rc = -1;
+    } else {
+        for (size_t i = 0; rc == 0 && i < dm.keys.n; i++) {
+            const uint8_t *k = dm.keys.k[i];
+            pk_slice key = {k + 4, pk_be32_get(k)};
+            int gone = 0;
+            rc = pk_key_del(t, dm.part[i], key.ptr, key.len, s->now_ms, &gone);
+            *n += gone;
+            pk__ft_reindex(s, t, dm.part[i], key);
+            /* Acknowledged, and streamed, as any write of that partition. */
+            if (rc == 0 && (i == 0 || dm.part[i] != dm.part[i - 1])) {
+                x->have_part = 1;
+                x->part = dm.part[i];
+                pk_repl_note(x, 1);
+            }
+        }
+        x->have_part = 0;
+        if (rc != 0)
+            pk_cmd_store_error(x, rc);
+    }
+    keyv_free(&dm.keys);
+    free(dm.part);
+    return rc == 0 ? 0 : -1;
+}
+
+void pk__ft_search_deldocs(pk_cmd_ctx *x, ft_index *ix)
+{
+    ft_op *op = op_new(x, ix, V_DEL);
+
+    if (op != NULL)
+        op_go(x, op);
 }
