@@ -129,17 +129,21 @@ static int doc_ents(pk_txn *t, uint32_t part, const pk_ftdef *d,
     *doc = 0;
     if (!pk_ftdef_covers(d, key, klen))
         return 0;
-    rc = pk_hmap_len(t, part, key, klen, now_ms, &len);
-    if (rc == PK_STORE_WRONGTYPE || (rc == 0 && len == 0))
+    for (uint32_t i = 0; i < d->nfields; i++)
+        names[i] = (pk_slice){d->fields[i].name, strlen(d->fields[i].name)};
+    rc = pk_hmap_mget(t, part, key, klen, d->nfields, names, now_ms, vals);
+    if (rc == PK_STORE_WRONGTYPE)
         return 0;
     if (rc != 0)
         return rc;
-    *doc = 1;
-    for (uint32_t i = 0; i < d->nfields; i++)
-        names[i] = (pk_slice){d->fields[i].name, strlen(d->fields[i].name)};
-    if ((rc = pk_hmap_mget(t, part, key, klen, d->nfields, names, now_ms,
-                           vals)) != 0)
-        return rc;
+    /* A field present says a hash; with none, ask whether it exists. */
+    for (uint32_t i = 0; i < d->nfields && !*doc; i++)
+        *doc = vals[i].ptr != NULL;
+    if (!*doc) {
+        if ((rc = pk_hmap_len(t, part, key, klen, now_ms, &len)) != 0)
+            return rc;
+        *doc = len > 0;
+    }
     for (uint32_t i = 0; i < d->nfields && rc == 0; i++) {
         const pk_ftfield *f = &d->fields[i];
         term_ctx tc = {e, (uint8_t)i};
