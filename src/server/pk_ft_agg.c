@@ -58,7 +58,7 @@ typedef struct group {
     uint64_t hash;
 } group;
 
-struct pk__ftagg {
+typedef struct pk__ftagg {
     pk_arg *args; /* owned copy */
     int argc;
     pk_slice query;
@@ -81,7 +81,7 @@ struct pk__ftagg {
     size_t ntab, ngroups;
     pk_obuf *rows;
     size_t nrows, caprows;
-};
+} pk__ftagg;
 
 /* ---- parsing ------------------------------------------------------------ */
 
@@ -272,7 +272,11 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
     return 0;
 }
 
-pk__ftagg *pk__ft_agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
+static void agg_free(void *state);
+
+/* FT.AGGREGATE idx query ... in y's arguments, or NULL after an error
+ * reply to out. */
+static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
 {
     pk__ftagg *g = calloc(1, sizeof(*g));
     char err[256];
@@ -288,14 +292,14 @@ pk__ftagg *pk__ft_agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
     g->query = (pk_slice){g->args[2].ptr, g->args[2].len};
     g->num = ROWS_MAX;
     if (parse_plan(g, out) != 0) {
-        pk__ft_agg_free(g);
+        agg_free(g);
         return NULL;
     }
     rc = pk_ftq_parse(d, g->query.ptr, g->query.len, g->nparams, g->pn, g->pnl,
                       g->pv, g->pvl, &q, err, sizeof(err));
     if (rc != 0) {
         pk_reply_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
-        pk__ft_agg_free(g);
+        agg_free(g);
         return NULL;
     }
     pk_ftq_free(q);
@@ -322,19 +326,31 @@ static void group_free(const pk__ftagg *g, group *gr)
     free(gr);
 }
 
-void pk__ft_agg_free(pk__ftagg *g)
+/* Drops the merged groups and rows: a new round starts empty. */
+static void agg_reset(void *state)
 {
-    if (g == NULL)
-        return;
+    pk__ftagg *g = state;
+
     for (size_t i = 0; i < g->ntab; i++)
         while (g->tab[i]) {
             group *gr = g->tab[i];
             g->tab[i] = gr->next;
             group_free(g, gr);
         }
-    free(g->tab);
+    g->ngroups = 0;
     for (size_t i = 0; i < g->nrows; i++)
         pk_obuf_free(&g->rows[i]);
+    g->nrows = 0;
+}
+
+static void agg_free(void *state)
+{
+    pk__ftagg *g = state;
+
+    if (g == NULL)
+        return;
+    agg_reset(g);
+    free(g->tab);
     free(g->rows);
     free(g->load);
     free(g->args);
@@ -572,10 +588,10 @@ static void put_partials(const pk__ftagg *g, const group *gr, pk_obuf *o)
     }
 }
 
-void pk__ft_agg_node(pk_server *s, const pk__ftagg *ga, const pk_ftdef *d,
-                     const uint8_t *parts, uint32_t np, pk_obuf *out)
+/* A node's share: its partial groups (or rows). */
+static void agg_run(pk_server *s, pk__ftagg *g, const pk_ftdef *d,
+                    const uint8_t *parts, uint32_t np, pk_obuf *out)
 {
-    pk__ftagg *g = (pk__ftagg *)ga; /* its groups are scratch here */
     node_ctx nc = {.g = g};
     char err[256];
     pk_ftq *q;
@@ -611,14 +627,16 @@ void pk__ft_agg_node(pk_server *s, const pk__ftagg *ga, const pk_ftdef *d,
             }
     }
     pk_obuf_free(&nc.rows);
-    /* Leave no groups behind: the request may run again. */
-    for (size_t i = 0; i < g->ntab; i++)
-        while (g->tab[i]) {
-            group *gr = g->tab[i];
-            g->tab[i] = gr->next;
-            group_free(g, gr);
-        }
-    g->ngroups = 0;
+}
+
+static void agg_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
+                     uint32_t np, pk_obuf *o)
+{
+    pk__ftagg *g = agg_new(y, d, o);
+
+    if (g)
+        agg_run(y->srv, g, d, parts, np, o);
+    agg_free(g);
 }
 
 /* ---- merging --------------------------------------------------------------
@@ -665,8 +683,9 @@ static const char *take_group(pk__ftagg *g, const pk_rr *vals,
     return NULL;
 }
 
-const char *pk__ft_agg_take(pk__ftagg *g, const pk_rr *r)
+static const char *agg_take(void *state, const pk_rr *r)
 {
+    pk__ftagg *g = state;
     const char *err = NULL;
 
     if (r->type != PK_RR_ARRAY || r->n < 1)
@@ -857,7 +876,7 @@ static int cmp_rows(const void *pa, const void *pb, void *ctx)
     return 0;
 }
 
-void pk__ft_agg_reply(pk__ftagg *g, pk_obuf *out)
+static void agg_answer(pk__ftagg *g, pk_obuf *out)
 {
     size_t n = g->grouped ? g->ngroups : g->nrows, k = 0, from, to, *ord = NULL;
     frow *rows = calloc(n ? n : 1, sizeof(*rows));
@@ -919,4 +938,24 @@ out:
     free(rows);
     free(src);
     free(ord);
+}
+
+static int agg_reply(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c)
+{
+    (void)s;
+    (void)d;
+    agg_answer(state, &c->out);
+    return 1;
+}
+
+const pk__ftverb pk__ft_agg_verb = {"AGGREGATE", 0,         agg_node, agg_reset,
+                                    agg_take,    agg_reply, agg_free};
+
+void pk_cmd_ft_aggregate(pk_cmd_ctx *x)
+{
+    ft_index *ix = pk__ft_index_arg(x);
+    pk__ftagg *g;
+
+    if (ix != NULL && (g = agg_new(x, ix->def, x->out)) != NULL)
+        pk__ft_gather(x, ix->def, &pk__ft_agg_verb, g);
 }

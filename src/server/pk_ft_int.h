@@ -70,17 +70,45 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const struct pk_ftq *q,
                  const pk_arg *inkeys, int ninkeys, const uint8_t *parts,
                  uint32_t np, pk__ft_match_fn fn, void *ctx);
 
-/* FT.AGGREGATE (pk_ft_agg.c): a request parsed from y's arguments
- * (FT.AGGREGATE idx query ...), or NULL after an error reply to out; a
- * node's share answered to out; a node's answer merged (NULL, or the
- * error); the client's reply. */
-typedef struct pk__ftagg pk__ftagg;
-pk__ftagg *pk__ft_agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out);
-void pk__ft_agg_free(pk__ftagg *a);
-void pk__ft_agg_node(pk_server *s, const pk__ftagg *a, const pk_ftdef *d,
-                     const uint8_t *parts, uint32_t np, pk_obuf *out);
-const char *pk__ft_agg_take(pk__ftagg *a, const struct pk_rr *r);
-void pk__ft_agg_reply(pk__ftagg *a, pk_obuf *out);
+/* A kind of scattered question (pk_ft_gather.c): what each node runs on
+ * its partitions and how the answers combine into the client's reply.
+ * The state is the verb's own, owned by the gathering from
+ * pk__ft_gather on. */
+typedef struct pk__ftverb {
+    const char *name; /* PK.FTQUERY's verb */
+    int by_link;      /* it writes: even this node's share goes by a link,
+                       * as a command of its own */
+    /* A node's share on the partitions bit-set in parts, answered to o;
+     * y holds the client's arguments (FT.x idx ...), y->c NULL when run
+     * for the gathering node itself. */
+    void (*node)(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
+                 uint32_t np, pk_obuf *o);
+    void (*reset)(void *state); /* before each round (a retry) */
+    /* One node's answer (not an error): NULL, or the error to answer. */
+    const char *(*take)(void *state, const struct pk_rr *r);
+    /* Every node answered: the reply to c; 0 when it comes later (the
+     * waiting connection is then someone else's to resume). */
+    int (*reply)(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c);
+    void (*free)(void *state);
+} pk__ftverb;
+
+extern const pk__ftverb pk__ft_search_verb, pk__ft_info_verb, pk__ft_agg_verb,
+    pk__ft_del_verb;
+
+/* Asks every leader the client's command in x as v, on (a copy of) index
+ * definition d, with state (taken); the client waits for v->reply. */
+void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
+                   void *state);
+
+/* The index FT.x names in argv[1], or NULL after an error reply. */
+ft_index *pk__ft_index_arg(pk_cmd_ctx *x);
+
+/* Byte order of two keys held as u32 length | bytes (qsort-shaped). */
+int pk__ft_keycmp(const void *a, const void *b);
+
+/* The value of hash field name (not an attribute) in doc, or NULL. */
+const pk_slice *pk__ftdoc_get(const pk__ftdoc *doc, const char *name,
+                              size_t len);
 
 /* Re-indexes key (of partition part) in every index that covers it, in
  * t: after a write changed it. */

@@ -1,0 +1,334 @@
+/*
+ * pk_ft_gather: scatter a query to the nodes that lead the partitions,
+ * gather their answers, answer the client (pk_ft.h).
+ *
+ *   client --FT.SEARCH--> any node --PK.FTQUERY epoch parts SEARCH ...-->
+ *                            |            every leader (itself directly)
+ *                            |<-- each node's share (pk__ftverb.node)
+ *                            +-- take each, then reply --> client
+ *
+ * "parts" is a bitmap of the partitions the receiver leads in the
+ * sender's map.  A node answers only for partitions it leads itself; if
+ * one of the listed is no longer its own it answers -TRYAGAIN and the
+ * whole question is asked again (up to RETRIES times, RETRY_MS apart) on
+ * the newer map, the gathered state reset first, so each partition is
+ * answered exactly once.  A node alone runs its share on partition 0
+ * through the same reply format.  What each kind of question does is its
+ * verb's (search and info: pk_ft_search.c; aggregate: pk_ft_agg.c;
+ * deleting documents: pk_ft_visit.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "core/pk_pmap.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_ft_int.h"
+#include "server/pk_link.h"
+
+#define RETRIES 30
+#define RETRY_MS 100
+
+static const pk__ftverb *const VERBS[] = {
+    &pk__ft_search_verb,
+    &pk__ft_info_verb,
+    &pk__ft_agg_verb,
+    &pk__ft_del_verb,
+};
+
+struct ft_op {
+    pk_server *s;
+    pk_conn *c; /* NULL once it closed */
+    const pk__ftverb *v;
+    void *state; /* the verb's, owned */
+    int argc;
+    pk_arg *args;  /* owned copy of the client's arguments */
+    pk_ftdef *def; /* owned copy */
+    int pending, retry, tries;
+    uint64_t due_ms; /* a retry's time */
+    char *err;       /* the first error, owned */
+    ft_op *next;
+};
+
+static void op_free(ft_op *op)
+{
+    pk_ft *ft = op->s->ft;
+    ft_op **pp = ft ? &ft->ops : NULL;
+
+    while (pp && *pp && *pp != op)
+        pp = &(*pp)->next;
+    if (pp && *pp)
+        *pp = op->next;
+    op->v->free(op->state);
+    pk_ftdef_free(op->def);
+    free(op->args);
+    free(op->err);
+    free(op);
+}
+
+static void op_fail(ft_op *op, const char *err, size_t len)
+{
+    if (strncmp(err, "TRYAGAIN", 8) == 0 && op->tries < RETRIES)
+        op->retry = 1;
+    else if (op->err == NULL)
+        op->err = strndup(err, len);
+}
+
+static void take(ft_op *op, const pk_rr *r)
+{
+    const char *err;
+
+    if (r->type == PK_RR_ERROR)
+        op_fail(op, r->str, r->len);
+    else if ((err = op->v->take(op->state, r)) != NULL)
+        op_fail(op, err, strlen(err));
+}
+
+/* Every node answered: the client's reply, or a retry. */
+static void finish(ft_op *op)
+{
+    pk_conn *c = op->c;
+
+    if (op->retry && op->err == NULL) {
+        op->due_ms = op->s->now_ms + RETRY_MS;
+        return; /* pk__ft_search_tick starts it again */
+    }
+    if (c) {
+        int answered = 1;
+        if (op->err)
+            pk_reply_error(&c->out, op->err);
+        else
+            answered = op->v->reply(op->state, op->s, op->def, c);
+        if (answered) {
+            c->waiting_fwd = 0;
+            pk_conn_resume(c);
+        }
+    }
+    op_free(op);
+}
+
+static void on_reply(void *ctx, const pk_rr *r, const char *err)
+{
+    ft_op *op = ctx;
+
+    if (err)
+        op_fail(op, err, strlen(err));
+    else
+        take(op, r);
+    if (--op->pending == 0)
+        finish(op);
+}
+
+/* Runs this node's share here and takes its answer as a peer's. */
+static void run_here(ft_op *op, const uint8_t *parts, uint32_t np)
+{
+    pk_cmd_ctx y = {
+        .srv = op->s, .argc = op->argc, .argv = op->args, .proto = 2};
+    pk_rreply_reader *rd = NULL;
+    pk_obuf o;
+    pk_rr *r = NULL;
+
+    pk_obuf_init(&o);
+    y.out = &o;
+    op->v->node(&y, op->def, parts, np, &o);
+    if (pk_rreply_reader_new(NULL, &rd) != 0 ||
+        pk_rreply_feed(rd, o.data + o.head, o.len - o.head) != 0 ||
+        pk_rreply_next(rd, &r) != 1)
+        op_fail(op, "ERR out of memory", 17);
+    else
+        take(op, r);
+    pk_rr_free(r);
+    pk_rreply_reader_free(rd);
+    pk_obuf_free(&o);
+}
+
+/* PK.FTQUERY epoch parts verb <the client's arguments but the first> to
+ * addr, answered to on_reply: 0 or an error. */
+static int send_share(ft_op *op, const pk_pmap *m, const char *addr,
+                      const uint8_t *parts, size_t bytes)
+{
+    int argc = 4 + op->argc - 1, rc = PK_ENOMEM;
+    const char **av = malloc((size_t)argc * sizeof(*av));
+    size_t *al = malloc((size_t)argc * sizeof(*al));
+    char ep[24];
+    pk_obuf ob;
+
+    snprintf(ep, sizeof(ep), "%llu", (unsigned long long)m->epoch);
+    if (av && al) {
+        av[0] = "PK.FTQUERY";
+        av[1] = ep;
+        av[2] = (const char *)parts;
+        av[3] = op->v->name;
+        for (int i = 0; i < 4; i++)
+            al[i] = i == 2 ? bytes : strlen(av[i]);
+        for (int i = 1; i < op->argc; i++) {
+            av[3 + i] = op->args[i].ptr;
+            al[3 + i] = op->args[i].len;
+        }
+        pk_obuf_init(&ob);
+        rc = pk_rr_write_cmd(&ob, argc, av, al);
+        if (rc == 0)
+            rc = pk_link_call(op->s, addr, &ob, on_reply, op);
+        pk_obuf_free(&ob);
+    }
+    free(av);
+    free(al);
+    return rc;
+}
+
+/* Asks every node that leads partitions (runs our share here, unless
+ * the verb writes); the answers come to on_reply. */
+static void start(ft_op *op)
+{
+    pk_server *s = op->s;
+    const pk_pmap *m = s->cluster.map;
+    uint32_t np = pk__ft_nparts(s), nn;
+    size_t bytes = (np + 7) / 8;
+    uint8_t *bits;
+
+    op->retry = 0;
+    op->tries++;
+    op->pending = 1; /* held until every call went out */
+    op->v->reset(op->state);
+    if (!s->cluster.enabled) {
+        uint8_t one = 1;
+        run_here(op, &one, 1);
+    } else if (m == NULL) {
+        op_fail(op, "CLUSTERDOWN no partition map", 28);
+    } else if ((bits = calloc((size_t)m->nnodes * bytes, 1)) == NULL) {
+        op_fail(op, "ERR out of memory", 17);
+    } else {
+        nn = m->nnodes;
+        for (uint32_t p = 0; p < np; p++) {
+            uint32_t l = pk_pmap_leader(m, p);
+            if (l >= nn) {
+                op_fail(op, "CLUSTERDOWN a partition has no leader", 37);
+                break;
+            }
+            bits[(size_t)l * bytes + p / 8] |= (uint8_t)(1u << (p % 8));
+        }
+        for (uint32_t n = 0; op->err == NULL && n < nn; n++) {
+            const uint8_t *b = bits + (size_t)n * bytes;
+            size_t k = 0;
+            while (k < bytes && b[k] == 0)
+                k++;
+            if (k == bytes)
+                continue;
+            if (n == s->cluster.self && !op->v->by_link)
+                run_here(op, b, np);
+            else if (send_share(op, m, m->nodes[n].addr, b, bytes) == 0)
+                op->pending++;
+            else
+                op_fail(op, "TRYAGAIN a node is not reachable", 32);
+        }
+        free(bits);
+    }
+    if (--op->pending == 0)
+        finish(op);
+}
+
+void pk__ft_search_tick(pk_server *s)
+{
+    for (ft_op *op = s->ft ? s->ft->ops : NULL, *next; op; op = next) {
+        next = op->next;
+        if (op->retry && op->pending == 0 && s->now_ms >= op->due_ms)
+            start(op);
+    }
+}
+
+void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
+                   void *state)
+{
+    ft_op *op = calloc(1, sizeof(*op));
+
+    if (op == NULL ||
+        (op->args = pk_conn_args_copy(x->argc, x->argv)) == NULL ||
+        (op->def = pk_ftdef_dup(d)) == NULL) {
+        if (op)
+            free(op->args);
+        free(op);
+        v->free(state);
+        pk_reply_error(x->out, "ERR out of memory");
+        return;
+    }
+    op->s = x->srv;
+    op->v = v;
+    op->state = state;
+    op->argc = x->argc;
+    op->next = x->srv->ft->ops;
+    x->srv->ft->ops = op;
+    op->c = x->c;
+    x->c->waiting_fwd = 1;
+    x->c->iter_cmds--; /* its reply comes when every node answered */
+    start(op);
+}
+
+ft_index *pk__ft_index_arg(pk_cmd_ctx *x)
+{
+    ft_index *ix;
+
+    if (x->srv->ft == NULL || x->srv->store == NULL) {
+        pk_reply_error(x->out, "ERR secondary indexes need a node with a "
+                               "store (not a proxy)");
+        return NULL;
+    }
+    if ((ix = pk__ft_find(x->srv, x->argv[1].ptr, x->argv[1].len)) == NULL)
+        pk_reply_errorf(x->out, "%.*s: no such index", (int)x->argv[1].len,
+                        x->argv[1].ptr);
+    return ix;
+}
+
+/* ---- a node's share -------------------------------------------------- */
+
+void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
+{
+    pk_server *s = x->srv;
+    uint32_t np = pk__ft_nparts(s);
+    const pk_arg *bits = &x->argv[2];
+    const pk__ftverb *v = NULL;
+    pk_cmd_ctx y = *x;
+    ft_index *ix;
+
+    if (s->cluster.enabled && !x->c->internal) {
+        pk_reply_error(x->out, "NOPERM PK.FTQUERY is for nodes");
+        return;
+    }
+    for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++)
+        if (pk_arg_eq(&x->argv[3], VERBS[i]->name))
+            v = VERBS[i];
+    if (v == NULL || x->argc < 5 || bits->len != (np + 7) / 8) {
+        pk_reply_syntax(x);
+        return;
+    }
+    for (uint32_t p = 0; p < np; p++)
+        if ((((const uint8_t *)bits->ptr)[p / 8] & (1u << (p % 8))) &&
+            !pk_srv_leads(s, p)) {
+            pk_reply_errorf(x->out, "TRYAGAIN partition %u is not led here", p);
+            return;
+        }
+    if ((ix = pk__ft_find(s, x->argv[4].ptr, x->argv[4].len)) == NULL) {
+        pk_reply_errorf(x->out, "TRYAGAIN %.*s: no such index here yet",
+                        (int)x->argv[4].len, x->argv[4].ptr);
+        return;
+    }
+    y.argv = x->argv + 3;
+    y.argc = x->argc - 3;
+    v->node(&y, ix->def, (const uint8_t *)bits->ptr, np, x->out);
+}
+
+/* ---- life ------------------------------------------------------------ */
+
+void pk__ft_search_forget(pk_server *s, pk_conn *c)
+{
+    for (ft_op *op = s->ft->ops; op; op = op->next)
+        if (op->c == c)
+            op->c = NULL;
+}
+
+void pk__ft_search_free(pk_server *s)
+{
+    /* Calls in flight were failed by the links' close; retries wait. */
+    while (s->ft->ops)
+        op_free(s->ft->ops);
+}

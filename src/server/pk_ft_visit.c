@@ -1,0 +1,333 @@
+/*
+ * pk_ft_visit: running a query on the partitions a node leads -- the
+ * candidates its index lookups give (or every document of the index), each
+ * read and checked against the query (pk_ft_int.h) -- and deleting an
+ * index's documents (FT.DROPINDEX ... DD).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pk_err.h"
+#include "core/pk_ftq.h"
+#include "proto/pk_rreply.h"
+#include "server/pk_ft_int.h"
+#include "server/pk_repl.h"
+#include "store/pk_ftidx.h"
+#include "store/pk_hmap.h"
+#include "store/pk_key.h"
+#include "store/pk_store.h"
+
+#define PLAN_MAX 64
+
+typedef struct keyv {
+    uint8_t **k; /* owned copies: u32 length | bytes */
+    size_t n, cap;
+} keyv;
+
+static int keyv_add(void *ctx, pk_slice key)
+{
+    keyv *v = ctx;
+    uint8_t *c;
+
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 64;
+        uint8_t **g = realloc(v->k, cap * sizeof(*g));
+        if (g == NULL)
+            return PK_ENOMEM;
+        v->k = g;
+        v->cap = cap;
+    }
+    if ((c = malloc(4 + key.len)) == NULL)
+        return PK_ENOMEM;
+    pk_be32_put(c, (uint32_t)key.len);
+    memcpy(c + 4, key.ptr, key.len);
+    v->k[v->n++] = c;
+    return 0;
+}
+
+int pk__ft_keycmp(const void *a, const void *b)
+{
+    const uint8_t *x = *(uint8_t *const *)a, *y = *(uint8_t *const *)b;
+    uint32_t lx = pk_be32_get(x), ly = pk_be32_get(y);
+    int c = memcmp(x + 4, y + 4, lx < ly ? lx : ly);
+
+    return c ? c : (lx > ly) - (lx < ly);
+}
+
+/* Sorts v and frees repeats. */
+static void keyv_unique(keyv *v)
+{
+    size_t w = 0;
+
+    if (v->n == 0)
+        return;
+    qsort(v->k, v->n, sizeof(*v->k), pk__ft_keycmp);
+    for (size_t i = 1; i < v->n; i++) {
+        if (pk__ft_keycmp(&v->k[w], &v->k[i]) == 0)
+            free(v->k[i]);
+        else
+            v->k[++w] = v->k[i];
+    }
+    v->n = w + 1;
+}
+
+static void keyv_free(keyv *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        free(v->k[i]);
+    free(v->k);
+}
+
+static int pk__ftdoc_add(void *ctx, pk_slice f, pk_slice v)
+{
+    pk__ftdoc *doc = ctx;
+
+    if (doc->n == doc->cap) {
+        size_t cap = doc->cap ? 2 * doc->cap : 16;
+        pk_slice *a = realloc(doc->name, cap * sizeof(*a));
+        if (a == NULL)
+            return PK_ENOMEM;
+        doc->name = a;
+        if ((a = realloc(doc->val, cap * sizeof(*a))) == NULL)
+            return PK_ENOMEM;
+        doc->val = a;
+        doc->cap = cap;
+    }
+    doc->name[doc->n] = f;
+    doc->val[doc->n++] = v;
+    return 0;
+}
+
+const pk_slice *pk__ftdoc_get(const pk__ftdoc *doc, const char *name,
+                              size_t len)
+{
+    for (size_t i = 0; i < doc->n; i++)
+        if (doc->name[i].len == len && memcmp(doc->name[i].ptr, name, len) == 0)
+            return &doc->val[i];
+    return NULL;
+}
+
+static int doc_field(void *ctx, uint32_t f, const char **val, size_t *len)
+{
+    const pk__ftdoc *doc = ctx;
+    const char *name = doc->d->fields[f].name;
+    const pk_slice *v = pk__ftdoc_get(doc, name, strlen(name));
+
+    if (v == NULL)
+        return 0;
+    *val = v->ptr;
+    *len = v->len;
+    return 1;
+}
+
+/* The value of a field a query names by attribute or hash field name. */
+const pk_slice *pk__ftdoc_named(const pk__ftdoc *doc, pk_slice name)
+{
+    int f = pk_ftdef_find(doc->d, name.ptr, name.len);
+
+    if (f >= 0) {
+        const char *hn = doc->d->fields[f].name;
+        return pk__ftdoc_get(doc, hn, strlen(hn));
+    }
+    return pk__ftdoc_get(doc, name.ptr, name.len);
+}
+
+/* The candidates of q in partition p: the hits of its lookups, or every
+ * document of the index. */
+static int candidates(pk_txn *t, uint32_t p, const pk_ftdef *d,
+                      const pk_ftq_scan *sc, int nsc, keyv *v)
+{
+    int rc = 0;
+
+    if (nsc <= 0)
+        return pk_ftidx_docs(t, p, d->id, keyv_add, v);
+    for (int i = 0; rc == 0 && i < nsc; i++)
+        rc = pk_ftidx_scan(t, p, d->id, &sc[i], keyv_add, v);
+    keyv_unique(v);
+    return rc;
+}
+
+static int in_keys(const pk_arg *inkeys, int ninkeys, const uint8_t *key)
+{
+    uint32_t n = pk_be32_get(key);
+
+    if (ninkeys == 0)
+        return 1;
+    for (int i = 0; i < ninkeys; i++)
+        if (inkeys[i].len == n && memcmp(inkeys[i].ptr, key + 4, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Runs q on every partition parts selects, calling fn for each
+ * matching document. */
+int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
+                 const pk_arg *inkeys, int ninkeys, const uint8_t *parts,
+                 uint32_t nparts, pk__ft_match_fn fn, void *ctx)
+{
+    pk_ftq_scan small[PLAN_MAX], *sc = small;
+    int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc = 0;
+    pk__ftdoc doc = {.d = d};
+    pk_txn *t;
+
+    /* A wide OR (10,000 tags) needs more lookups than fit here; a walk
+     * of every document would answer too, but slower. */
+    for (int cap = 1024; nsc < 0 && cap <= PK_FTQ_NODES_MAX; cap *= 16) {
+        pk_ftq_scan *big =
+            realloc(sc == small ? NULL : sc, (size_t)cap * sizeof(*big));
+        if (big == NULL)
+            break;
+        sc = big;
+        nsc = pk_ftq_plan(q, sc, cap);
+    }
+    if ((rc = pk_txn_begin(s->store, 1, &t)) != 0)
+        goto out;
+    for (uint32_t p = 0; rc == 0 && p < nparts; p++) {
+        keyv v = {0};
+        if (parts && !(parts[p / 8] & (1u << (p % 8))))
+            continue;
+        rc = candidates(t, p, d, sc, nsc, &v);
+        for (size_t i = 0; rc == 0 && i < v.n; i++) {
+            const uint8_t *key = v.k[i];
+            if (!in_keys(inkeys, ninkeys, key))
+                continue;
+            doc.n = 0;
+            rc = pk_hmap_each(t, p, key + 4, pk_be32_get(key), s->now_ms,
+                              pk__ftdoc_add, &doc);
+            if (rc == PK_STORE_WRONGTYPE || (rc == 0 && doc.n == 0)) {
+                rc = 0; /* gone since: the index catches up */
+                continue;
+            }
+            if (rc == 0 && pk_ftq_match(q, doc_field, &doc))
+                rc = fn(ctx, &doc, p, key);
+        }
+        keyv_free(&v);
+    }
+    free(doc.name);
+    free(doc.val);
+    pk_txn_abort(t);
+out:
+    if (sc != small)
+        free(sc);
+    return rc;
+}
+
+/* ---- FT.DROPINDEX ... DD ------------------------------------------------ */
+
+typedef struct doomed {
+    keyv keys;
+    uint32_t *part;
+    size_t cap;
+} doomed;
+
+static int doom(void *ctx, const pk__ftdoc *doc, uint32_t part,
+                const uint8_t *key)
+{
+    doomed *d = ctx;
+    size_t i = d->keys.n;
+    int rc;
+
+    (void)doc;
+    if (i == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64;
+        uint32_t *p = realloc(d->part, cap * sizeof(*p));
+        if (p == NULL)
+            return PK_ENOMEM;
+        d->part = p;
+        d->cap = cap;
+    }
+    if ((rc = keyv_add(&d->keys, (pk_slice){key + 4, pk_be32_get(key)})) != 0)
+        return rc;
+    d->part[i] = part;
+    return 0;
+}
+
+int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
+                       uint32_t np, int64_t *n)
+{
+    pk_server *s = x->srv;
+    doomed dm = {0};
+    char err[128];
+    pk_ftq *q = NULL;
+    pk_txn *t;
+    int rc;
+
+    *n = 0;
+    rc = pk_ftq_parse(d, "*", 1, 0, NULL, NULL, NULL, NULL, &q, err,
+                      sizeof(err));
+    if (rc == 0)
+        rc = pk__ft_visit(s, d, q, NULL, 0, parts, np, doom, &dm);
+    pk_ftq_free(q);
+    if (rc != 0) {
+        pk_reply_errorf(x->out, "ERR DD failed: %s", pk_strerror(rc));
+    } else if ((t = pk_srv_txn(x)) == NULL) {
+        rc = -1;
+    } else {
+        for (size_t i = 0; rc == 0 && i < dm.keys.n; i++) {
+            const uint8_t *k = dm.keys.k[i];
+            pk_slice key = {k + 4, pk_be32_get(k)};
+            int gone = 0;
+            rc = pk_key_del(t, dm.part[i], key.ptr, key.len, s->now_ms, &gone);
+            *n += gone;
+            pk__ft_reindex(s, t, dm.part[i], key);
+            /* Acknowledged, and streamed, as any write of that partition. */
+            if (rc == 0 && (i == 0 || dm.part[i] != dm.part[i - 1])) {
+                x->have_part = 1;
+                x->part = dm.part[i];
+                pk_repl_note(x, 1);
+            }
+        }
+        x->have_part = 0;
+        if (rc != 0)
+            pk_cmd_store_error(x, rc);
+    }
+    keyv_free(&dm.keys);
+    free(dm.part);
+    return rc == 0 ? 0 : -1;
+}
+
+/* A node's share of DD: its documents deleted, the count answered. */
+static void del_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
+                     uint32_t np, pk_obuf *o)
+{
+    int64_t n;
+
+    y->out = o;
+    if (pk__ft_delete_docs(y, d, parts, np, &n) == 0)
+        pk_reply_int(o, n);
+}
+
+static void del_reset(void *state)
+{
+    *(int64_t *)state = 0;
+}
+
+static const char *del_take(void *state, const pk_rr *r)
+{
+    if (r->type != PK_RR_INT)
+        return "ERR a node answered DD badly";
+    *(int64_t *)state += r->integer;
+    return NULL;
+}
+
+/* The documents are gone: the index leaves the map, whose edit answers. */
+static int del_reply(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c)
+{
+    (void)state;
+    pk__ft_drop_waiting(s, c, d->name);
+    return 0;
+}
+
+const pk__ftverb pk__ft_del_verb = {"DELDOCS", 1,         del_node, del_reset,
+                                    del_take,  del_reply, free};
+
+void pk__ft_search_deldocs(pk_cmd_ctx *x, ft_index *ix)
+{
+    int64_t *n = calloc(1, sizeof(*n));
+
+    if (n == NULL) {
+        pk_reply_error(x->out, "ERR out of memory");
+        return;
+    }
+    pk__ft_gather(x, ix->def, &pk__ft_del_verb, n);
+}
