@@ -208,20 +208,21 @@ static void start(ft_op *op)
             }
             bits[(size_t)l * bytes + p / 8] |= (uint8_t)(1u << (p % 8));
         }
+        /* The other nodes' shares go out first: they run meanwhile. */
         for (uint32_t n = 0; op->err == NULL && n < nn; n++) {
             const uint8_t *b = bits + (size_t)n * bytes;
             size_t k = 0;
             while (k < bytes && b[k] == 0)
                 k++;
-            if (k == bytes)
+            if (k == bytes || (n == s->cluster.self && !op->v->by_link))
                 continue;
-            if (n == s->cluster.self && !op->v->by_link)
-                run_here(op, b, np);
-            else if (send_share(op, m, m->nodes[n].addr, b, bytes) == 0)
+            if (send_share(op, m, m->nodes[n].addr, b, bytes) == 0)
                 op->pending++;
             else
                 op_fail(op, "TRYAGAIN a node is not reachable", 32);
         }
+        if (op->err == NULL && !op->v->by_link && s->cluster.self < nn)
+            run_here(op, bits + (size_t)s->cluster.self * bytes, np);
         free(bits);
     }
     if (--op->pending == 0)
