@@ -516,8 +516,13 @@ int pk_pmap_equal(const pk_pmap *a, const pk_pmap *b)
 {
     if (a->epoch != b->epoch || a->scheme != b->scheme || a->hash != b->hash ||
         a->replicas != b->replicas || a->nnodes != b->nnodes ||
-        a->npartitions != b->npartitions || a->nsalts != b->nsalts)
+        a->npartitions != b->npartitions || a->nsalts != b->nsalts ||
+        a->nftdefs != b->nftdefs)
         return 0;
+    for (uint32_t i = 0; i < a->nftdefs; i++)
+        if (bytes_cmp(a->ftdefs[i].bytes, a->ftdefs[i].len, b->ftdefs[i].bytes,
+                      b->ftdefs[i].len) != 0)
+            return 0;
     for (uint32_t i = 0; i < a->nsalts; i++) {
         const pk_salt *x = &a->salts[i], *y = &b->salts[i];
         if (x->n != y->n || x->state != y->state ||

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "core/pk_err.h"
+#include "core/pk_ftdef.h"
 #include "core/pk_hash.h"
 #include "core/pk_pmap.h"
 #include "core/pk_salt.h"
@@ -211,13 +212,69 @@ static void test_codec(void **state)
     pk_pmap_free(m);
 }
 
+/* Index definitions ride the map: kept through the codec and a clone,
+ * replaced by name, refused when they do not decode or repeat a name. */
+static void test_ftdefs(void **state)
+{
+    const char *args[] = {"PREFIX", "1", "doc:", "SCHEMA", "t", "TAG"};
+    size_t lens[6], len, n1, n2;
+    pk_pmap *m = slots_map(), *d, *c;
+    pk_ftdef *a, *b;
+    uint8_t *buf, *e1, *e2;
+    char err[128];
+
+    (void)state;
+    for (int i = 0; i < 6; i++)
+        lens[i] = strlen(args[i]);
+    assert_int_equal(pk_ftdef_parse("one", 6, args, lens, &a, err, sizeof(err)),
+                     0);
+    assert_int_equal(pk_ftdef_parse("two", 6, args, lens, &b, err, sizeof(err)),
+                     0);
+    a->id = 1;
+    b->id = 2;
+    e1 = malloc(n1 = pk_ftdef_encoded_len(a));
+    e2 = malloc(n2 = pk_ftdef_encoded_len(b));
+    pk_ftdef_encode(a, e1);
+    pk_ftdef_encode(b, e2);
+    assert_int_equal(pk_pmap_ftdef_set(m, e1, (uint32_t)n1), PK_OK);
+    assert_int_equal(pk_pmap_ftdef_set(m, e2, (uint32_t)n2), PK_OK);
+    assert_int_equal(pk_pmap_ftdef_set(m, e1, (uint32_t)n1), PK_OK);
+    assert_int_equal(m->nftdefs, 2);
+    assert_int_equal(pk_pmap_ftdef_find(m, "two"), 1);
+    assert_int_equal(pk_pmap_ftdef_set(m, (const uint8_t *)"junk", 4),
+                     PK_EINVAL);
+    assert_int_equal(pk_pmap_encode(m, &buf, &len), PK_OK);
+    assert_int_equal(buf[7] & 4, 4);
+    assert_int_equal(pk_pmap_decode(buf, len, &d), PK_OK);
+    assert_true(pk_pmap_equal(m, d));
+    assert_int_equal(pk_pmap_clone(d, &c), PK_OK);
+    assert_true(pk_pmap_equal(m, c));
+    pk_pmap_free(c);
+    pk_pmap_free(d);
+    free(buf);
+    /* Two definitions of one id: not a map. */
+    b->id = 1;
+    free(e2);
+    e2 = malloc(n2 = pk_ftdef_encoded_len(b));
+    pk_ftdef_encode(b, e2);
+    assert_int_equal(pk_pmap_ftdef_set(m, e2, (uint32_t)n2), PK_OK);
+    assert_int_equal(pk_pmap_validate(m), PK_ECORRUPT);
+    assert_int_equal(pk_pmap_ftdef_del(m, "two"), PK_OK);
+    assert_int_equal(pk_pmap_ftdef_del(m, "two"), PK_ENOTFOUND);
+    assert_int_equal(pk_pmap_validate(m), PK_OK);
+    free(e1);
+    free(e2);
+    pk_ftdef_free(a);
+    pk_ftdef_free(b);
+    pk_pmap_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_kinds),
-        cmocka_unit_test(test_table),
-        cmocka_unit_test(test_codec),
+        cmocka_unit_test(test_names),  cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_table),  cmocka_unit_test(test_codec),
+        cmocka_unit_test(test_ftdefs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
