@@ -619,18 +619,23 @@ int pk_ft_tag_terms(const char *value, size_t len, char sep, int casesens,
 
 int pk_ft_number(const char *value, size_t len, double *out)
 {
-    char tmp[64], *end;
+    char small[64], *tmp = small, *end;
     double v;
+    int ok;
 
-    if (len == 0 || len >= sizeof(tmp))
+    if (len == 0 || len > 4096) /* longer is no number anyone writes */
+        return 0;
+    if (len >= sizeof(small) && (tmp = malloc(len + 1)) == NULL)
         return 0;
     memcpy(tmp, value, len);
     tmp[len] = 0;
     errno = 0;
     v = strtod(tmp, &end);
-    if (end != tmp + len || isnan(v) || isinf(v) ||
-        isspace((unsigned char)tmp[0]))
-        return 0;
-    *out = v;
-    return 1;
+    ok = end == tmp + len && !isnan(v) && !isinf(v) &&
+         !isspace((unsigned char)tmp[0]);
+    if (tmp != small)
+        free(tmp);
+    if (ok)
+        *out = v;
+    return ok;
 }

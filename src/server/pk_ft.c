@@ -500,10 +500,12 @@ static void local_put(pk_cmd_ctx *x, pk_ftdef *def, ft_index *ix)
     pk_ft *ft = x->srv->ft;
     ft_index *v;
 
-    if (ix) {
+    if (ix) { /* altered: the build starts over for the new fields */
         pk_ftdef_free(ix->def);
         ix->def = def;
         memset(ix->built, 0, ix->nparts);
+        ix->in_part = 0;
+        ix->clen = 0;
     } else if ((v = realloc(ft->v, (ft->n + 1) * sizeof(*v))) == NULL ||
                (ft->v = v, index_new(x->srv, def, &ft->v[ft->n])) != 0) {
         pk_reply_error(x->out, "ERR out of memory");

@@ -29,6 +29,9 @@
 
 #define RETRIES 30
 #define RETRY_MS 100
+/* PK.FTQUERY epoch parts id verb, then the client's arguments from the
+ * index name on. */
+#define HEAD 5
 
 static const pk__ftverb *const VERBS[] = {
     &pk__ft_search_verb,
@@ -143,28 +146,30 @@ static void run_here(ft_op *op, const uint8_t *parts, uint32_t np)
     pk_obuf_free(&o);
 }
 
-/* PK.FTQUERY epoch parts verb <the client's arguments but the first> to
- * addr, answered to on_reply: 0 or an error. */
+/* PK.FTQUERY epoch parts id verb <the client's arguments but the first>
+ * to addr, answered to on_reply: 0 or an error. */
 static int send_share(ft_op *op, const pk_pmap *m, const char *addr,
                       const uint8_t *parts, size_t bytes)
 {
-    int argc = 4 + op->argc - 1, rc = PK_ENOMEM;
+    int argc = HEAD + op->argc - 1, rc = PK_ENOMEM;
     const char **av = malloc((size_t)argc * sizeof(*av));
     size_t *al = malloc((size_t)argc * sizeof(*al));
-    char ep[24];
+    char ep[24], id[24];
     pk_obuf ob;
 
     snprintf(ep, sizeof(ep), "%llu", (unsigned long long)m->epoch);
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)op->def->id);
     if (av && al) {
         av[0] = "PK.FTQUERY";
         av[1] = ep;
         av[2] = (const char *)parts;
-        av[3] = op->v->name;
-        for (int i = 0; i < 4; i++)
+        av[3] = id;
+        av[4] = op->v->name;
+        for (int i = 0; i < HEAD; i++)
             al[i] = i == 2 ? bytes : strlen(av[i]);
         for (int i = 1; i < op->argc; i++) {
-            av[3 + i] = op->args[i].ptr;
-            al[3 + i] = op->args[i].len;
+            av[HEAD - 1 + i] = op->args[i].ptr;
+            al[HEAD - 1 + i] = op->args[i].len;
         }
         pk_obuf_init(&ob);
         rc = pk_rr_write_cmd(&ob, argc, av, al);
@@ -282,6 +287,10 @@ ft_index *pk__ft_index_arg(pk_cmd_ctx *x)
 
 /* ---- a node's share -------------------------------------------------- */
 
+/* PK.FTQUERY epoch parts id verb idx ...: a node's share, only for the
+ * partitions it leads, with the index the asker knows (same id) on a map
+ * at least as new as the asker's; else TRYAGAIN, and the asker asks again
+ * a little later. */
 void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
 {
     pk_server *s = x->srv;
@@ -289,17 +298,24 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
     const pk_arg *bits = &x->argv[2];
     const pk__ftverb *v = NULL;
     pk_cmd_ctx y = *x;
+    int64_t epoch, id;
     ft_index *ix;
 
     if (s->cluster.enabled && !x->c->internal) {
         pk_reply_error(x->out, "NOPERM PK.FTQUERY is for nodes");
         return;
     }
-    for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++)
-        if (pk_arg_eq(&x->argv[3], VERBS[i]->name))
+    for (size_t i = 0; x->argc > HEAD && i < sizeof(VERBS) / sizeof(VERBS[0]);
+         i++)
+        if (pk_arg_eq(&x->argv[4], VERBS[i]->name))
             v = VERBS[i];
-    if (v == NULL || x->argc < 5 || bits->len != (np + 7) / 8) {
+    if (v == NULL || bits->len != (np + 7) / 8 ||
+        !pk_arg_i64(&x->argv[1], &epoch) || !pk_arg_i64(&x->argv[3], &id)) {
         pk_reply_syntax(x);
+        return;
+    }
+    if (s->cluster.map == NULL || s->cluster.map->epoch < (uint64_t)epoch) {
+        pk_reply_error(x->out, "TRYAGAIN this node's map is older");
         return;
     }
     for (uint32_t p = 0; p < np; p++)
@@ -308,13 +324,14 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
             pk_reply_errorf(x->out, "TRYAGAIN partition %u is not led here", p);
             return;
         }
-    if ((ix = pk__ft_find(s, x->argv[4].ptr, x->argv[4].len)) == NULL) {
-        pk_reply_errorf(x->out, "TRYAGAIN %.*s: no such index here yet",
-                        (int)x->argv[4].len, x->argv[4].ptr);
+    ix = pk__ft_find(s, x->argv[HEAD].ptr, x->argv[HEAD].len);
+    if (ix == NULL || ix->def->id != (uint64_t)id) {
+        pk_reply_errorf(x->out, "TRYAGAIN %.*s: not this index here yet",
+                        (int)x->argv[HEAD].len, x->argv[HEAD].ptr);
         return;
     }
-    y.argv = x->argv + 3;
-    y.argc = x->argc - 3;
+    y.argv = x->argv + HEAD - 1;
+    y.argc = x->argc - (HEAD - 1);
     v->node(&y, ix->def, (const uint8_t *)bits->ptr, np, x->out);
 }
 

@@ -165,23 +165,16 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
                  const pk_arg *inkeys, int ninkeys, const uint8_t *parts,
                  uint32_t nparts, pk__ft_match_fn fn, void *ctx)
 {
-    pk_ftq_scan small[PLAN_MAX], *sc = small;
-    int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc = 0;
+    /* A plan wider than PLAN_MAX lookups (a wide OR) walks the index's
+     * documents instead: one lookup costs a search in every partition
+     * (16,384 in a cluster), a document read far less. */
+    pk_ftq_scan sc[PLAN_MAX];
+    int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc;
     pk__ftdoc doc = {.d = d};
     pk_txn *t;
 
-    /* A wide OR (10,000 tags) needs more lookups than fit here; a walk
-     * of every document would answer too, but slower. */
-    for (int cap = 1024; nsc < 0 && cap <= PK_FTQ_NODES_MAX; cap *= 16) {
-        pk_ftq_scan *big =
-            realloc(sc == small ? NULL : sc, (size_t)cap * sizeof(*big));
-        if (big == NULL)
-            break;
-        sc = big;
-        nsc = pk_ftq_plan(q, sc, cap);
-    }
     if ((rc = pk_txn_begin(s->store, 1, &t)) != 0)
-        goto out;
+        return rc;
     for (uint32_t p = 0; rc == 0 && p < nparts; p++) {
         keyv v = {0};
         if (parts && !(parts[p / 8] & (1u << (p % 8))))
@@ -206,9 +199,6 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
     free(doc.name);
     free(doc.val);
     pk_txn_abort(t);
-out:
-    if (sc != small)
-        free(sc);
     return rc;
 }
 

@@ -457,10 +457,39 @@ int pk_ftidx_built(pk_txn *t, uint32_t part, const pk_ftdef *d)
     return rc == PK_ENOTFOUND ? 0 : rc;
 }
 
+/* Indexes the key of META record k -> v in d, if it is a hash: 0 or an
+ * error.  A long key is copied out first: indexing writes the map. */
+static int build_key(pk_txn *t, uint32_t part, const pk_ftdef *d,
+                     const pk_keyparts *kp, const MDB_val *v, uint64_t now_ms)
+{
+    uint8_t user[PK_KEYENC_SHORT], *own = NULL;
+    pk_slice key;
+    int rc;
+
+    if (v->mv_size == 0 || ((const uint8_t *)v->mv_data)[0] != PK__T_HASH)
+        return 0;
+    if (kp->longkey) {
+        pk__meta_body(v->mv_data, v->mv_size, &key);
+        if (key.ptr == NULL)
+            return pk__fail(t, PK_ECORRUPT);
+        if ((own = malloc(key.len)) == NULL)
+            return PK_ENOMEM;
+        memcpy(own, key.ptr, key.len);
+        key.ptr = own;
+    } else {
+        key = (pk_slice){user, pk_keyenc_unescape(kp->esc, kp->esc_len, user)};
+    }
+    rc = pk_ftdef_covers(d, key.ptr, key.len)
+             ? pk_ftidx_doc(t, part, d, key.ptr, key.len, now_ms)
+             : 0;
+    free(own);
+    return rc;
+}
+
 int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
                    size_t *clen, uint32_t *budget, uint64_t now_ms, int *done)
 {
-    uint8_t seek[PK_KEYENC_MAX + 1], user[PK_KEYENC_SHORT];
+    uint8_t seek[PK_KEYENC_MAX + 1];
     pk_keyparts kp;
     MDB_cursor *c;
     MDB_val k, v;
@@ -476,7 +505,6 @@ int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
         --*budget;
     while (*budget > 0) {
         --*budget;
-        pk_slice key;
         mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
         if (mrc == MDB_NOTFOUND ||
             (mrc == 0 && (k.mv_size < 4 || pk_be32_get(k.mv_data) != part))) {
@@ -487,27 +515,15 @@ int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
             return pk__fail(t, pk__err(mrc));
         if (pk_keyenc_parse(k.mv_data, k.mv_size, &kp) != 0)
             return pk__fail(t, PK_ECORRUPT);
-        /* Past this key (or the system area) next time. */
+        /* Past this key (or the system area) next time -- once it is
+         * indexed: a step that fails leaves the cursor on it. */
         memcpy(seek, k.mv_data, kp.prefix_len);
         seek[kp.prefix_len] = 0xFF;
+        if (!kp.sys && kp.tag == PK_TAG_META &&
+            (rc = build_key(t, part, d, &kp, &v, now_ms)) != 0)
+            return rc;
         *clen = kp.prefix_len + 1 - 4;
         memcpy(cursor, seek + 4, *clen);
-        if (kp.sys || kp.tag != PK_TAG_META)
-            goto next;
-        if (kp.longkey) {
-            pk__meta_body(v.mv_data, v.mv_size, &key);
-            if (key.ptr == NULL || key.len > sizeof(user))
-                return pk__fail(t, PK_ECORRUPT);
-            memcpy(user, key.ptr, key.len); /* the map changes under us */
-            key.ptr = user;
-        } else {
-            key =
-                (pk_slice){user, pk_keyenc_unescape(kp.esc, kp.esc_len, user)};
-        }
-        if (v.mv_size > 0 && ((const uint8_t *)v.mv_data)[0] == PK__T_HASH &&
-            (rc = pk_ftidx_doc(t, part, d, key.ptr, key.len, now_ms)) != 0)
-            return rc;
-    next:
         k = (MDB_val){kp.prefix_len + 1, seek};
     }
     if (*done) {
