@@ -115,6 +115,9 @@ static void sync_map(pk_server *s)
     }
     for (uint32_t k = 0; k < ft->n; k++)
         index_free(&ft->v[k]);
+    /* Once round after any change: an index gone, or partitions newly
+     * led whose old leader had no time to sweep them. */
+    ft->sweep_left = m->npartitions;
     free(ft->v);
     ft->v = v;
     ft->n = n;
@@ -311,7 +314,7 @@ static int sweep_some(pk_server *s, pk_txn *t)
     uint32_t np = pk__ft_nparts(s);
     int wrote = 0;
 
-    for (int k = 0; k < SWEEP; k++) {
+    for (int k = 0; k < SWEEP && ft->sweep_left > 0; k++, ft->sweep_left--) {
         uint32_t p = ft->sweep = (ft->sweep + 1) % np;
         uint64_t id = 0;
         if (!pk_srv_leads(s, p))
@@ -370,9 +373,9 @@ static void edit_done(pk_agent_job *j)
         if (e->switched)
             pk_reply_simple(&c->out, "OK");
         else if (e->job.ftmode == 0)
-            pk_reply_error(&c->out, "Index already exists");
+            pk__ft_error(&c->out, "Index already exists");
         else
-            pk_reply_error(&c->out, "Unknown Index name");
+            pk__ft_error(&c->out, "Unknown Index name");
         c->waiting_fwd = 0;
         pk_conn_resume(c);
     }
@@ -421,7 +424,7 @@ static void edit_map(pk_cmd_ctx *x, const pk_ftdef *def, int mode)
     const char *err = edit_send(x->srv, x->c, def, mode);
 
     if (err) {
-        pk_reply_error(x->out, err);
+        pk__ft_error(x->out, err);
         return;
     }
     x->c->waiting_fwd = 1;
@@ -438,7 +441,7 @@ void pk__ft_drop_waiting(pk_server *s, pk_conn *c, const char *name)
 
     pk_ftdef_free(d);
     if (err && c) {
-        pk_reply_error(&c->out, err);
+        pk__ft_error(&c->out, err);
         c->waiting_fwd = 0;
         pk_conn_resume(c);
     }
@@ -478,16 +481,16 @@ static int ready(pk_cmd_ctx *x)
     pk_server *s = x->srv;
 
     if (s->ft == NULL || s->store == NULL) {
-        pk_reply_error(x->out, "ERR secondary indexes need a node with a "
-                               "store (not a proxy)");
+        pk__ft_error(x->out, "ERR secondary indexes need a node with a "
+                             "store (not a proxy)");
         return 0;
     }
     if (s->cluster.enabled &&
         (s->cluster.map == NULL || s->cluster.map->scheme == PK_SCHEME_RANGE)) {
-        pk_reply_error(x->out, s->cluster.map
-                                   ? "ERR secondary indexes need a hash "
-                                     "partitioning scheme"
-                                   : "CLUSTERDOWN no partition map yet");
+        pk__ft_error(x->out, s->cluster.map
+                                 ? "ERR secondary indexes need a hash "
+                                   "partitioning scheme"
+                                 : "CLUSTERDOWN no partition map yet");
         return 0;
     }
     sync_map(s);
@@ -508,13 +511,13 @@ static void local_put(pk_cmd_ctx *x, pk_ftdef *def, ft_index *ix)
         ix->clen = 0;
     } else if ((v = realloc(ft->v, (ft->n + 1) * sizeof(*v))) == NULL ||
                (ft->v = v, index_new(x->srv, def, &ft->v[ft->n])) != 0) {
-        pk_reply_error(x->out, "ERR out of memory");
+        pk__ft_error(x->out, "ERR out of memory");
         return;
     } else {
         ft->n++;
     }
     if (file_save(x->srv) != 0)
-        pk_reply_error(x->out, "ERR cannot write the index definitions");
+        pk__ft_error(x->out, "ERR cannot write the index definitions");
     else
         pk_reply_simple(x->out, "OK");
 }
@@ -530,29 +533,29 @@ void pk_cmd_ft_create(pk_cmd_ctx *x)
         return;
     if (x->argv[1].len > PK_FT_NAME_MAX ||
         memchr(x->argv[1].ptr, 0, x->argv[1].len)) {
-        pk_reply_error(x->out, "Bad index name");
+        pk__ft_error(x->out, "Bad index name");
         return;
     }
     if (pk__ft_find(x->srv, x->argv[1].ptr, x->argv[1].len)) {
-        pk_reply_error(x->out, "Index already exists");
+        pk__ft_error(x->out, "Index already exists");
         return;
     }
     snprintf(name, sizeof(name), "%.*s", (int)x->argv[1].len, x->argv[1].ptr);
     if (args_from(x, 2, &a) != 0) {
-        pk_reply_error(x->out, "ERR out of memory");
+        pk__ft_error(x->out, "ERR out of memory");
         return;
     }
     rc = pk_ftdef_parse(name, a.n, a.v, a.lens, &def, err, sizeof(err));
     free(a.v);
     free(a.lens);
     if (rc != 0) {
-        pk_reply_error(x->out, rc == PK_EINVAL ? err : "ERR out of memory");
+        pk__ft_error(x->out, rc == PK_EINVAL ? err : "ERR out of memory");
         return;
     }
     def->id = new_id(x->srv);
     if (def->global) {
         pk_ftdef_free(def);
-        pk_reply_error(x->out, "ERR GLOBAL indexes are not built yet");
+        pk__ft_error(x->out, "ERR GLOBAL indexes are not built yet");
         return;
     }
     if (x->srv->cluster.enabled) {
@@ -574,21 +577,21 @@ void pk_cmd_ft_alter(pk_cmd_ctx *x)
     if (!ready(x))
         return;
     if ((ix = pk__ft_find(x->srv, x->argv[1].ptr, x->argv[1].len)) == NULL) {
-        pk_reply_error(x->out, "Unknown index name");
+        pk__ft_error(x->out, "Unknown index name");
         return;
     }
     if (x->argc > 2 && pk_arg_eq(&x->argv[2], "skipinitialscan"))
         add++;
     if (x->argc < add + 3 || !pk_arg_eq(&x->argv[add], "schema") ||
         !pk_arg_eq(&x->argv[add + 1], "add")) {
-        pk_reply_error(x->out, "ERR wrong number of arguments for "
-                               "'FT.ALTER' command");
+        pk__ft_error(x->out, "ERR wrong number of arguments for "
+                             "'FT.ALTER' command");
         return;
     }
     if ((def = pk_ftdef_dup(ix->def)) == NULL ||
         args_from(x, add + 2, &a) != 0) {
         pk_ftdef_free(def);
-        pk_reply_error(x->out, "ERR out of memory");
+        pk__ft_error(x->out, "ERR out of memory");
         return;
     }
     rc = pk_ftdef_alter(def, a.n, a.v, a.lens, err, sizeof(err));
@@ -596,7 +599,7 @@ void pk_cmd_ft_alter(pk_cmd_ctx *x)
     free(a.lens);
     if (rc != 0) {
         pk_ftdef_free(def);
-        pk_reply_error(x->out, rc == PK_EINVAL ? err : "ERR out of memory");
+        pk__ft_error(x->out, rc == PK_EINVAL ? err : "ERR out of memory");
         return;
     }
     if (x->srv->cluster.enabled) {
@@ -615,7 +618,7 @@ static void drop(pk_cmd_ctx *x, ft_index *ix)
     if (x->srv->cluster.enabled) {
         pk_ftdef *d = pk_ftdef_dup(ix->def);
         if (d == NULL) {
-            pk_reply_error(x->out, "ERR out of memory");
+            pk__ft_error(x->out, "ERR out of memory");
             return;
         }
         edit_map(x, d, 2);
@@ -624,8 +627,9 @@ static void drop(pk_cmd_ctx *x, ft_index *ix)
     }
     index_free(ix);
     *ix = ft->v[--ft->n];
+    ft->sweep_left = pk__ft_nparts(x->srv);
     if (file_save(x->srv) != 0)
-        pk_reply_error(x->out, "ERR cannot write the index definitions");
+        pk__ft_error(x->out, "ERR cannot write the index definitions");
     else
         pk_reply_simple(x->out, "OK");
 }
@@ -638,7 +642,7 @@ static void drop_cmd(pk_cmd_ctx *x, int dd)
     if (!ready(x))
         return;
     if ((ix = pk__ft_find(x->srv, x->argv[1].ptr, x->argv[1].len)) == NULL) {
-        pk_reply_error(x->out, "Unknown Index name");
+        pk__ft_error(x->out, "Unknown Index name");
         return;
     }
     if (dd && x->srv->cluster.enabled) { /* every leader deletes its */
@@ -695,6 +699,8 @@ int pk_ft_init(pk_server *s)
     if (ft == NULL)
         return PK_ENOMEM;
     ft->srv = s;
+    ft->sweep_left = 1; /* whatever a past run left: once round (a node
+                         * alone has one partition; a map sets more) */
     s->ft = ft;
     if (!s->cluster.enabled && s->cfg.dir && (rc = file_load(s)) != 0) {
         fprintf(stderr, "partkv: cannot read %s/ftdefs: %s\n", s->cfg.dir,

@@ -71,24 +71,24 @@ static int parse_reduce(pk__ftagg *g, const pk_arg *a, int n, int *i,
     size_t k;
 
     if (*i + 2 >= n || !count_arg(&a[*i + 2], n - *i - 3, &nargs)) {
-        pk_reply_error(out, "Bad arguments for REDUCE");
+        pk__ft_error(out, "Bad arguments for REDUCE");
         return -1;
     }
     for (k = 0; k < sizeof(REDS) / sizeof(REDS[0]); k++)
         if (pk_arg_eq(&a[*i + 1], REDS[k].name))
             break;
     if (k == sizeof(REDS) / sizeof(REDS[0])) {
-        pk_reply_errorf(out,
-                        "Bad arguments for REDUCE: reducer `%.*s` is "
-                        "not supported",
-                        (int)a[*i + 1].len, a[*i + 1].ptr);
+        pk__ft_errorf(out,
+                      "Bad arguments for REDUCE: reducer `%.*s` is "
+                      "not supported",
+                      (int)a[*i + 1].len, a[*i + 1].ptr);
         return -1;
     }
     if (nargs != REDS[k].nargs || g->nred >= REDUCERS_MAX) {
-        pk_reply_errorf(out,
-                        "Bad arguments for %s: wrong number of "
-                        "arguments",
-                        REDS[k].name);
+        pk__ft_errorf(out,
+                      "Bad arguments for %s: wrong number of "
+                      "arguments",
+                      REDS[k].name);
         return -1;
     }
     r = &g->red[g->nred++];
@@ -114,12 +114,12 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
     for (; i < n;) {
         if (pk_arg_eq(&a[i], "groupby") && i + 1 < n) {
             if (g->grouped) {
-                pk_reply_error(out, "ERR one GROUPBY per FT.AGGREGATE is "
-                                    "supported");
+                pk__ft_error(out, "ERR one GROUPBY per FT.AGGREGATE is "
+                                  "supported");
                 return -1;
             }
             if (!count_arg(&a[i + 1], GROUP_FIELDS_MAX, &k) || i + 2 + k > n) {
-                pk_reply_error(out, "Bad arguments for GROUPBY");
+                pk__ft_error(out, "Bad arguments for GROUPBY");
                 return -1;
             }
             g->grouped = 1;
@@ -132,18 +132,18 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
                     return -1;
         } else if (pk_arg_eq(&a[i], "sortby") && i + 1 < n) {
             if (!count_arg(&a[i + 1], n - i - 2, &k)) {
-                pk_reply_error(out, "Bad arguments for SORTBY");
+                pk__ft_error(out, "Bad arguments for SORTBY");
                 return -1;
             }
             i += 2;
             for (int j = 0; j < k; j++, i++) {
                 if (g->nsort >= SORT_MAX) {
-                    pk_reply_error(out, "Bad arguments for SORTBY");
+                    pk__ft_error(out, "Bad arguments for SORTBY");
                     return -1;
                 }
                 if (pk_arg_eq(&a[i], "asc") || pk_arg_eq(&a[i], "desc")) {
                     if (g->nsort == 0) {
-                        pk_reply_error(out, "Bad arguments for SORTBY");
+                        pk__ft_error(out, "Bad arguments for SORTBY");
                         return -1;
                     }
                     g->sdesc[g->nsort - 1] = pk_arg_eq(&a[i], "desc");
@@ -153,7 +153,7 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
             }
             if (i + 1 < n && pk_arg_eq(&a[i], "max")) {
                 if (!count_arg(&a[i + 1], ROWS_MAX, &g->max)) {
-                    pk_reply_error(out, "Bad arguments for MAX");
+                    pk__ft_error(out, "Bad arguments for MAX");
                     return -1;
                 }
                 i += 2;
@@ -162,7 +162,7 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
             if (!pk_arg_i64(&a[i + 1], &g->offset) ||
                 !pk_arg_i64(&a[i + 2], &g->num) || g->offset < 0 ||
                 g->num < 0) {
-                pk_reply_error(out, "LIMIT exceeds maximum of 1000000");
+                pk__ft_error(out, "LIMIT exceeds maximum of 1000000");
                 return -1;
             }
             i += 3;
@@ -173,13 +173,13 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
                 continue;
             }
             if (!count_arg(&a[i + 1], n - i - 2, &k)) {
-                pk_reply_error(out, "Bad arguments for LOAD");
+                pk__ft_error(out, "Bad arguments for LOAD");
                 return -1;
             }
             free(g->load);
             if ((g->load = calloc((size_t)(k ? k : 1), sizeof(*g->load))) ==
                 NULL) {
-                pk_reply_error(out, "ERR out of memory");
+                pk__ft_error(out, "ERR out of memory");
                 return -1;
             }
             g->nload = (int)k;
@@ -189,7 +189,7 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
         } else if (pk_arg_eq(&a[i], "params") && i + 1 < n) {
             if (!count_arg(&a[i + 1], n - i - 2, &k) || k % 2 ||
                 k / 2 > PARAMS_MAX) {
-                pk_reply_error(out, "Bad arguments for PARAMS");
+                pk__ft_error(out, "Bad arguments for PARAMS");
                 return -1;
             }
             g->nparams = (int)(k / 2);
@@ -207,10 +207,10 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
         } else if (pk_arg_eq(&a[i], "verbatim")) {
             i++;
         } else {
-            pk_reply_errorf(out,
-                            "Unknown argument `%.*s` (APPLY, FILTER "
-                            "and WITHCURSOR are not supported)",
-                            (int)a[i].len, a[i].ptr);
+            pk__ft_errorf(out,
+                          "Unknown argument `%.*s` (APPLY, FILTER "
+                          "and WITHCURSOR are not supported)",
+                          (int)a[i].len, a[i].ptr);
             return -1;
         }
     }
@@ -230,7 +230,7 @@ static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
 
     if (g == NULL || (g->args = pk_conn_args_copy(y->argc, y->argv)) == NULL) {
         free(g);
-        pk_reply_error(out, "ERR out of memory");
+        pk__ft_error(out, "ERR out of memory");
         return NULL;
     }
     g->argc = y->argc;
@@ -243,7 +243,7 @@ static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
     rc = pk_ftq_parse(d, g->query.ptr, g->query.len, g->nparams, g->pn, g->pnl,
                       g->pv, g->pvl, &q, err, sizeof(err));
     if (rc != 0) {
-        pk_reply_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+        pk__ft_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
         agg_free(g);
         return NULL;
     }
@@ -544,14 +544,14 @@ static void agg_run(pk_server *s, pk__ftagg *g, const pk_ftdef *d,
                           g->pnl, g->pv, g->pvl, &q, err, sizeof(err));
 
     if (rc != 0) {
-        pk_reply_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+        pk__ft_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
         return;
     }
     pk_obuf_init(&nc.rows);
     rc = pk__ft_visit(s, d, q, NULL, 0, parts, np, node_doc, &nc);
     pk_ftq_free(q);
     if (rc != 0) {
-        pk_reply_errorf(out, "ERR aggregate failed: %s", pk_strerror(rc));
+        pk__ft_errorf(out, "ERR aggregate failed: %s", pk_strerror(rc));
     } else if (!g->grouped) {
         pk_reply_array(out, 1 + (size_t)nc.nrows);
         pk_reply_int(out, nc.nrows);

@@ -185,11 +185,11 @@ void pk__ftagg_answer(pk__ftagg *g, pk_obuf *out)
         for (; rc == 0 && k < n; k++)
             rc = finish_row(&g->rows[k], &rows[k]);
     if (rc != 0) {
-        pk_reply_error(out, "ERR out of memory");
+        pk__ft_error(out, "ERR out of memory");
         goto out;
     }
     if ((ord = malloc((n ? n : 1) * sizeof(*ord))) == NULL) {
-        pk_reply_error(out, "ERR out of memory");
+        pk__ft_error(out, "ERR out of memory");
         goto out;
     }
     for (size_t i = 0; i < n; i++)

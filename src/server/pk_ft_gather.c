@@ -17,6 +17,8 @@
  * verb's (search and info: pk_ft_search.c; aggregate: pk_ft_agg.c;
  * deleting documents: pk_ft_visit.c).
  */
+#include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +102,7 @@ static void finish(ft_op *op)
     if (c) {
         int answered = 1;
         if (op->err)
-            pk_reply_error(&c->out, op->err);
+            pk__ft_error(&c->out, op->err);
         else
             answered = op->v->reply(op->state, op->s, op->def, c);
         if (answered) {
@@ -255,7 +257,7 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
             free(op->args);
         free(op);
         v->free(state);
-        pk_reply_error(x->out, "ERR out of memory");
+        pk__ft_error(x->out, "ERR out of memory");
         return;
     }
     op->s = x->srv;
@@ -270,18 +272,41 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
     start(op);
 }
 
+void pk__ft_error(pk_obuf *o, const char *msg)
+{
+    size_t n = 0;
+
+    while (isupper((unsigned char)msg[n]))
+        n++;
+    if (n >= 2 && (msg[n] == ' ' || msg[n] == 0))
+        pk_reply_error(o, msg);
+    else
+        pk_reply_errorf(o, "ERR %s", msg);
+}
+
+void pk__ft_errorf(pk_obuf *o, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    pk__ft_error(o, msg);
+}
+
 ft_index *pk__ft_index_arg(pk_cmd_ctx *x)
 {
     ft_index *ix;
 
     if (x->srv->ft == NULL || x->srv->store == NULL) {
-        pk_reply_error(x->out, "ERR secondary indexes need a node with a "
-                               "store (not a proxy)");
+        pk__ft_error(x->out, "ERR secondary indexes need a node with a "
+                             "store (not a proxy)");
         return NULL;
     }
     if ((ix = pk__ft_find(x->srv, x->argv[1].ptr, x->argv[1].len)) == NULL)
-        pk_reply_errorf(x->out, "%.*s: no such index", (int)x->argv[1].len,
-                        x->argv[1].ptr);
+        pk__ft_errorf(x->out, "%.*s: no such index", (int)x->argv[1].len,
+                      x->argv[1].ptr);
     return ix;
 }
 
@@ -302,7 +327,7 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
     ft_index *ix;
 
     if (s->cluster.enabled && !x->c->internal) {
-        pk_reply_error(x->out, "NOPERM PK.FTQUERY is for nodes");
+        pk__ft_error(x->out, "NOPERM PK.FTQUERY is for nodes");
         return;
     }
     for (size_t i = 0; x->argc > HEAD && i < sizeof(VERBS) / sizeof(VERBS[0]);
@@ -315,19 +340,19 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
         return;
     }
     if (s->cluster.map == NULL || s->cluster.map->epoch < (uint64_t)epoch) {
-        pk_reply_error(x->out, "TRYAGAIN this node's map is older");
+        pk__ft_error(x->out, "TRYAGAIN this node's map is older");
         return;
     }
     for (uint32_t p = 0; p < np; p++)
         if ((((const uint8_t *)bits->ptr)[p / 8] & (1u << (p % 8))) &&
             !pk_srv_leads(s, p)) {
-            pk_reply_errorf(x->out, "TRYAGAIN partition %u is not led here", p);
+            pk__ft_errorf(x->out, "TRYAGAIN partition %u is not led here", p);
             return;
         }
     ix = pk__ft_find(s, x->argv[HEAD].ptr, x->argv[HEAD].len);
     if (ix == NULL || ix->def->id != (uint64_t)id) {
-        pk_reply_errorf(x->out, "TRYAGAIN %.*s: not this index here yet",
-                        (int)x->argv[HEAD].len, x->argv[HEAD].ptr);
+        pk__ft_errorf(x->out, "TRYAGAIN %.*s: not this index here yet",
+                      (int)x->argv[HEAD].len, x->argv[HEAD].ptr);
         return;
     }
     y.argv = x->argv + HEAD - 1;

@@ -33,9 +33,12 @@ struct pk_ft {
     uint32_t n;
     uint64_t epoch; /* the map epoch v reflects (a cluster) */
     uv_timer_t timer;
-    ft_op *ops;     /* queries waiting for nodes (pk_ft_search.c) */
-    ft_edit *edits; /* definition edits waiting for the map (pk_ft.c) */
-    uint32_t sweep; /* janitor: the partition it checks for dropped ids */
+    ft_op *ops;          /* queries waiting for nodes (pk_ft_search.c) */
+    ft_edit *edits;      /* definition edits waiting for the map (pk_ft.c) */
+    uint32_t sweep;      /* janitor: the partition it checks next for
+                          * entries of dropped indexes */
+    uint32_t sweep_left; /* partitions left to check (0: none can have
+                          * any: set again when an index goes) */
 };
 
 /* The index named name (synced with the map first), or NULL. */
@@ -99,6 +102,13 @@ extern const pk__ftverb pk__ft_search_verb, pk__ft_info_verb, pk__ft_agg_verb,
  * definition d, with state (taken); the client waits for v->reply. */
 void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
                    void *state);
+
+/* An FT error reply.  RediSearch's texts carry no code ("Unknown Index
+ * name"); Redis clients and tools expect one, and redis-py strips an
+ * "ERR " it finds, so a text without an upper-case code gets "ERR ". */
+void pk__ft_error(pk_obuf *o, const char *msg);
+void pk__ft_errorf(pk_obuf *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The index FT.x names in argv[1], or NULL after an error reply. */
 ft_index *pk__ft_index_arg(pk_cmd_ctx *x);

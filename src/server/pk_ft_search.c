@@ -117,7 +117,7 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
             if (!pk_arg_i64(&a[i + 1], &r->offset) ||
                 !pk_arg_i64(&a[i + 2], &r->num) || r->offset < 0 ||
                 r->num < 0 || r->offset + r->num > 1000000) {
-                pk_reply_error(x->out, "LIMIT exceeds maximum of 1000000");
+                pk__ft_error(x->out, "LIMIT exceeds maximum of 1000000");
                 return -1;
             }
             i += 2;
@@ -129,10 +129,10 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
                 fl--;
             }
             if ((r->sort_field = pk_ftdef_find(d, f, fl)) < 0) {
-                pk_reply_errorf(x->out,
-                                "Property `%.*s` not loaded nor in "
-                                "schema",
-                                (int)fl, f);
+                pk__ft_errorf(x->out,
+                              "Property `%.*s` not loaded nor in "
+                              "schema",
+                              (int)fl, f);
                 return -1;
             }
             r->sort_num = d->fields[r->sort_field].type == PK_FT_NUMERIC;
@@ -165,8 +165,8 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
             filter *f;
             int fi = pk_ftdef_find(d, a[i + 1].ptr, a[i + 1].len);
             if (fi < 0 || d->fields[fi].type != PK_FT_NUMERIC) {
-                pk_reply_errorf(x->out, "Unknown field `%.*s`",
-                                (int)a[i + 1].len, a[i + 1].ptr);
+                pk__ft_errorf(x->out, "Unknown field `%.*s`", (int)a[i + 1].len,
+                              a[i + 1].ptr);
                 return -1;
             }
             f = realloc(r->filters, (size_t)(r->nfilters + 1) * sizeof(*f));
@@ -176,13 +176,13 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
             f = &f[r->nfilters++];
             f->field = (uint32_t)fi;
             if (!bound(&a[i + 2], &f->lo, &f->lo_excl)) {
-                pk_reply_errorf(x->out, "Bad lower range: %.*s",
-                                (int)a[i + 2].len, a[i + 2].ptr);
+                pk__ft_errorf(x->out, "Bad lower range: %.*s",
+                              (int)a[i + 2].len, a[i + 2].ptr);
                 return -1;
             }
             if (!bound(&a[i + 3], &f->hi, &f->hi_excl)) {
-                pk_reply_errorf(x->out, "Bad upper range: %.*s",
-                                (int)a[i + 3].len, a[i + 3].ptr);
+                pk__ft_errorf(x->out, "Bad upper range: %.*s",
+                              (int)a[i + 3].len, a[i + 3].ptr);
                 return -1;
             }
             i += 3;
@@ -209,17 +209,17 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
             }
             i += 1 + (int)k;
         } else {
-            pk_reply_errorf(x->out, "Unknown argument `%.*s` at position %d",
-                            (int)a[i].len, a[i].ptr, i - 3);
+            pk__ft_errorf(x->out, "Unknown argument `%.*s` at position %d",
+                          (int)a[i].len, a[i].ptr, i - 3);
             return -1;
         }
     }
     return 0;
 syntax:
-    pk_reply_error(x->out, "ERR syntax error");
+    pk__ft_error(x->out, "ERR syntax error");
     return -1;
 oom:
-    pk_reply_error(x->out, "ERR out of memory");
+    pk__ft_error(x->out, "ERR out of memory");
     return -1;
 }
 
@@ -241,7 +241,7 @@ static int make_query(pk_obuf *out, const pk_ftdef *d, const sreq *r,
     }
     if (rc == 0)
         return 0;
-    pk_reply_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+    pk__ft_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
     pk_ftq_free(*q); /* NULL unless a filter failed */
     *q = NULL;
     return -1;
@@ -455,7 +455,7 @@ static void node_search(pk_server *s, pk_obuf *out, const pk_ftdef *d,
     if (rc == 0)
         rc = best_trim(&b);
     if (rc != 0) {
-        pk_reply_errorf(out, "ERR search failed: %s", pk_strerror(rc));
+        pk__ft_errorf(out, "ERR search failed: %s", pk_strerror(rc));
     } else {
         pk_reply_array(out, 2 + 3 * b.n);
         pk_reply_int(out, b.total);
@@ -584,7 +584,7 @@ static int search_reply(void *state, pk_server *s, const pk_ftdef *d,
     (void)s;
     (void)d;
     if (best_trim(b) != 0) {
-        pk_reply_error(&c->out, "ERR out of memory");
+        pk__ft_error(&c->out, "ERR out of memory");
         return 1;
     }
     from = (size_t)st->r.offset < b->n ? (size_t)st->r.offset : b->n;
@@ -624,7 +624,7 @@ void pk_cmd_ft_search(pk_cmd_ctx *x)
     if ((st = calloc(1, sizeof(*st))) == NULL ||
         (st->args = pk_conn_args_copy(x->argc, x->argv)) == NULL) {
         free(st);
-        pk_reply_error(x->out, "ERR out of memory");
+        pk__ft_error(x->out, "ERR out of memory");
         return;
     }
     y.argv = st->args;
@@ -664,7 +664,7 @@ static void info_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
     }
     pk_txn_abort(t);
     if (rc != 0) {
-        pk_reply_errorf(o, "ERR FT.INFO failed: %s", pk_strerror(rc));
+        pk__ft_errorf(o, "ERR FT.INFO failed: %s", pk_strerror(rc));
         return;
     }
     pk_reply_array(o, 4);
@@ -763,7 +763,7 @@ void pk_cmd_ft_info(pk_cmd_ctx *x)
     if (ix == NULL)
         return;
     if ((info = calloc(4, sizeof(*info))) == NULL) {
-        pk_reply_error(x->out, "ERR out of memory");
+        pk__ft_error(x->out, "ERR out of memory");
         return;
     }
     pk__ft_gather(x, ix->def, &pk__ft_info_verb, info);

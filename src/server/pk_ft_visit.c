@@ -249,7 +249,7 @@ int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
         rc = pk__ft_visit(s, d, q, NULL, 0, parts, np, doom, &dm);
     pk_ftq_free(q);
     if (rc != 0) {
-        pk_reply_errorf(x->out, "ERR DD failed: %s", pk_strerror(rc));
+        pk__ft_errorf(x->out, "ERR DD failed: %s", pk_strerror(rc));
     } else if ((t = pk_srv_txn(x)) == NULL) {
         rc = -1;
     } else {
@@ -316,7 +316,7 @@ void pk__ft_search_deldocs(pk_cmd_ctx *x, ft_index *ix)
     int64_t *n = calloc(1, sizeof(*n));
 
     if (n == NULL) {
-        pk_reply_error(x->out, "ERR out of memory");
+        pk__ft_error(x->out, "ERR out of memory");
         return;
     }
     pk__ft_gather(x, ix->def, &pk__ft_del_verb, n);

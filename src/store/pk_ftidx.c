@@ -446,7 +446,7 @@ int pk_ftidx_built(pk_txn *t, uint32_t part, const pk_ftdef *d)
 {
     uint8_t k[HEAD_LEN];
     MDB_val v;
-    int rc = pk__read_begin(t, part);
+    int rc = t->err ? t->err : pk__part_ready(t, part); /* not a read */
 
     if (rc != 0)
         return rc;
@@ -561,7 +561,9 @@ static int next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
 
 int pk_ftidx_next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
 {
-    int rc = pk__read_begin(t, part);
+    /* Housekeeping: not counted as a read of the partition (its load
+     * decides splits and merges). */
+    int rc = t->err ? t->err : pk__part_ready(t, part);
 
     return rc ? rc : next_id(t, part, after, id);
 }
