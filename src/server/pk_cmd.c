@@ -6,12 +6,12 @@
  */
 #include "server/pk_cmd.h"
 #include "server/pk_block.h"
+#include "server/pk_ft.h"
 #include "server/pk_hot.h"
 #include "server/pk_hotread.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
-#include "server/pk_ft.h"
 #include "server/pk_salted.h"
 #include "server/pk_split.h"
 
@@ -102,8 +102,7 @@ static const pk_cmd table[] = {
     {"ft.alter", -5, 0, 0, 0, 0, "search slow", pk_cmd_ft_alter, NULL},
     {"ft.create", -5, 0, 0, 0, 0, "search slow", pk_cmd_ft_create, NULL},
     {"ft.drop", -2, 0, 0, 0, 0, "search slow", pk_cmd_ft_drop, NULL},
-    {"ft.dropindex", -2, 0, 0, 0, 0, "search slow", pk_cmd_ft_dropindex,
-     NULL},
+    {"ft.dropindex", -2, 0, 0, 0, 0, "search slow", pk_cmd_ft_dropindex, NULL},
     {"ft.info", 2, R, 0, 0, 0, "search read slow", pk_cmd_ft_info, NULL},
     {"ft.search", -3, R, 0, 0, 0, "search read slow", pk_cmd_ft_search, NULL},
     {"function", -2, S, 0, 0, 0, "slow scripting", pk_cmd_function, NULL},

@@ -24,11 +24,11 @@
 
 #include "core/pk_err.h"
 #include "server/pk_block.h"
+#include "server/pk_ft.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
-#include "server/pk_ft.h"
 #include "server/pk_salted.h"
 #include "server/pk_srv.h"
 
