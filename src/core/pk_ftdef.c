@@ -463,8 +463,9 @@ static int decode_fields(rd *r, pk_ftdef *d, int *oom)
     if (r->bad || n > PK_FT_FIELDS_MAX ||
         (n && (d->fields = calloc(n, sizeof(*d->fields))) == NULL))
         return r->bad || n > PK_FT_FIELDS_MAX ? PK_ECORRUPT : PK_ENOMEM;
-    for (; d->nfields < n; d->nfields++) {
-        pk_ftfield *f = &d->fields[d->nfields];
+    while (d->nfields < n) {
+        /* Counted before it is filled: a failure frees what it holds. */
+        pk_ftfield *f = &d->fields[d->nfields++];
         uint64_t bits;
         unsigned fl;
         f->name = get_str(r, PK_FT_NAME_MAX, &len, oom);
