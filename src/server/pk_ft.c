@@ -361,14 +361,14 @@ static void on_tick(uv_timer_t *h)
 static void edit_done(pk_agent_job *j)
 {
     ft_edit *e = j->ctx;
-    pk_ft *ft = e->s->ft;
-    ft_edit **pp = &ft->edits;
+    pk_ft *ft = e->s->ft; /* NULL when it ends during shutdown */
+    ft_edit **pp = ft ? &ft->edits : NULL;
 
-    while (*pp && *pp != e)
+    while (pp && *pp && *pp != e)
         pp = &(*pp)->next;
-    if (*pp)
+    if (pp && *pp)
         *pp = e->next;
-    if (e->c) {
+    if (ft && e->c) {
         pk_conn *c = e->c;
         if (e->switched)
             pk_reply_simple(&c->out, "OK");
@@ -383,8 +383,6 @@ static void edit_done(pk_agent_job *j)
     free(e);
 }
 
-/* Sends def's edit (mode as PK_JOB_FTDEF's) to the map; the client's
- * answer comes when it is in. */
 /* Sends def's edit (mode as PK_JOB_FTDEF's) to the map for c, which
  * waits: 0, or the error to answer. */
 static const char *edit_send(pk_server *s, pk_conn *c, const pk_ftdef *def,
@@ -740,7 +738,9 @@ void pk_ft_free(pk_server *s)
         index_free(&ft->v[i]);
     free(ft->v);
     pk__ft_search_free(s);
-    /* Edits belong to the agent until done; it is stopped first. */
+    /* Edits belong to the agent until done (edit_done frees them, and
+     * knows ft is gone); it is stopped first, and those it never
+     * finished end with the process. */
     s->ft = NULL;
     uv_close((uv_handle_t *)&ft->timer, on_close);
 }
