@@ -20,6 +20,9 @@
 #include "core/pk_pmap.h"
 #include "server/pk_agent.h"
 #include "server/pk_ft_int.h"
+#include "server/pk_move.h"
+#include "server/pk_repl.h"
+#include "server/pk_split.h"
 #include "store/pk_ftidx.h"
 #include "store/pk_store.h"
 
@@ -45,6 +48,12 @@ static void index_free(ft_index *ix)
 {
     pk_ftdef_free(ix->def);
     free(ix->built);
+}
+
+int pk__ft_writable(pk_server *s, uint32_t p)
+{
+    return pk_srv_leads(s, p) && !pk_move_fenced(s, p) &&
+           !pk_split_fenced(s, p) && !pk_repl_handing_off(s, p);
 }
 
 uint32_t pk__ft_nparts(const pk_server *s)
@@ -85,43 +94,64 @@ static void sync_map(pk_server *s)
 {
     pk_ft *ft = s->ft;
     const pk_pmap *m = s->cluster.map;
+    uint32_t nd, n = 0;
+    pk_ftdef **defs;
+    int32_t *from;
     ft_index *v;
-    uint32_t n = 0;
 
     if (!s->cluster.enabled || m == NULL || m->epoch == ft->epoch)
         return;
-    v = calloc(m->nftdefs ? m->nftdefs : 1, sizeof(*v));
-    if (v == NULL)
-        return; /* next time */
-    for (uint32_t i = 0; i < m->nftdefs; i++) {
+    nd = m->nftdefs;
+    defs = calloc(nd + 1, sizeof(*defs));
+    from = calloc(nd + 1, sizeof(*from));
+    v = calloc(nd + 1, sizeof(*v));
+    /* Everything that can fail first: a definition this node cannot load
+     * must not read as dropped (the sweep would delete its entries), so on
+     * a failure nothing changes and the next tick tries again. */
+    for (uint32_t i = 0; defs && from && v && i < nd; i++, n++) {
         const pk_ftblob *b = &m->ftdefs[i];
-        pk_ftdef *d;
-        uint32_t k;
-        if (pk_ftdef_decode(b->bytes, b->len, &d) != 0)
-            continue;
-        for (k = 0; k < ft->n; k++)
-            if (ft->v[k].def && ft->v[k].def->id == d->id &&
+        if (pk_ftdef_decode(b->bytes, b->len, &defs[i]) != 0)
+            break;
+        from[i] = -1;
+        for (uint32_t k = 0; k < ft->n && from[i] < 0; k++)
+            if (ft->v[k].def->id == defs[i]->id &&
                 ft->v[k].nparts == m->npartitions &&
                 same_def(ft->v[k].def, b->bytes, b->len))
-                break;
-        if (k < ft->n) {
-            v[n++] = ft->v[k];
-            ft->v[k].def = NULL; /* moved */
-            ft->v[k].built = NULL;
-            pk_ftdef_free(d);
-        } else if (index_new(s, d, &v[n]) == 0) {
-            n++;
+                from[i] = (int32_t)k;
+        if (from[i] < 0 && index_new(s, defs[i], &v[i]) != 0) {
+            defs[i] = NULL; /* freed by index_new */
+            break;
         }
     }
+    if (defs == NULL || from == NULL || v == NULL || n < nd) {
+        for (uint32_t i = 0; defs && from && v && i < n; i++)
+            if (from[i] < 0)
+                index_free(&v[i]);
+            else
+                pk_ftdef_free(defs[i]);
+        free(defs);
+        free(from);
+        free(v);
+        return;
+    }
+    for (uint32_t i = 0; i < nd; i++)
+        if (from[i] >= 0) { /* unchanged: keeps what it knows */
+            v[i] = ft->v[from[i]];
+            ft->v[from[i]].def = NULL;
+            ft->v[from[i]].built = NULL;
+            pk_ftdef_free(defs[i]);
+        }
     for (uint32_t k = 0; k < ft->n; k++)
         index_free(&ft->v[k]);
+    free(ft->v);
+    free(defs);
+    free(from);
+    ft->v = v;
+    ft->n = nd;
+    ft->epoch = m->epoch;
     /* Once round after any change: an index gone, or partitions newly
      * led whose old leader had no time to sweep them. */
     ft->sweep_left = m->npartitions;
-    free(ft->v);
-    ft->v = v;
-    ft->n = n;
-    ft->epoch = m->epoch;
 }
 
 ft_index *pk__ft_find(pk_server *s, const char *name, size_t len)
@@ -198,8 +228,12 @@ static int file_load(pk_server *s)
         uint32_t n = pk_be32_get(hdr);
         ft_index *v;
         pk_ftdef *d;
-        if (n > (1u << 20) || (b = malloc(n ? n : 1)) == NULL ||
-            fread(b, n, 1, f) != 1) {
+        if (n > (1u << 20) || (b = malloc(n ? n : 1)) == NULL) {
+            rc = PK_ECORRUPT;
+            break;
+        }
+        if (fread(b, n, 1, f) != 1) {
+            free(b);
             rc = PK_ECORRUPT;
             break;
         }
@@ -277,7 +311,7 @@ static int build_some(pk_server *s, pk_txn *t, ft_index *ix, int *budget)
     for (uint32_t checks = 0; checks<CHECKS && * budget> 0; checks++) {
         uint32_t p = ix->next, b;
         int done = 0, rc;
-        if (ix->built[p] || !pk_srv_leads(s, p)) {
+        if (ix->built[p] || !pk__ft_writable(s, p)) {
             ix->next = (p + 1) % ix->nparts;
             ix->in_part = 0;
             continue;
@@ -317,7 +351,7 @@ static int sweep_some(pk_server *s, pk_txn *t)
     for (int k = 0; k < SWEEP && ft->sweep_left > 0; k++, ft->sweep_left--) {
         uint32_t p = ft->sweep = (ft->sweep + 1) % np;
         uint64_t id = 0;
-        if (!pk_srv_leads(s, p))
+        if (!pk__ft_writable(s, p))
             continue;
         while (pk_ftidx_next_id(t, p, id, &id) == 0) {
             uint32_t i = 0;
@@ -429,11 +463,12 @@ static void edit_map(pk_cmd_ctx *x, const pk_ftdef *def, int mode)
     x->c->iter_cmds--;
 }
 
-void pk__ft_drop_waiting(pk_server *s, pk_conn *c, const char *name)
+void pk__ft_drop_waiting(pk_server *s, pk_conn *c, const pk_ftdef *gone)
 {
-    ft_index *ix = pk__ft_find(s, name, strlen(name));
-    pk_ftdef *d = ix ? pk_ftdef_dup(ix->def) : NULL;
-    const char *err = ix == NULL  ? "Unknown Index name"
+    ft_index *ix = pk__ft_find(s, gone->name, strlen(gone->name));
+    pk_ftdef *d = ix && ix->def->id == gone->id ? pk_ftdef_dup(ix->def) : NULL;
+    const char *err = ix == NULL || ix->def->id != gone->id
+                          ? "Unknown Index name"
                       : d == NULL ? "ERR out of memory"
                                   : edit_send(s, c, d, 2);
 
@@ -481,6 +516,11 @@ static int ready(pk_cmd_ctx *x)
     if (s->ft == NULL || s->store == NULL) {
         pk__ft_error(x->out, "ERR secondary indexes need a node with a "
                              "store (not a proxy)");
+        return 0;
+    }
+    if (s->cluster.enabled && x->c->in_exec) {
+        pk__ft_error(x->out, "ERR FT commands inside MULTI are not "
+                             "supported in a cluster");
         return 0;
     }
     if (s->cluster.enabled &&
@@ -697,6 +737,8 @@ int pk_ft_init(pk_server *s)
     if (ft == NULL)
         return PK_ENOMEM;
     ft->srv = s;
+    uv_timer_init(&s->loop, &ft->timer); /* first: pk_ft_free closes it */
+    ft->timer.data = ft;
     ft->sweep_left = 1; /* whatever a past run left: once round (a node
                          * alone has one partition; a map sets more) */
     s->ft = ft;
@@ -705,8 +747,6 @@ int pk_ft_init(pk_server *s)
                 pk_strerror(rc));
         return rc;
     }
-    uv_timer_init(&s->loop, &ft->timer);
-    ft->timer.data = ft;
     uv_timer_start(&ft->timer, on_tick, TICK_MS, TICK_MS);
     return 0;
 }

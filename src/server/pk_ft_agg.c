@@ -577,8 +577,10 @@ static void agg_run(pk_server *s, pk__ftagg *g, const pk_ftdef *d,
 static void agg_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
                      uint32_t np, pk_obuf *o)
 {
-    pk__ftagg *g = agg_new(y, d, o);
+    pk__ftagg *g = y->argc < 3 ? NULL : agg_new(y, d, o);
 
+    if (y->argc < 3)
+        pk_reply_syntax(y);
     if (g)
         agg_run(y->srv, g, d, parts, np, o);
     agg_free(g);

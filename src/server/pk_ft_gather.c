@@ -51,6 +51,8 @@ struct ft_op {
     pk_arg *args;  /* owned copy of the client's arguments */
     pk_ftdef *def; /* owned copy */
     int pending, retry, tries;
+    int sync;        /* inside the client's command: reply in place */
+    int *done;       /* set when finished, for pk__ft_gather */
     uint64_t due_ms; /* a retry's time */
     char *err;       /* the first error, owned */
     ft_op *next;
@@ -105,11 +107,16 @@ static void finish(ft_op *op)
             pk__ft_error(&c->out, op->err);
         else
             answered = op->v->reply(op->state, op->s, op->def, c);
-        if (answered) {
+        if (op->sync && !answered) { /* the reply comes later after all */
+            c->waiting_fwd = 1;
+            c->iter_cmds--;
+        } else if (!op->sync && answered) {
             c->waiting_fwd = 0;
             pk_conn_resume(c);
         }
     }
+    if (op->done)
+        *op->done = 1;
     op_free(op);
 }
 
@@ -223,10 +230,12 @@ static void start(ft_op *op)
                 k++;
             if (k == bytes || (n == s->cluster.self && !op->v->by_link))
                 continue;
-            if (send_share(op, m, m->nodes[n].addr, b, bytes) == 0)
-                op->pending++;
-            else
+            /* Counted first: a call that fails at once answers inside. */
+            op->pending++;
+            if (send_share(op, m, m->nodes[n].addr, b, bytes) != 0) {
+                op->pending--;
                 op_fail(op, "TRYAGAIN a node is not reachable", 32);
+            }
         }
         if (op->err == NULL && !op->v->by_link && s->cluster.self < nn)
             run_here(op, bits + (size_t)s->cluster.self * bytes, np);
@@ -249,6 +258,7 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
                    void *state)
 {
     ft_op *op = calloc(1, sizeof(*op));
+    int done = 0;
 
     if (op == NULL ||
         (op->args = pk_conn_args_copy(x->argc, x->argv)) == NULL ||
@@ -267,9 +277,17 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
     op->next = x->srv->ft->ops;
     x->srv->ft->ops = op;
     op->c = x->c;
+    /* Answered at once (a node alone, or an error): the reply goes where
+     * the command's would, in order; else the connection waits. */
+    op->sync = 1;
+    op->done = &done;
+    start(op);
+    if (done)
+        return;
+    op->sync = 0;
+    op->done = NULL;
     x->c->waiting_fwd = 1;
     x->c->iter_cmds--; /* its reply comes when every node answered */
-    start(op);
 }
 
 void pk__ft_error(pk_obuf *o, const char *msg)
@@ -302,6 +320,11 @@ ft_index *pk__ft_index_arg(pk_cmd_ctx *x)
     if (x->srv->ft == NULL || x->srv->store == NULL) {
         pk__ft_error(x->out, "ERR secondary indexes need a node with a "
                              "store (not a proxy)");
+        return NULL;
+    }
+    if (x->c->in_exec && x->srv->cluster.enabled) {
+        pk__ft_error(x->out, "ERR FT commands inside MULTI are not "
+                             "supported in a cluster");
         return NULL;
     }
     if ((ix = pk__ft_find(x->srv, x->argv[1].ptr, x->argv[1].len)) == NULL)
@@ -345,7 +368,7 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
     }
     for (uint32_t p = 0; p < np; p++)
         if ((((const uint8_t *)bits->ptr)[p / 8] & (1u << (p % 8))) &&
-            !pk_srv_leads(s, p)) {
+            !(v->by_link ? pk__ft_writable(s, p) : pk_srv_leads(s, p))) {
             pk__ft_errorf(x->out, "TRYAGAIN partition %u is not led here", p);
             return;
         }

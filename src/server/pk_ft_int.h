@@ -134,9 +134,14 @@ int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
  * of ix in its partitions, then pk__ft_drop_waiting. */
 void pk__ft_search_deldocs(pk_cmd_ctx *x, ft_index *ix);
 
-/* FT.DROPINDEX ... DD in a cluster, once the documents are gone: the
- * index named name leaves the map; c (waiting) gets the answer. */
-void pk__ft_drop_waiting(pk_server *s, pk_conn *c, const char *name);
+/* FT.DROPINDEX ... DD in a cluster, once the documents are gone: index
+ * d (its name and id: not one created again since) leaves the map; c
+ * (waiting) gets the answer. */
+void pk__ft_drop_waiting(pk_server *s, pk_conn *c, const pk_ftdef *d);
+
+/* Whether this node may write partition p now: it leads it, and no move,
+ * split or handoff has fenced it (the janitor, DD). */
+int pk__ft_writable(pk_server *s, uint32_t p);
 
 /* The partitions a query covers: the number of them, 16384 on a node
  * alone (partition 0 only holds data then). */

@@ -116,7 +116,8 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
         } else if (pk_arg_eq(&a[i], "limit") && i + 2 < n) {
             if (!pk_arg_i64(&a[i + 1], &r->offset) ||
                 !pk_arg_i64(&a[i + 2], &r->num) || r->offset < 0 ||
-                r->num < 0 || r->offset + r->num > 1000000) {
+                r->num < 0 || r->offset > 1000000 ||
+                r->num > 1000000 - r->offset) {
                 pk__ft_error(x->out, "LIMIT exceeds maximum of 1000000");
                 return -1;
             }
@@ -482,6 +483,10 @@ static void search_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
     sreq r;
 
     y->out = o;
+    if (y->argc < 3) { /* PK.FTQUERY ... SEARCH idx, no query */
+        pk_reply_syntax(y);
+        return;
+    }
     if (parse_search(y, d, &r) == 0)
         node_search(y->srv, o, d, &r, parts, np);
     sreq_free(&r);

@@ -169,11 +169,12 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
      * documents instead: one lookup costs a search in every partition
      * (16,384 in a cluster), a document read far less. */
     pk_ftq_scan sc[PLAN_MAX];
-    int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc;
+    int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc = 0;
     pk__ftdoc doc = {.d = d};
-    pk_txn *t;
+    pk_txn *t = s->txn; /* this iteration's writes too, when it has any:
+                         * a pipelined HSET before the query is seen */
 
-    if ((rc = pk_txn_begin(s->store, 1, &t)) != 0)
+    if (t == NULL && (rc = pk_txn_begin(s->store, 1, &t)) != 0)
         return rc;
     for (uint32_t p = 0; rc == 0 && p < nparts; p++) {
         keyv v = {0};
@@ -198,7 +199,8 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
     }
     free(doc.name);
     free(doc.val);
-    pk_txn_abort(t);
+    if (t != s->txn)
+        pk_txn_abort(t);
     return rc;
 }
 
@@ -243,6 +245,9 @@ int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
     int rc;
 
     *n = 0;
+    /* In the iteration's transaction: its own writes are deleted too. */
+    if ((t = pk_srv_txn(x)) == NULL)
+        return -1;
     rc = pk_ftq_parse(d, "*", 1, 0, NULL, NULL, NULL, NULL, &q, err,
                       sizeof(err));
     if (rc == 0)
@@ -250,8 +255,6 @@ int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
     pk_ftq_free(q);
     if (rc != 0) {
         pk__ft_errorf(x->out, "ERR DD failed: %s", pk_strerror(rc));
-    } else if ((t = pk_srv_txn(x)) == NULL) {
-        rc = -1;
     } else {
         for (size_t i = 0; rc == 0 && i < dm.keys.n; i++) {
             const uint8_t *k = dm.keys.k[i];
@@ -260,8 +263,11 @@ int pk__ft_delete_docs(pk_cmd_ctx *x, const pk_ftdef *d, const uint8_t *parts,
             rc = pk_key_del(t, dm.part[i], key.ptr, key.len, s->now_ms, &gone);
             *n += gone;
             pk__ft_reindex(s, t, dm.part[i], key);
-            /* Acknowledged, and streamed, as any write of that partition. */
-            if (rc == 0 && (i == 0 || dm.part[i] != dm.part[i - 1])) {
+            /* Acknowledged, and streamed, as any write of that partition:
+             * noted after its last delete (keys come partition by
+             * partition). */
+            if (rc == 0 &&
+                (i + 1 == dm.keys.n || dm.part[i + 1] != dm.part[i])) {
                 x->have_part = 1;
                 x->part = dm.part[i];
                 pk_repl_note(x, 1);
@@ -304,7 +310,7 @@ static const char *del_take(void *state, const pk_rr *r)
 static int del_reply(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c)
 {
     (void)state;
-    pk__ft_drop_waiting(s, c, d->name);
+    pk__ft_drop_waiting(s, c, d);
     return 0;
 }
 
