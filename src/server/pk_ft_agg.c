@@ -42,11 +42,6 @@ static pk_slice no_at(const pk_arg *a)
     return (pk_slice){p, n};
 }
 
-static int count_arg(const pk_arg *a, int64_t max, int64_t *out)
-{
-    return pk_arg_i64(a, out) && *out >= 0 && *out <= max;
-}
-
 static const struct {
     const char *name;
     int fn, nargs;
@@ -70,7 +65,7 @@ static int parse_reduce(pk__ftagg *g, const pk_arg *a, int n, int *i,
     reducer *r;
     size_t k;
 
-    if (*i + 2 >= n || !count_arg(&a[*i + 2], n - *i - 3, &nargs)) {
+    if (*i + 2 >= n || !pk__ft_count(&a[*i + 2], n - *i - 3, &nargs)) {
         pk__ft_error(out, "Bad arguments for REDUCE");
         return -1;
     }
@@ -118,7 +113,8 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
                                   "supported");
                 return -1;
             }
-            if (!count_arg(&a[i + 1], GROUP_FIELDS_MAX, &k) || i + 2 + k > n) {
+            if (!pk__ft_count(&a[i + 1], GROUP_FIELDS_MAX, &k) ||
+                i + 2 + k > n) {
                 pk__ft_error(out, "Bad arguments for GROUPBY");
                 return -1;
             }
@@ -131,7 +127,7 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
                 if (parse_reduce(g, a, n, &i, out) != 0)
                     return -1;
         } else if (pk_arg_eq(&a[i], "sortby") && i + 1 < n) {
-            if (!count_arg(&a[i + 1], n - i - 2, &k)) {
+            if (!pk__ft_count(&a[i + 1], n - i - 2, &k)) {
                 pk__ft_error(out, "Bad arguments for SORTBY");
                 return -1;
             }
@@ -152,7 +148,7 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
                 g->sortf[g->nsort++] = no_at(&a[i]);
             }
             if (i + 1 < n && pk_arg_eq(&a[i], "max")) {
-                if (!count_arg(&a[i + 1], ROWS_MAX, &g->max)) {
+                if (!pk__ft_count(&a[i + 1], ROWS_MAX, &g->max)) {
                     pk__ft_error(out, "Bad arguments for MAX");
                     return -1;
                 }
@@ -172,7 +168,7 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
                 i += 2;
                 continue;
             }
-            if (!count_arg(&a[i + 1], n - i - 2, &k)) {
+            if (!pk__ft_count(&a[i + 1], n - i - 2, &k)) {
                 pk__ft_error(out, "Bad arguments for LOAD");
                 return -1;
             }
@@ -186,20 +182,13 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
             for (int j = 0; j < k; j++)
                 g->load[j] = no_at(&a[i + 2 + j]);
             i += 2 + (int)k;
-        } else if (pk_arg_eq(&a[i], "params") && i + 1 < n) {
-            if (!count_arg(&a[i + 1], n - i - 2, &k) || k % 2 ||
-                k / 2 > PARAMS_MAX) {
+        } else if (pk_arg_eq(&a[i], "params")) {
+            int took = pk__ft_params(a, n, i, &g->params);
+            if (took < 0) {
                 pk__ft_error(out, "Bad arguments for PARAMS");
                 return -1;
             }
-            g->nparams = (int)(k / 2);
-            for (int p = 0; p < g->nparams; p++) {
-                g->pn[p] = a[i + 2 + 2 * p].ptr;
-                g->pnl[p] = a[i + 2 + 2 * p].len;
-                g->pv[p] = a[i + 3 + 2 * p].ptr;
-                g->pvl[p] = a[i + 3 + 2 * p].len;
-            }
-            i += 2 + (int)k;
+            i += took;
         } else if ((pk_arg_eq(&a[i], "dialect") ||
                     pk_arg_eq(&a[i], "timeout")) &&
                    i + 1 < n) {
@@ -224,9 +213,7 @@ static void agg_free(void *state);
 static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
 {
     pk__ftagg *g = calloc(1, sizeof(*g));
-    char err[256];
     pk_ftq *q;
-    int rc;
 
     if (g == NULL || (g->args = pk_conn_args_copy(y->argc, y->argv)) == NULL) {
         free(g);
@@ -240,10 +227,7 @@ static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
         agg_free(g);
         return NULL;
     }
-    rc = pk_ftq_parse(d, g->query.ptr, g->query.len, g->nparams, g->pn, g->pnl,
-                      g->pv, g->pvl, &q, err, sizeof(err));
-    if (rc != 0) {
-        pk__ft_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+    if (pk__ft_query(out, d, g->query, &g->params, &q) != 0) {
         agg_free(g);
         return NULL;
     }
@@ -538,15 +522,11 @@ static void agg_run(pk_server *s, pk__ftagg *g, const pk_ftdef *d,
                     const uint8_t *parts, uint32_t np, pk_obuf *out)
 {
     node_ctx nc = {.g = g};
-    char err[256];
     pk_ftq *q;
-    int rc = pk_ftq_parse(d, g->query.ptr, g->query.len, g->nparams, g->pn,
-                          g->pnl, g->pv, g->pvl, &q, err, sizeof(err));
+    int rc;
 
-    if (rc != 0) {
-        pk__ft_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
+    if (pk__ft_query(out, d, g->query, &g->params, &q) != 0)
         return;
-    }
     pk_obuf_init(&nc.rows);
     rc = pk__ft_visit(s, d, q, NULL, 0, parts, np, node_doc, &nc);
     pk_ftq_free(q);

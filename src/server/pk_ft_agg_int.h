@@ -13,7 +13,6 @@
 #define GROUP_FIELDS_MAX 16
 #define REDUCERS_MAX 32
 #define SORT_MAX 16
-#define PARAMS_MAX 256
 #define ROWS_MAX 1000000
 
 enum { R_COUNT = 1, R_SUM, R_MIN, R_MAX, R_AVG, R_DISTINCT, R_TOLIST };
@@ -49,9 +48,7 @@ typedef struct pk__ftagg {
     pk_arg *args; /* owned copy */
     int argc;
     pk_slice query;
-    int nparams;
-    const char *pn[PARAMS_MAX], *pv[PARAMS_MAX];
-    size_t pnl[PARAMS_MAX], pvl[PARAMS_MAX];
+    pk__ftparams params;
     int grouped, ngroup;
     pk_slice gf[GROUP_FIELDS_MAX]; /* without '@' */
     int nred;

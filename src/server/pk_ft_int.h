@@ -50,6 +50,27 @@ void pk__ft_search_tick(pk_server *s);
 void pk__ft_search_forget(pk_server *s, pk_conn *c);
 void pk__ft_search_free(pk_server *s);
 
+#define PK__FT_PARAMS_MAX 256
+
+/* PARAMS of FT.SEARCH and FT.AGGREGATE, borrowed from the arguments. */
+typedef struct pk__ftparams {
+    int n;
+    const char *name[PK__FT_PARAMS_MAX], *val[PK__FT_PARAMS_MAX];
+    size_t nlen[PK__FT_PARAMS_MAX], vlen[PK__FT_PARAMS_MAX];
+} pk__ftparams;
+
+/* A count argument within [0, max]: 1 and *out, else 0. */
+int pk__ft_count(const pk_arg *a, int64_t max, int64_t *out);
+
+/* "PARAMS n name value ..." at a[i] of argc arguments into p: how many
+ * arguments it takes, or -1 when malformed. */
+int pk__ft_params(const pk_arg *a, int argc, int i, pk__ftparams *p);
+
+/* Query text q parsed on d with p: 0 and *out (pk_ftq_free), or -1 after
+ * the error reply to o (RediSearch's text). */
+int pk__ft_query(pk_obuf *o, const pk_ftdef *d, pk_slice q,
+                 const pk__ftparams *p, struct pk_ftq **out);
+
 /* A matching document's fields, borrowed from the read transaction. */
 typedef struct pk__ftdoc {
     pk_slice *name, *val;

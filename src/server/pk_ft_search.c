@@ -20,8 +20,6 @@
 #include "store/pk_ftidx.h"
 #include "store/pk_store.h"
 
-#define PARAMS_MAX 256
-
 /* ---- the request ----------------------------------------------------------
  */
 
@@ -46,9 +44,7 @@ typedef struct sreq {
     ret_field *ret;
     int nfilters;
     filter *filters;
-    int nparams;
-    const char *pn[PARAMS_MAX], *pv[PARAMS_MAX];
-    size_t pnl[PARAMS_MAX], pvl[PARAMS_MAX];
+    pk__ftparams params;
     int ninkeys;
     const pk_arg *inkeys;
 } sreq;
@@ -57,11 +53,6 @@ static void sreq_free(sreq *r)
 {
     free(r->ret);
     free(r->filters);
-}
-
-static int arg_count(const pk_arg *a, int64_t max, int64_t *out)
-{
-    return pk_arg_i64(a, out) && *out >= 0 && *out <= max;
 }
 
 /* A numeric bound of FILTER: "(x" exclusive, -inf/+inf. */
@@ -144,7 +135,7 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
             if (i + 1 < n && pk_arg_eq(&a[i + 1], "withcount"))
                 i++;
         } else if (pk_arg_eq(&a[i], "return") && i + 1 < n) {
-            if (!arg_count(&a[i + 1], n - i - 2, &k))
+            if (!pk__ft_count(&a[i + 1], n - i - 2, &k))
                 goto syntax;
             free(r->ret);
             r->ret = calloc((size_t)(k ? k : 1), sizeof(*r->ret));
@@ -187,22 +178,15 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
                 return -1;
             }
             i += 3;
-        } else if (pk_arg_eq(&a[i], "params") && i + 1 < n) {
-            if (!arg_count(&a[i + 1], n - i - 2, &k) || k % 2 ||
-                k / 2 > PARAMS_MAX)
+        } else if (pk_arg_eq(&a[i], "params")) {
+            int took = pk__ft_params(a, n, i, &r->params);
+            if (took < 0)
                 goto syntax;
-            r->nparams = (int)(k / 2);
-            for (int p = 0; p < r->nparams; p++) {
-                r->pn[p] = a[i + 2 + 2 * p].ptr;
-                r->pnl[p] = a[i + 2 + 2 * p].len;
-                r->pv[p] = a[i + 3 + 2 * p].ptr;
-                r->pvl[p] = a[i + 3 + 2 * p].len;
-            }
-            i += 1 + (int)k;
+            i += took - 1;
         } else if ((pk_arg_eq(&a[i], "inkeys") ||
                     pk_arg_eq(&a[i], "infields")) &&
                    i + 1 < n) {
-            if (!arg_count(&a[i + 1], n - i - 2, &k))
+            if (!pk__ft_count(&a[i + 1], n - i - 2, &k))
                 goto syntax;
             if (pk_arg_eq(&a[i], "inkeys")) {
                 r->ninkeys = (int)k;
@@ -224,17 +208,15 @@ oom:
     return -1;
 }
 
-/* The query of r on d: 0 and *q, or -1 after an error reply. */
+/* The query of r on d, FILTERs added: 0 and *q, or -1 after an error
+ * reply. */
 static int make_query(pk_obuf *out, const pk_ftdef *d, const sreq *r,
                       pk_ftq **q)
 {
-    char err[256];
-    int rc;
+    int rc = 0;
 
-    *q = NULL;
-    rc = pk_ftq_parse(d, r->query.ptr, r->query.len, r->nparams, r->pn, r->pnl,
-                      r->pv, r->pvl, q, err, sizeof(err));
-
+    if (pk__ft_query(out, d, r->query, &r->params, q) != 0)
+        return -1;
     for (int i = 0; rc == 0 && i < r->nfilters; i++) {
         const filter *f = &r->filters[i];
         rc = pk_ftq_add_filter(*q, f->field, f->lo, f->lo_excl, f->hi,
@@ -242,8 +224,8 @@ static int make_query(pk_obuf *out, const pk_ftdef *d, const sreq *r,
     }
     if (rc == 0)
         return 0;
-    pk__ft_error(out, rc == PK_EINVAL ? err : "ERR out of memory");
-    pk_ftq_free(*q); /* NULL unless a filter failed */
+    pk__ft_error(out, "ERR out of memory");
+    pk_ftq_free(*q);
     *q = NULL;
     return -1;
 }

@@ -204,6 +204,43 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
     return rc;
 }
 
+/* ---- the query and its arguments ---------------------------------------- */
+
+int pk__ft_count(const pk_arg *a, int64_t max, int64_t *out)
+{
+    return pk_arg_i64(a, out) && *out >= 0 && *out <= max;
+}
+
+int pk__ft_params(const pk_arg *a, int argc, int i, pk__ftparams *p)
+{
+    int64_t k;
+
+    if (i + 1 >= argc || !pk__ft_count(&a[i + 1], argc - i - 2, &k) || k % 2 ||
+        k / 2 > PK__FT_PARAMS_MAX)
+        return -1;
+    p->n = (int)(k / 2);
+    for (int j = 0; j < p->n; j++) {
+        p->name[j] = a[i + 2 + 2 * j].ptr;
+        p->nlen[j] = a[i + 2 + 2 * j].len;
+        p->val[j] = a[i + 3 + 2 * j].ptr;
+        p->vlen[j] = a[i + 3 + 2 * j].len;
+    }
+    return 2 + (int)k;
+}
+
+int pk__ft_query(pk_obuf *o, const pk_ftdef *d, pk_slice q,
+                 const pk__ftparams *p, pk_ftq **out)
+{
+    char err[256];
+    int rc = pk_ftq_parse(d, q.ptr, q.len, p->n, p->name, p->nlen, p->val,
+                          p->vlen, out, err, sizeof(err));
+
+    if (rc == 0)
+        return 0;
+    pk__ft_error(o, rc == PK_EINVAL ? err : "ERR out of memory");
+    return -1;
+}
+
 /* ---- FT.DROPINDEX ... DD ------------------------------------------------ */
 
 typedef struct doomed {
