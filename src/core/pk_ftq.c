@@ -630,16 +630,23 @@ static int is_inf(const char *w, size_t n, double *v)
     return 1;
 }
 
-/* A bound's text w (n bytes): a number or an infinity; a PARAMS value
- * may start with '(' too.  0 or FAIL ("Bad lower range: x"). */
-static int bound_value(parser *p, const char *w, size_t n, int lower, double *v,
-                       int *excl)
+int pk_ftq_bound(const char *w, size_t n, double *v, int *excl)
 {
     size_t skip = n > 0 && w[0] == '(';
 
+    if (!is_inf(w + skip, n - skip, v) &&
+        !(n > skip && pk_ft_number(w + skip, n - skip, v)))
+        return 0;
     *excl |= (int)skip;
-    if (is_inf(w + skip, n - skip, v) ||
-        (n > skip && pk_ft_number(w + skip, n - skip, v)))
+    return 1;
+}
+
+/* A bound's text w (n bytes); a PARAMS value may start with '(' too.  0
+ * or FAIL ("Bad lower range: x"). */
+static int bound_value(parser *p, const char *w, size_t n, int lower, double *v,
+                       int *excl)
+{
+    if (pk_ftq_bound(w, n, v, excl))
         return 0;
     return fail(p, "Bad %s range: %.*s", lower ? "lower" : "upper", (int)n, w);
 }

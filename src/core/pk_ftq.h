@@ -89,6 +89,13 @@ int pk_ftq_add_filter(pk_ftq *q, uint32_t field, double lo, int lo_excl,
                       double hi, int hi_excl);
 
 /*
+ * A numeric bound as a range or FILTER writes it (w, n bytes): a number,
+ * inf, +inf or -inf, after a '(' when exclusive.  1 and *v (*excl set
+ * when the '(' is there; left alone otherwise), or 0 when it is none.
+ */
+int pk_ftq_bound(const char *w, size_t n, double *v, int *excl);
+
+/*
  * A document as the evaluator sees it: the raw value of field number f
  * (pk_ftdef field order), 1 and *val, *len when the hash has that field,
  * 0 when not.  val stays valid until the evaluation returns.

@@ -7,7 +7,6 @@
  *   merged by (sort value, key); the page [offset, offset + count) goes
  *   to the client as RediSearch shapes it.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,24 +52,6 @@ static void sreq_free(sreq *r)
 {
     free(r->ret);
     free(r->filters);
-}
-
-/* A numeric bound of FILTER: "(x" exclusive, -inf/+inf. */
-static int bound(const pk_arg *a, double *v, int *excl)
-{
-    char buf[64], *end;
-    size_t n = a->len;
-    const char *p = a->ptr;
-
-    *excl = n > 0 && p[0] == '(';
-    p += *excl;
-    n -= (size_t)*excl;
-    if (n == 0 || n >= sizeof(buf))
-        return 0;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    *v = strtod(buf, &end);
-    return end == buf + n && !isnan(*v);
 }
 
 /* Parses FT.SEARCH idx query [options] against d: 0, or -1 after an
@@ -167,12 +148,15 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
             r->filters = f;
             f = &f[r->nfilters++];
             f->field = (uint32_t)fi;
-            if (!bound(&a[i + 2], &f->lo, &f->lo_excl)) {
+            f->lo_excl = f->hi_excl = 0;
+            if (!pk_ftq_bound(a[i + 2].ptr, a[i + 2].len, &f->lo,
+                              &f->lo_excl)) {
                 pk__ft_errorf(x->out, "Bad lower range: %.*s",
                               (int)a[i + 2].len, a[i + 2].ptr);
                 return -1;
             }
-            if (!bound(&a[i + 3], &f->hi, &f->hi_excl)) {
+            if (!pk_ftq_bound(a[i + 3].ptr, a[i + 3].len, &f->hi,
+                              &f->hi_excl)) {
                 pk__ft_errorf(x->out, "Bad upper range: %.*s",
                               (int)a[i + 3].len, a[i + 3].ptr);
                 return -1;
