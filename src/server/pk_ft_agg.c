@@ -286,18 +286,6 @@ static void agg_free(void *state)
     free(g);
 }
 
-int pk__ftagg_num(const char *v, size_t len, double *out)
-{
-    char buf[64], *end;
-
-    if (len == 0 || len >= sizeof(buf))
-        return 0;
-    memcpy(buf, v, len);
-    buf[len] = 0;
-    *out = strtod(buf, &end);
-    return end == buf + len && !isnan(*out);
-}
-
 /* ---- groups ------------------------------------------------------------- */
 
 static uint64_t vals_hash(const pk_slice *v, int n)
@@ -417,7 +405,7 @@ static int reduce(const reducer *r, partial *p, const char *v, size_t len)
     case R_TOLIST:
         return v ? vset_add(&p->set, v, len) : 0;
     default:
-        if (v == NULL || !pk__ftagg_num(v, len, &x))
+        if (v == NULL || !pk_ft_number(v, len, &x))
             return 0;
         p->sum += x;
         p->count++;

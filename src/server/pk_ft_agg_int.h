@@ -67,9 +67,6 @@ typedef struct pk__ftagg {
     size_t nrows, caprows;
 } pk__ftagg;
 
-/* 1 and *out when v (len bytes) is a number (not NaN), else 0. */
-int pk__ftagg_num(const char *v, size_t len, double *out);
-
 /* The client's reply: the merged groups (or rows) finished, sorted by
  * SORTBY, cut by MAX and LIMIT. */
 void pk__ftagg_answer(pk__ftagg *g, pk_obuf *out);

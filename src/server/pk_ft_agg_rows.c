@@ -158,7 +158,7 @@ static int cmp_rows(const void *pa, const void *pb, void *ctx)
                 return c;
             continue;
         }
-        if (pk__ftagg_num(x, al, &dx) && pk__ftagg_num(y, bl, &dy))
+        if (pk_ft_number(x, al, &dx) && pk_ft_number(y, bl, &dy))
             c = (dx > dy) - (dx < dy);
         else if ((c = memcmp(x, y, al < bl ? al : bl)) == 0)
             c = (al > bl) - (al < bl);
