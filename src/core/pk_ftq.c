@@ -53,14 +53,13 @@
 #include "pk_ftq_int.h"
 
 #define EMPTY (-1) /* parse result: nothing (stop words) */
-#define FAIL (-2)  /* parse result: error, in p->rc */
 
 /* ---- building ---------------------------------------------------------- */
 
 /* Room for need elements of sz bytes: arr itself when its capacity *cap
  * holds them, else a larger copy (*cap updated, arr freed) or NULL (arr
  * untouched). */
-static void *grow(void *arr, size_t *cap, size_t need, size_t sz)
+void *pk__ftq_grow(void *arr, size_t *cap, size_t need, size_t sz)
 {
     size_t n = *cap ? *cap : 16;
     void *v;
@@ -77,7 +76,7 @@ static void *grow(void *arr, size_t *cap, size_t need, size_t sz)
 /* Appends a node of kind; its index, or NIL when out of memory. */
 static uint32_t node_add(pk_ftq *q, int kind)
 {
-    ftq_node *n = grow(q->nodes, &q->cnodes, q->nnodes + 1, sizeof(*n));
+    ftq_node *n = pk__ftq_grow(q->nodes, &q->cnodes, q->nnodes + 1, sizeof(*n));
 
     if (n == NULL)
         return NIL;
@@ -92,13 +91,14 @@ static uint32_t node_add(pk_ftq *q, int kind)
 
 static int term_add(pk_ftq *q, const char *t, size_t len, int prefix)
 {
-    ftq_term *e = grow(q->terms, &q->cterms, q->nterms + 1, sizeof(*e));
+    ftq_term *e = pk__ftq_grow(q->terms, &q->cterms, q->nterms + 1, sizeof(*e));
     char *b;
 
     if (e == NULL)
         return PK_ENOMEM;
     q->terms = e;
-    if ((b = grow(q->bytes, &q->cbytes, q->nbytes + len + 1, 1)) == NULL)
+    if ((b = pk__ftq_grow(q->bytes, &q->cbytes, q->nbytes + len + 1, 1)) ==
+        NULL)
         return PK_ENOMEM;
     q->bytes = b;
     e += q->nterms++;
@@ -110,195 +110,6 @@ static int term_add(pk_ftq *q, const char *t, size_t len, int prefix)
     return 0;
 }
 
-/* ---- lexing ------------------------------------------------------------ */
-
-typedef struct parser {
-    pk_ftq *q;
-    const char *s;
-    size_t len, pos;
-    int nparams;
-    const char *const *pnames, *const *pvals;
-    const size_t *pnlens, *pvlens;
-    char *err;
-    size_t errcap;
-    int rc;          /* 0, then PK_EINVAL or PK_ENOMEM */
-    size_t last_off; /* the last token taken, for errors at end */
-    char *buf;       /* an unescaped word, tag or name */
-    size_t nbuf, cbuf;
-} parser;
-
-static int is_space(unsigned char c)
-{
-    return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-/* The separators of pk_ft_text_terms: a query word is a run of the other
- * bytes, so that it never holds less than one indexed term. */
-static int is_sep(unsigned char c)
-{
-    return is_space(c) ||
-           (c != 0 && strchr(",.<>{}[]\"':;!@#$%^&*()-+=~/\\|?", c) != NULL);
-}
-
-/* Separators that mean nothing to the query grammar: they only part
- * words, as in RediSearch's lexer. */
-static int is_filler(unsigned char c)
-{
-    return is_space(c) || (c != 0 && strchr(",.<>:;!#^&=+?/'", c) != NULL);
-}
-
-static int is_name(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_';
-}
-
-static int at_end(const parser *p)
-{
-    return p->pos >= p->len;
-}
-
-static unsigned char peek(const parser *p)
-{
-    return at_end(p) ? 0 : (unsigned char)p->s[p->pos];
-}
-
-static void skip_space(parser *p)
-{
-    while (!at_end(p) && is_space((unsigned char)p->s[p->pos]))
-        p->pos++;
-}
-
-static void skip_filler(parser *p)
-{
-    while (!at_end(p) && is_filler((unsigned char)p->s[p->pos]))
-        p->pos++;
-}
-
-/* Takes n bytes as one token. */
-static void take(parser *p, size_t n)
-{
-    p->last_off = p->pos;
-    p->pos += n;
-}
-
-/* The length of the token at off, for "near": a word (with escapes), a
- * "$name" or "@name", or one byte. */
-static size_t token_len(const parser *p, size_t off)
-{
-    size_t i = off;
-    unsigned char c = (unsigned char)p->s[off];
-
-    if (c == '$' || c == '@')
-        i++;
-    else if (is_sep(c) && c != '\\')
-        return 1;
-    while (i < p->len) {
-        c = (unsigned char)p->s[i];
-        if (c == '\\' && i + 1 < p->len)
-            i += 2;
-        else if (!is_sep(c))
-            i++;
-        else
-            break;
-    }
-    return i > off ? i - off : 1;
-}
-
-static int fail(parser *p, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (p->rc == 0 && p->errcap > 0) {
-        va_start(ap, fmt);
-        vsnprintf(p->err, p->errcap, fmt, ap);
-        va_end(ap);
-    }
-    if (p->rc == 0)
-        p->rc = PK_EINVAL;
-    return FAIL;
-}
-
-static int oom(parser *p)
-{
-    if (p->rc == 0 && p->errcap > 0)
-        snprintf(p->err, p->errcap, "Out of memory");
-    p->rc = PK_ENOMEM;
-    return FAIL;
-}
-
-/* "Syntax error at offset N near X" for the token at off (the last one
- * taken when off is the end), with an explanation after a colon. */
-static int syntax(parser *p, size_t off, const char *why)
-{
-    size_t n;
-
-    if (p->len == 0)
-        return fail(p, "Syntax error at offset 0 near %s", why ? why : "");
-    if (off >= p->len)
-        off = p->last_off < p->len ? p->last_off : p->len - 1;
-    n = token_len(p, off);
-    n = n > 100 ? 100 : n;
-    return fail(p, "Syntax error at offset %zu near %.*s%s%s", off, (int)n,
-                p->s + off, why ? ": " : "", why ? why : "");
-}
-
-static int buf_put(parser *p, char c)
-{
-    char *b = grow(p->buf, &p->cbuf, p->nbuf + 1, 1);
-
-    if (b == NULL)
-        return oom(p);
-    p->buf = b;
-    b[p->nbuf++] = c;
-    return 0;
-}
-
-/* A word at pos into buf, unescaped: the bytes up to a separator, '\'
- * taking the next byte as it is.  Sets *prefix when a '*' follows. */
-static int scan_word(parser *p, int *prefix)
-{
-    p->nbuf = 0;
-    p->last_off = p->pos;
-    while (!at_end(p)) {
-        unsigned char c = peek(p);
-        if (c == '\\') {
-            if (p->pos + 1 >= p->len)
-                return syntax(p, p->pos, "escape at the end");
-            c = (unsigned char)p->s[++p->pos];
-        } else if (is_sep(c)) {
-            break;
-        }
-        if (buf_put(p, (char)c) != 0)
-            return FAIL;
-        p->pos++;
-    }
-    *prefix = peek(p) == '*';
-    p->pos += (size_t)*prefix;
-    return 0;
-}
-
-/* "$name" at pos: *val and *vlen get the PARAMS value. */
-static int scan_param(parser *p, const char **val, size_t *vlen)
-{
-    size_t at = p->pos, n;
-
-    take(p, 1);
-    while (!at_end(p) && is_name(peek(p)))
-        p->pos++;
-    n = p->pos - at - 1;
-    if (n == 0)
-        return syntax(p, at, "a parameter needs a name");
-    for (int i = 0; i < p->nparams; i++) {
-        if (p->pnlens[i] == n && memcmp(p->pnames[i], p->s + at + 1, n) == 0) {
-            *val = p->pvals[i];
-            *vlen = p->pvlens[i];
-            return 0;
-        }
-    }
-    return fail(p, "No such parameter `%.*s`", (int)n, p->s + at + 1);
-}
-
 /* ---- nodes ------------------------------------------------------------- */
 
 /* The budget counts terms too: a PARAMS value used many times must not
@@ -306,8 +117,9 @@ static int scan_param(parser *p, const char **val, size_t *vlen)
 static int budget(parser *p)
 {
     if (p->q->nnodes + p->q->nterms >= PK_FTQ_NODES_MAX)
-        return fail(p, "Query too complex: more than %d nodes and terms",
-                    PK_FTQ_NODES_MAX);
+        return pk__ftq_fail(p,
+                            "Query too complex: more than %d nodes and terms",
+                            PK_FTQ_NODES_MAX);
     return 0;
 }
 
@@ -318,7 +130,7 @@ static int new_node(parser *p, int kind)
     if (budget(p) != 0)
         return FAIL;
     if ((i = node_add(p->q, kind)) == NIL)
-        return oom(p);
+        return pk__ftq_oom(p);
     return (int)i;
 }
 
@@ -399,7 +211,7 @@ static int stop_prefix(parser *p, const char *w, size_t n)
         low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? (char)(w[i] + 32) : w[i];
     if (!pk_ft_stopword(low, n))
         return 0;
-    return term_add(p->q, low, n, 1) != 0 ? oom(p) : 1;
+    return term_add(p->q, low, n, 1) != 0 ? pk__ftq_oom(p) : 1;
 }
 
 /* Appends the indexed terms of w (n bytes) to the phrase that began at
@@ -414,12 +226,12 @@ static int word_terms(parser *p, const char *w, size_t n, int prefix, size_t t0,
     int rc = pk_ft_text_terms(w, n, tb, collect_cb, &c);
 
     if (rc == TOO_MANY)
-        return syntax(p, at, "phrase of more than 64 words");
+        return pk__ftq_syntax(p, at, "phrase of more than 64 words");
     if (rc != 0)
-        return oom(p);
+        return pk__ftq_oom(p);
     if (!prefix)
         return 0;
-    while (k > 0 && !is_sep((unsigned char)w[k - 1]))
+    while (k > 0 && !pk__ftq_is_sep((unsigned char)w[k - 1]))
         k--;
     if ((rc = stop_prefix(p, w + k, n - k)) != 0)
         return rc < 0 ? FAIL : 0;
@@ -439,12 +251,12 @@ static int scan_word_terms(parser *p, size_t t0, size_t at)
     if (budget(p) != 0)
         return FAIL;
     if (peek(p) == '$') {
-        if (scan_param(p, &w, &n) != 0)
+        if (pk__ftq_scan_param(p, &w, &n) != 0)
             return FAIL;
         prefix = peek(p) == '*';
         p->pos += (size_t)prefix;
     } else {
-        if (scan_word(p, &prefix) != 0)
+        if (pk__ftq_scan_word(p, &prefix) != 0)
             return FAIL;
         w = p->buf;
         n = p->nbuf;
@@ -458,7 +270,7 @@ static int text_leaf(parser *p, int field, size_t t0, size_t at)
     if (p->q->nterms == t0)
         return EMPTY;
     if (p->q->nterms - t0 > PHRASE_MAX) /* a stop-word prefix last */
-        return syntax(p, at, "phrase of more than 64 words");
+        return pk__ftq_syntax(p, at, "phrase of more than 64 words");
     return new_leaf(p, N_TEXT, field, t0);
 }
 
@@ -477,19 +289,19 @@ static int parse_phrase(parser *p, int field)
     size_t at = p->pos, t0 = p->q->nterms;
     unsigned char c;
 
-    take(p, 1);
+    pk__ftq_take(p, 1);
     for (;;) {
         while (!at_end(p) && (c = peek(p)) != '"' && c != '\\' && c != '$' &&
-               is_sep(c))
+               pk__ftq_is_sep(c))
             p->pos++;
         if (at_end(p))
-            return syntax(p, at, "unterminated phrase");
+            return pk__ftq_syntax(p, at, "unterminated phrase");
         if (peek(p) == '"')
             break;
         if (scan_word_terms(p, t0, at) != 0)
             return FAIL;
     }
-    take(p, 1);
+    pk__ftq_take(p, 1);
     return text_leaf(p, field, t0, at);
 }
 
@@ -509,14 +321,14 @@ static int scan_tag(parser *p, int *prefix)
         int esc = c == '\\';
         if (esc) {
             if (p->pos + 1 >= p->len)
-                return syntax(p, p->pos, "escape at the end");
+                return pk__ftq_syntax(p, p->pos, "escape at the end");
             c = (unsigned char)p->s[++p->pos];
         }
         if (esc || !is_space(c)) {
             star = !esc && c == '*';
             mark = p->nbuf;
         }
-        if (buf_put(p, (char)c) != 0)
+        if (pk__ftq_buf_put(p, (char)c) != 0)
             return FAIL;
         p->pos++;
     }
@@ -532,7 +344,7 @@ static int tag_param(parser *p, const char **w, size_t *n, int *prefix)
 {
     size_t at = p->pos, i = at + 1;
 
-    while (i < p->len && is_name((unsigned char)p->s[i]))
+    while (i < p->len && pk__ftq_is_name((unsigned char)p->s[i]))
         i++;
     *prefix = i < p->len && p->s[i] == '*';
     i += (size_t)*prefix;
@@ -541,7 +353,7 @@ static int tag_param(parser *p, const char **w, size_t *n, int *prefix)
     if (i == at + 1 + (size_t)*prefix ||
         (i < p->len && p->s[i] != '|' && p->s[i] != '}'))
         return 0;
-    if (scan_param(p, w, n) != 0)
+    if (pk__ftq_scan_param(p, w, n) != 0)
         return FAIL;
     p->pos = i;
     return 1;
@@ -563,9 +375,9 @@ static int tag_leaf(parser *p, int f, const char *w, size_t n, int prefix,
         return FAIL;
     rc = pk_ft_tag_terms(w, n, fd->sep, fd->casesens, tb, collect_cb, &c);
     if (rc != 0 && rc != TOO_MANY)
-        return oom(p);
+        return pk__ftq_oom(p);
     if (p->q->nterms == t0)
-        return syntax(p, at, "empty tag");
+        return pk__ftq_syntax(p, at, "empty tag");
     if (rc == 0)
         return new_leaf(p, N_TAG, f, t0);
     p->q->nbytes = p->q->terms[t0].off;
@@ -579,7 +391,7 @@ static int parse_tag(parser *p, int f)
     size_t n = 0, at;
     int prefix = 0, r = 0;
 
-    skip_space(p);
+    pk__ftq_skip_space(p);
     at = p->pos;
     if (peek(p) == '$' && (r = tag_param(p, &w, &n, &prefix)) < 0)
         return FAIL;
@@ -599,14 +411,14 @@ static int parse_tags(parser *p, int f)
     list l = {0, 0, 0};
     int x;
 
-    take(p, 1);
+    pk__ftq_take(p, 1);
     for (;;) {
         if ((x = parse_tag(p, f)) == FAIL)
             return FAIL;
         list_add(p->q, &l, x);
         if (at_end(p))
-            return syntax(p, at, "unterminated tag list");
-        take(p, 1);
+            return pk__ftq_syntax(p, at, "unterminated tag list");
+        pk__ftq_take(p, 1);
         if (p->s[p->last_off] == '}')
             break;
     }
@@ -648,7 +460,8 @@ static int bound_value(parser *p, const char *w, size_t n, int lower, double *v,
 {
     if (pk_ftq_bound(w, n, v, excl))
         return 0;
-    return fail(p, "Bad %s range: %.*s", lower ? "lower" : "upper", (int)n, w);
+    return pk__ftq_fail(p, "Bad %s range: %.*s", lower ? "lower" : "upper",
+                        (int)n, w);
 }
 
 static int is_bound_end(unsigned char c)
@@ -672,16 +485,16 @@ static int parse_bound(parser *p, int lower, double *v, int *excl)
     skip_range_space(p);
     *excl = peek(p) == '(' && !at_end(p);
     if (*excl)
-        take(p, 1);
+        pk__ftq_take(p, 1);
     at = p->pos;
     if (!at_end(p) && peek(p) == '$')
-        return scan_param(p, &w, &n) != 0
+        return pk__ftq_scan_param(p, &w, &n) != 0
                    ? FAIL
                    : bound_value(p, w, n, lower, v, excl);
     while (!at_end(p) && !is_bound_end(peek(p)))
         p->pos++;
     if (p->pos == at)
-        return syntax(p, at, "expected a number");
+        return pk__ftq_syntax(p, at, "expected a number");
     p->last_off = at;
     return bound_value(p, p->s + at, p->pos - at, lower, v, excl);
 }
@@ -693,7 +506,7 @@ static int parse_range(parser *p, int f)
     double lo, hi;
     int lx, hx, i;
 
-    take(p, 1);
+    pk__ftq_take(p, 1);
     if (parse_bound(p, 1, &lo, &lx) != 0)
         return FAIL;
     skip_range_space(p);
@@ -705,8 +518,8 @@ static int parse_range(parser *p, int f)
     }
     skip_range_space(p);
     if (at_end(p) || peek(p) != ']')
-        return syntax(p, at_end(p) ? at : p->pos, "expected ']'");
-    take(p, 1);
+        return pk__ftq_syntax(p, at_end(p) ? at : p->pos, "expected ']'");
+    pk__ftq_take(p, 1);
     if ((i = new_leaf(p, N_RANGE, f, p->q->nterms)) >= 0) {
         ftq_node *n = &p->q->nodes[i];
         n->lo = lo;
@@ -727,12 +540,12 @@ static int starts_atom(const parser *p)
     unsigned char c = peek(p);
 
     return !at_end(p) && (c == '(' || c == '@' || c == '"' || c == '*' ||
-                          c == '$' || c == '\\' || !is_sep(c));
+                          c == '$' || c == '\\' || !pk__ftq_is_sep(c));
 }
 
 static int too_deep(parser *p, size_t at)
 {
-    return syntax(p, at, "nested deeper than 64");
+    return pk__ftq_syntax(p, at, "nested deeper than 64");
 }
 
 /* '@' attr ':' then what the field's type takes. */
@@ -745,29 +558,30 @@ static int parse_field(parser *p, int depth)
 
     if (depth >= PK_FTQ_DEPTH_MAX)
         return too_deep(p, at);
-    take(p, 1);
-    if (scan_word(p, &prefix) != 0)
+    pk__ftq_take(p, 1);
+    if (pk__ftq_scan_word(p, &prefix) != 0)
         return FAIL;
     if (p->nbuf == 0 || prefix)
-        return syntax(p, at, "expected a field name");
+        return pk__ftq_syntax(p, at, "expected a field name");
     if ((f = pk_ftdef_find(p->q->d, p->buf, p->nbuf)) < 0)
-        return fail(p, "Unknown field at offset %zu near %.*s", at,
-                    (int)p->nbuf, p->buf);
-    skip_space(p);
+        return pk__ftq_fail(p, "Unknown field at offset %zu near %.*s", at,
+                            (int)p->nbuf, p->buf);
+    pk__ftq_skip_space(p);
     if (at_end(p) || peek(p) != ':')
-        return syntax(p, p->pos, "expected ':' after the field");
-    take(p, 1);
-    skip_space(p);
+        return pk__ftq_syntax(p, p->pos, "expected ':' after the field");
+    pk__ftq_take(p, 1);
+    pk__ftq_skip_space(p);
     fd = &p->q->d->fields[f];
     c = at_end(p) ? 0 : peek(p);
     if (fd->type == PK_FT_TAG)
         return c == '{' ? parse_tags(p, f)
-                        : syntax(p, at, "a TAG field takes {tags}");
+                        : pk__ftq_syntax(p, at, "a TAG field takes {tags}");
     if (fd->type == PK_FT_NUMERIC)
-        return c == '[' ? parse_range(p, f)
-                        : syntax(p, at, "a NUMERIC field takes [lo hi]");
+        return c == '['
+                   ? parse_range(p, f)
+                   : pk__ftq_syntax(p, at, "a NUMERIC field takes [lo hi]");
     if (c == '{' || c == '[')
-        return syntax(p, at, "a TEXT field takes words");
+        return pk__ftq_syntax(p, at, "a TEXT field takes words");
     return parse_unary(p, f, depth + 1);
 }
 
@@ -779,15 +593,15 @@ static int parse_group(parser *p, int field, int depth)
 
     if (depth >= PK_FTQ_DEPTH_MAX)
         return too_deep(p, at);
-    take(p, 1);
+    pk__ftq_take(p, 1);
     if ((x = parse_or(p, field, depth + 1)) == FAIL)
         return FAIL;
-    skip_filler(p);
+    pk__ftq_skip_filler(p);
     if (at_end(p))
-        return syntax(p, at, "unbalanced '('");
+        return pk__ftq_syntax(p, at, "unbalanced '('");
     if (peek(p) != ')')
-        return syntax(p, p->pos, NULL);
-    take(p, 1);
+        return pk__ftq_syntax(p, p->pos, NULL);
+    pk__ftq_take(p, 1);
     return x;
 }
 
@@ -798,11 +612,11 @@ static int parse_star(parser *p, int field)
     size_t at = p->pos;
     unsigned char c;
 
-    take(p, 1);
+    pk__ftq_take(p, 1);
     c = peek(p);
-    if (field >= 0 ||
-        !(at_end(p) || is_filler(c) || c == ')' || c == '|' || c == '-'))
-        return syntax(p, at, "'*' stands alone");
+    if (field >= 0 || !(at_end(p) || pk__ftq_is_filler(c) || c == ')' ||
+                        c == '|' || c == '-'))
+        return pk__ftq_syntax(p, at, "'*' stands alone");
     return new_node(p, N_ALL);
 }
 
@@ -827,14 +641,14 @@ static int parse_unary(parser *p, int field, int depth)
 {
     int neg = 0, x, i;
 
-    skip_filler(p);
+    pk__ftq_skip_filler(p);
     while (!at_end(p) && peek(p) == '-') {
-        take(p, 1);
+        pk__ftq_take(p, 1);
         neg ^= 1;
-        skip_filler(p);
+        pk__ftq_skip_filler(p);
     }
     if (!starts_atom(p))
-        return syntax(p, p->pos, NULL);
+        return pk__ftq_syntax(p, p->pos, NULL);
     if ((x = parse_atom(p, field, depth)) < 0 || !neg)
         return x;
     if ((i = new_node(p, N_NOT)) >= 0)
@@ -851,7 +665,7 @@ static int parse_and(parser *p, int field, int depth)
         if ((x = parse_unary(p, field, depth)) == FAIL)
             return FAIL;
         list_add(p->q, &l, x);
-        skip_filler(p);
+        pk__ftq_skip_filler(p);
     } while (starts_atom(p) || (!at_end(p) && peek(p) == '-'));
     return list_node(p, N_AND, &l);
 }
@@ -865,10 +679,10 @@ static int parse_or(parser *p, int field, int depth)
         if ((x = parse_and(p, field, depth)) == FAIL)
             return FAIL;
         list_add(p->q, &l, x);
-        skip_filler(p);
+        pk__ftq_skip_filler(p);
         if (at_end(p) || peek(p) != '|')
             break;
-        take(p, 1);
+        pk__ftq_take(p, 1);
     }
     return list_node(p, N_OR, &l);
 }
@@ -877,14 +691,14 @@ static int parse_query(parser *p)
 {
     int x;
 
-    skip_filler(p);
+    pk__ftq_skip_filler(p);
     if (at_end(p))
         return new_node(p, N_NONE);
     if ((x = parse_or(p, -1, 0)) == FAIL)
         return FAIL;
-    skip_filler(p);
+    pk__ftq_skip_filler(p);
     if (!at_end(p))
-        return syntax(p, p->pos, NULL);
+        return pk__ftq_syntax(p, p->pos, NULL);
     return x == EMPTY ? new_node(p, N_NONE) : x;
 }
 
@@ -921,7 +735,7 @@ static int index_ors(pk_ftq *q)
             m += (size_t)exact_one(q, &q->nodes[j]);
         if (m < KEYS_MIN)
             continue;
-        if ((k = grow(q->keys, &q->ckeys, at + m, sizeof(*k))) == NULL)
+        if ((k = pk__ftq_grow(q->keys, &q->ckeys, at + m, sizeof(*k))) == NULL)
             return PK_ENOMEM;
         q->keys = k;
         for (uint32_t j = n->kid; j != NIL; j = q->nodes[j].next) {
@@ -963,7 +777,7 @@ int pk_ftq_parse(const pk_ftdef *d, const char *query, size_t len, int nparams,
     root = parse_query(&p);
     free(p.buf);
     if (root != FAIL && index_ors(p.q) != 0)
-        root = oom(&p);
+        root = pk__ftq_oom(&p);
     if (root == FAIL) {
         pk_ftq_free(p.q);
         return p.rc;

@@ -58,4 +58,67 @@ struct pk_ftq {
 /* Byte order, then length. */
 int pk__ftq_term_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
+/* ---- the parser's state and its reading of bytes (pk_ftq_lex.c) ----- */
+
+#define FAIL (-2) /* parse result: error, in p->rc */
+
+typedef struct parser {
+    pk_ftq *q;
+    const char *s;
+    size_t len, pos;
+    int nparams;
+    const char *const *pnames, *const *pvals;
+    const size_t *pnlens, *pvlens;
+    char *err;
+    size_t errcap;
+    int rc;          /* 0, then PK_EINVAL or PK_ENOMEM */
+    size_t last_off; /* the last token taken, for errors at end */
+    char *buf;       /* an unescaped word, tag or name */
+    size_t nbuf, cbuf;
+} parser;
+
+static inline int is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static inline int at_end(const parser *p)
+{
+    return p->pos >= p->len;
+}
+
+static inline unsigned char peek(const parser *p)
+{
+    return at_end(p) ? 0 : (unsigned char)p->s[p->pos];
+}
+
+/* Grows arr (of *cap elements of sz bytes) to hold need: the new array,
+ * or NULL (arr left) when out of memory. */
+void *pk__ftq_grow(void *arr, size_t *cap, size_t need, size_t sz);
+
+/* The separators of pk_ft_text_terms (words part at them); those that
+ * mean nothing to the grammar; the bytes of a name. */
+int pk__ftq_is_sep(unsigned char c);
+int pk__ftq_is_filler(unsigned char c);
+int pk__ftq_is_name(unsigned char c);
+/* Moves pos past spaces, or past fillers. */
+void pk__ftq_skip_space(parser *p);
+void pk__ftq_skip_filler(parser *p);
+/* Takes n bytes as one token (the last taken, for errors at the end). */
+void pk__ftq_take(parser *p, size_t n);
+/* The length of the token at off, for an error's "near". */
+size_t pk__ftq_token_len(const parser *p, size_t off);
+/* The first error of the parse (its message kept, later ones dropped), a
+ * memory failure, or "Syntax error at offset N near X[: why]": FAIL. */
+int pk__ftq_fail(parser *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int pk__ftq_oom(parser *p);
+int pk__ftq_syntax(parser *p, size_t off, const char *why);
+/* Appends c to buf: 0 or FAIL. */
+int pk__ftq_buf_put(parser *p, char c);
+/* A word at pos into buf, unescaped; *prefix when a '*' follows.  The
+ * value of "$name" at pos.  0 or FAIL. */
+int pk__ftq_scan_word(parser *p, int *prefix);
+int pk__ftq_scan_param(parser *p, const char **val, size_t *vlen);
+
 #endif
