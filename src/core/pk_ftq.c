@@ -1,6 +1,7 @@
 /*
  * pk_ftq: RediSearch query strings -- parsed into flat arrays (see
- * pk_ftq.h); matching and planning are pk_ftq_eval.c's.
+ * pk_ftq.h); reading bytes and words is pk_ftq_lex.c's, matching and
+ * planning pk_ftq_eval.c's.
  *
  * A parsed query is a few flat arrays, so that freeing it is a few calls
  * and nothing points into a buffer that may move while parsing:
