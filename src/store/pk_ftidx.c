@@ -14,34 +14,12 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "store/pk_ftidx_int.h"
 #include "store/pk_hmap.h"
 #include "store/pk_key.h"
 #include "store/pk_store_int.h"
 
-enum { K_TERM = 1, K_NUM = 2, K_DOC = 3, K_BUILT = 4 };
-
-#define AREA_LEN (PK_KEYENC_SYS_LEN + 1) /* part | 00 03 | 0x10 */
-#define HEAD_LEN (AREA_LEN + 8 + 1)      /* ... | u64 id | u8 kind */
-#define MID_MAX (2 * PK_FT_TERM_MAX + 2) /* escaped term | 00 01 */
-#define DOC_MAX (PK_KEYENC_SHORT - 4)    /* a data prefix, no part */
-
-static_assert(HEAD_LEN + 1 + MID_MAX + DOC_MAX <= PK_KEYENC_MAX,
-              "an index entry fits in an LMDB key");
-
-/* One entry of a document: kind, field and the bytes between the field
- * and the document in its key. */
-typedef struct ent {
-    uint8_t kind, field;
-    uint16_t len;
-    uint8_t mid[MID_MAX];
-} ent;
-
-typedef struct ents {
-    ent *v;
-    size_t n, cap;
-} ents;
-
-static void head(uint8_t *k, uint32_t part, uint64_t id, uint8_t kind)
+void pk__ftidx_head(uint8_t *k, uint32_t part, uint64_t id, uint8_t kind)
 {
     pk_be32_put(k, part);
     k[4] = 0;
@@ -51,12 +29,12 @@ static void head(uint8_t *k, uint32_t part, uint64_t id, uint8_t kind)
     k[AREA_LEN + 8] = kind;
 }
 
-static int ents_add(ents *e, uint8_t kind, uint8_t field, const uint8_t *mid,
-                    size_t len)
+static int ents_add(pk__ents *e, uint8_t kind, uint8_t field,
+                    const uint8_t *mid, size_t len)
 {
     if (e->n == e->cap) {
         size_t cap = e->cap ? 2 * e->cap : 16;
-        ent *v = realloc(e->v, cap * sizeof(*v));
+        pk__ent *v = realloc(e->v, cap * sizeof(*v));
         if (v == NULL)
             return PK_ENOMEM;
         e->v = v;
@@ -70,9 +48,9 @@ static int ents_add(ents *e, uint8_t kind, uint8_t field, const uint8_t *mid,
     return 0;
 }
 
-static int ent_cmp(const void *a, const void *b)
+int pk__ftidx_ent_cmp(const void *a, const void *b)
 {
-    const ent *x = a, *y = b;
+    const pk__ent *x = a, *y = b;
     size_t n = x->len < y->len ? x->len : y->len;
     int c;
 
@@ -86,21 +64,21 @@ static int ent_cmp(const void *a, const void *b)
 }
 
 /* Sorts e and drops repeats (a word twice in a text). */
-static void ents_sort(ents *e)
+static void ents_sort(pk__ents *e)
 {
     size_t w = 0;
 
     if (e->n == 0)
         return;
-    qsort(e->v, e->n, sizeof(*e->v), ent_cmp);
+    qsort(e->v, e->n, sizeof(*e->v), pk__ftidx_ent_cmp);
     for (size_t i = 1; i < e->n; i++)
-        if (ent_cmp(&e->v[w], &e->v[i]) != 0)
+        if (pk__ftidx_ent_cmp(&e->v[w], &e->v[i]) != 0)
             e->v[++w] = e->v[i];
     e->n = w + 1;
 }
 
 typedef struct term_ctx {
-    ents *e;
+    pk__ents *e;
     uint8_t field;
 } term_ctx;
 
@@ -118,11 +96,10 @@ static int add_term(void *ctx, const char *term, size_t len)
 /* The entries of the document key in index d as t holds it (none when it
  * is no live hash that d covers).  *doc: 1 when it is a document. */
 static int doc_ents(pk_txn *t, uint32_t part, const pk_ftdef *d,
-                    const void *key, size_t klen, uint64_t now_ms, ents *e,
+                    const void *key, size_t klen, uint64_t now_ms, pk__ents *e,
                     int *doc)
 {
     pk_slice names[PK_FT_FIELDS_MAX], vals[PK_FT_FIELDS_MAX];
-    char buf[PK_FT_TERM_MAX];
     uint64_t len;
     int rc;
 
@@ -144,6 +121,14 @@ static int doc_ents(pk_txn *t, uint32_t part, const pk_ftdef *d,
             return rc;
         *doc = len > 0;
     }
+    return pk__ftidx_ents_of(d, vals, e);
+}
+
+int pk__ftidx_ents_of(const pk_ftdef *d, const pk_slice *vals, pk__ents *e)
+{
+    char buf[PK_FT_TERM_MAX];
+    int rc = 0;
+
     for (uint32_t i = 0; i < d->nfields && rc == 0; i++) {
         const pk_ftfield *f = &d->fields[i];
         term_ctx tc = {e, (uint8_t)i};
@@ -172,7 +157,7 @@ static int doc_ents(pk_txn *t, uint32_t part, const pk_ftdef *d,
 }
 
 /* The list a DOC entry holds, encoded. */
-static size_t list_len(const ents *e)
+size_t pk__ftidx_list_len(const pk__ents *e)
 {
     size_t n = 0;
 
@@ -181,7 +166,7 @@ static size_t list_len(const ents *e)
     return n;
 }
 
-static void list_put(const ents *e, uint8_t *p)
+void pk__ftidx_list_put(const pk__ents *e, uint8_t *p)
 {
     for (size_t i = 0; i < e->n; i++) {
         *p++ = e->v[i].kind;
@@ -193,7 +178,7 @@ static void list_put(const ents *e, uint8_t *p)
     }
 }
 
-static int list_get(const uint8_t *p, size_t n, ents *e)
+int pk__ftidx_list_get(const uint8_t *p, size_t n, pk__ents *e)
 {
     size_t at = 0;
     int rc;
@@ -213,10 +198,10 @@ static int list_get(const uint8_t *p, size_t n, ents *e)
 
 /* The key of entry x of document doc (dlen bytes) in index id: its
  * length. */
-static size_t ent_key(uint8_t *k, uint32_t part, uint64_t id, const ent *x,
-                      const uint8_t *doc, size_t dlen)
+size_t pk__ftidx_ent_key(uint8_t *k, uint32_t part, uint64_t id,
+                         const pk__ent *x, const uint8_t *doc, size_t dlen)
 {
-    head(k, part, id, x->kind);
+    pk__ftidx_head(k, part, id, x->kind);
     k[HEAD_LEN] = x->field;
     memcpy(k + HEAD_LEN + 1, x->mid, x->len);
     memcpy(k + HEAD_LEN + 1 + x->len, doc, dlen);
@@ -224,8 +209,8 @@ static size_t ent_key(uint8_t *k, uint32_t part, uint64_t id, const ent *x,
 }
 
 /* Writes the difference between old and now (both sorted) for doc. */
-static int apply(pk_txn *t, uint32_t part, uint64_t id, const ents *old,
-                 const ents *now, const uint8_t *doc, size_t dlen)
+static int apply(pk_txn *t, uint32_t part, uint64_t id, const pk__ents *old,
+                 const pk__ents *now, const uint8_t *doc, size_t dlen)
 {
     uint8_t k[PK_KEYENC_MAX];
     size_t i = 0, j = 0, n;
@@ -234,12 +219,12 @@ static int apply(pk_txn *t, uint32_t part, uint64_t id, const ents *old,
     while (rc == 0 && (i < old->n || j < now->n)) {
         int c = i == old->n   ? 1
                 : j == now->n ? -1
-                              : ent_cmp(&old->v[i], &now->v[j]);
+                              : pk__ftidx_ent_cmp(&old->v[i], &now->v[j]);
         if (c < 0) {
-            n = ent_key(k, part, id, &old->v[i++], doc, dlen);
+            n = pk__ftidx_ent_key(k, part, id, &old->v[i++], doc, dlen);
             rc = pk__rec_del(t, k, n, NULL);
         } else if (c > 0) {
-            n = ent_key(k, part, id, &now->v[j++], doc, dlen);
+            n = pk__ftidx_ent_key(k, part, id, &now->v[j++], doc, dlen);
             rc = pk__rec_put(t, k, n, "", 0);
         } else {
             i++;
@@ -253,16 +238,19 @@ int pk_ftidx_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
                  size_t klen, uint64_t now_ms)
 {
     uint8_t dk[PK_KEYENC_MAX], prefix[PK_KEYENC_SHORT], *list = NULL;
-    ents old = {0}, now = {0};
+    pk__ents old = {0}, now = {0};
     size_t plen, dklen, llen;
     MDB_val v;
     int rc, doc, had;
 
     if ((rc = pk_keyenc_prefix(part, key, klen, prefix, sizeof(prefix),
-                               &plen)) != 0 ||
-        (rc = doc_ents(t, part, d, key, klen, now_ms, &now, &doc)) != 0)
+                               &plen)) != 0)
         goto done;
-    head(dk, part, d->id, K_DOC);
+    if (d->id & PK_FTIDX_GLOBAL)
+        return pk__ftglob_doc(t, part, d, key, klen, prefix, plen, now_ms);
+    if ((rc = doc_ents(t, part, d, key, klen, now_ms, &now, &doc)) != 0)
+        goto done;
+    pk__ftidx_head(dk, part, d->id, K_DOC);
     memcpy(dk + HEAD_LEN, prefix + 4, plen - 4);
     dklen = HEAD_LEN + plen - 4;
     rc = pk__rec_get(t, dk, dklen, &v);
@@ -270,14 +258,14 @@ int pk_ftidx_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
         goto done;
     had = rc == 0;
     rc = 0;
-    if (had && (rc = list_get(v.mv_data, v.mv_size, &old)) != 0) {
+    if (had && (rc = pk__ftidx_list_get(v.mv_data, v.mv_size, &old)) != 0) {
         rc = pk__fail(t, rc);
         goto done;
     }
-    llen = list_len(&now);
+    llen = pk__ftidx_list_len(&now);
     if (had == doc && old.n == now.n) { /* both sorted: entry by entry */
         size_t i = 0;
-        while (i < now.n && ent_cmp(&old.v[i], &now.v[i]) == 0)
+        while (i < now.n && pk__ftidx_ent_cmp(&old.v[i], &now.v[i]) == 0)
             i++;
         if (i == now.n)
             goto done; /* nothing changed */
@@ -286,7 +274,7 @@ int pk_ftidx_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
         rc = PK_ENOMEM;
         goto done;
     }
-    list_put(&now, list);
+    pk__ftidx_list_put(&now, list);
     if ((rc = pk__op_begin(t, part, PK__OP_QUIET)) != 0)
         goto done;
     rc = apply(t, part, d->id, &old, &now, prefix + 4, plen - 4);
@@ -390,7 +378,7 @@ int pk_ftidx_scan(pk_txn *t, uint32_t part, uint64_t id, const pk_ftq_scan *sc,
 
     if (sc->field >= PK_FT_FIELDS_MAX)
         return PK_EINVAL;
-    head(lo, part, id, sc->kind == PK_FTQ_RANGE ? K_NUM : K_TERM);
+    pk__ftidx_head(lo, part, id, sc->kind == PK_FTQ_RANGE ? K_NUM : K_TERM);
     lo[HEAD_LEN] = (uint8_t)sc->field;
     if (sc->kind == PK_FTQ_RANGE) {
         pk_be64_put(lo + n, pk_keyenc_score(sc->lo));
@@ -409,7 +397,7 @@ int pk_ftidx_docs(pk_txn *t, uint32_t part, uint64_t id, pk_ftidx_cb cb,
 {
     uint8_t lo[HEAD_LEN];
 
-    head(lo, part, id, K_DOC);
+    pk__ftidx_head(lo, part, id, K_DOC);
     return walk(t, part, lo, HEAD_LEN, HEAD_LEN, K_DOC, NULL, cb, ctx);
 }
 
@@ -424,7 +412,7 @@ int pk_ftidx_count(pk_txn *t, uint32_t part, uint64_t id, uint64_t *docs,
     *docs = *bytes = 0;
     if (rc != 0)
         return rc;
-    head(lo, part, id, 0);
+    pk__ftidx_head(lo, part, id, 0);
     if ((mrc = mdb_cursor_open(t->txn, t->s->data, &c)) != 0)
         return pk__fail(t, pk__err(mrc));
     k = (MDB_val){HEAD_LEN - 1, lo};
@@ -450,7 +438,7 @@ int pk_ftidx_built(pk_txn *t, uint32_t part, const pk_ftdef *d)
 
     if (rc != 0)
         return rc;
-    head(k, part, d->id, K_BUILT);
+    pk__ftidx_head(k, part, d->id, K_BUILT);
     rc = pk__rec_get(t, k, HEAD_LEN, &v);
     if (rc == 0)
         return v.mv_size == 1 && *(const uint8_t *)v.mv_data >= d->nfields;
@@ -528,7 +516,7 @@ int pk_ftidx_build(pk_txn *t, uint32_t part, const pk_ftdef *d, uint8_t *cursor,
     }
     if (*done) {
         uint8_t bk[HEAD_LEN], nf = (uint8_t)d->nfields;
-        head(bk, part, d->id, K_BUILT);
+        pk__ftidx_head(bk, part, d->id, K_BUILT);
         if ((rc = pk__op_begin(t, part, PK__OP_QUIET)) == 0)
             rc = pk__op_end(t, pk__rec_put(t, bk, HEAD_LEN, &nf, 1));
     }
@@ -545,7 +533,7 @@ static int next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
 
     if (after == UINT64_MAX)
         return PK_ENOTFOUND;
-    head(lo, part, after + 1, 0);
+    pk__ftidx_head(lo, part, after + 1, 0);
     if ((rc = pk__cursor(t, t->s->data, &c)) != 0)
         return rc;
     k = (MDB_val){AREA_LEN + 8, lo};
@@ -568,7 +556,8 @@ int pk_ftidx_next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id)
     return rc ? rc : next_id(t, part, after, id);
 }
 
-int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen)
+int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen,
+                     uint64_t now_ms)
 {
     uint32_t part = pk_be32_get(prefix);
     uint8_t dk[PK_KEYENC_MAX], k[PK_KEYENC_MAX];
@@ -576,18 +565,29 @@ int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen)
     int rc;
 
     while ((rc = next_id(t, part, id, &id)) == 0) {
-        ents old = {0};
+        pk__ents old = {0};
         MDB_val v;
-        head(dk, part, id, K_DOC);
+        pk__ftidx_head(dk, part, id, K_DOC);
         memcpy(dk + HEAD_LEN, prefix + 4, plen - 4);
         rc = pk__rec_get(t, dk, HEAD_LEN + plen - 4, &v);
         if (rc == PK_ENOTFOUND)
             continue;
-        if (rc == 0 && (rc = list_get(v.mv_data, v.mv_size, &old)) != 0)
+        /* A global index's DOC entry begins with its copy's digest. */
+        if (rc == 0 && (id & PK_FTIDX_GLOBAL) && v.mv_size < 8)
+            rc = pk__fail(t, PK_ECORRUPT);
+        else if (rc == 0 && (id & PK_FTIDX_GLOBAL))
+            rc = pk__ftidx_list_get((const uint8_t *)v.mv_data + 8,
+                                    v.mv_size - 8, &old);
+        else if (rc == 0)
+            rc = pk__ftidx_list_get(v.mv_data, v.mv_size, &old);
+        if (rc == PK_ECORRUPT)
             rc = pk__fail(t, rc);
-        for (size_t i = 0; rc == 0 && i < old.n; i++)
+        if (rc == 0 && (id & PK_FTIDX_GLOBAL))
+            rc = pk__ftglob_forget(t, part, id, &old, prefix, plen, now_ms);
+        for (size_t i = 0; rc == 0 && !(id & PK_FTIDX_GLOBAL) && i < old.n; i++)
             rc = pk__rec_del(
-                t, k, ent_key(k, part, id, &old.v[i], prefix + 4, plen - 4),
+                t, k,
+                pk__ftidx_ent_key(k, part, id, &old.v[i], prefix + 4, plen - 4),
                 NULL);
         free(old.v);
         if (rc == 0)
@@ -603,7 +603,8 @@ int pk_ftidx_drop(pk_txn *t, uint32_t part, uint64_t id)
     uint8_t lo[HEAD_LEN];
     int rc;
 
-    head(lo, part, id, 0); /* the kind byte is not part of the prefix */
+    pk__ftidx_head(lo, part, id,
+                   0); /* the kind byte is not part of the prefix */
     if ((rc = pk__op_begin(t, part, PK__OP_QUIET)) != 0)
         return rc;
     return pk__op_end(t, pk__rec_delprefix(t, lo, AREA_LEN + 8, 0, NULL));

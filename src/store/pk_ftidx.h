@@ -24,6 +24,25 @@
  * document has, so that a write removes exactly those it no longer has,
  * and lists the index's documents for '*' queries.
  *
+ * Global indexes (ids with PK_FTIDX_GLOBAL) keep the DOC entry of each
+ * document beside it, like a local index, but their TERM and NUM entries
+ * live in the partition their term (a number: its bucket, sign and
+ * exponent) hashes to, each holding a copy of its document:
+ *
+ *   part | 00 03 | 0x10 | u64 id | u8 kind | u8 field | mid | doc -> copy
+ *   copy: u32 klen | key | (u32 flen | field | u32 vlen | value)*
+ *
+ * and the DOC entry's list begins with a u64 digest of the copy.  A write
+ * does not reach them: it appends a record to its own partition's outbox
+ *
+ *   part | 00 03 | 0x11 | u64 seq -> u64 id | u16 dlen | doc | u32 clen |
+ *                                    copy | (u8 put | u8 kind | u8 field |
+ *                                    u16 len | mid)*
+ *
+ * in the same transaction (seq: milliseconds << 20, or the last + 1), and
+ * the server ships the records' operations to the entries' partitions in
+ * order (pk_ftout_ops, pk_ftglob_op_apply), trimming them once applied.
+ *
  * Every write here is an operation of its own (one change record) in the
  * caller's write transaction, right after the command that changed the
  * document.  Errors and lifetimes follow pk_store.h.
@@ -39,6 +58,9 @@
 #include "store/pk_slice.h"
 
 typedef struct pk_txn pk_txn;
+
+/* The bit of an index id that makes it global. */
+#define PK_FTIDX_GLOBAL (UINT64_C(1) << 63)
 
 /*
  * Brings key's entries in index d up to date with the key as it is now
@@ -92,5 +114,76 @@ int pk_ftidx_next_id(pk_txn *t, uint32_t part, uint64_t after, uint64_t *id);
 /* Deletes every entry of index id in part (one range delete, one
  * change record).  0 or a sticky error. */
 int pk_ftidx_drop(pk_txn *t, uint32_t part, uint64_t id);
+
+/* ---- global indexes ---------------------------------------------------- */
+
+/*
+ * The partitions (of nparts) that hold the entries nsc lookups sc of
+ * global index id may hit, bit-set in bits: 0, or 1 when they may be in
+ * any (a prefix, a numeric range over more than 64 buckets).
+ */
+int pk_ftglob_scan_parts(uint64_t id, const pk_ftq_scan *sc, int nsc,
+                         uint32_t nparts, uint8_t *bits);
+
+/* Called with a hit's document key and copy (borrowed). */
+typedef int (*pk_ftglob_cb)(void *ctx, pk_slice key, pk_slice copy);
+
+/*
+ * The documents of global index d whose entries in part lookup sc[i]
+ * hits -- each reported only from its first entry hit by the first of
+ * sc[0..i] that hits any, computed from its copy, so that the union over
+ * every lookup and partition names each document once.  0, the
+ * callback's value or an error.
+ */
+int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
+                   const pk_ftq_scan *sc, int i, pk_ftglob_cb cb, void *ctx);
+
+/* The key of copy, and cb (may be NULL) with each field: 0, the
+ * callback's value, or PK_ECORRUPT. */
+int pk_ftglob_copy_each(pk_slice copy, pk_slice *key,
+                        int (*cb)(void *ctx, pk_slice field, pk_slice val),
+                        void *ctx);
+
+/* The first and last sequence numbers in part's outbox: 0, PK_ENOTFOUND
+ * (empty) or an error.  Not counted as a read. */
+int pk_ftout_bounds(pk_txn *t, uint32_t part, uint64_t *first, uint64_t *last);
+
+/* The milliseconds a sequence number was stamped at. */
+#define PK_FTOUT_MS(seq) ((seq) >> 20)
+
+typedef int (*pk_ftout_cb)(void *ctx, uint64_t seq, pk_slice rec);
+
+/* Calls cb with part's outbox records in order, until about max_bytes
+ * of them.  0, the callback's value or an error. */
+int pk_ftout_each(pk_txn *t, uint32_t part, size_t max_bytes, pk_ftout_cb cb,
+                  void *ctx);
+
+/* Deletes the records of part's outbox up to seq upto (one operation).
+ * 0 or a sticky error. */
+int pk_ftout_trim(pk_txn *t, uint32_t part, uint64_t upto);
+
+/* Called with each operation of a record, encoded for shipping (op, len
+ * bytes, borrowed), with its entry's partition vp and index id. */
+typedef int (*pk_ftout_op_cb)(void *ctx, uint32_t vp, uint64_t id,
+                              const uint8_t *op, size_t len);
+
+/* The operations of outbox record rec, entries placed among nparts.  0,
+ * the callback's value, or PK_ECORRUPT. */
+int pk_ftout_ops(pk_slice rec, uint32_t nparts, pk_ftout_op_cb cb, void *ctx);
+
+/* A shipped operation, borrowed from its bytes. */
+typedef struct pk_ftglob_op {
+    uint32_t vp;
+    uint64_t id;
+    uint8_t put, kind, field;
+    const uint8_t *mid, *doc, *copy;
+    size_t len, dlen, clen;
+} pk_ftglob_op;
+
+/* The operation at p (n bytes): its length, or 0 when malformed. */
+size_t pk_ftglob_op_parse(const uint8_t *p, size_t n, pk_ftglob_op *op);
+
+/* Applies op to its partition (one operation): 0 or a sticky error. */
+int pk_ftglob_op_apply(pk_txn *t, const pk_ftglob_op *op);
 
 #endif

@@ -163,14 +163,14 @@ int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out)
         return PK_ECORRUPT;
     }
     if (key[4] == 0 && key[5] == 0x03) { /* the system area */
-        if (key[6] != PK_TAG_FTIDX) {
+        if (key[6] != PK_TAG_FTIDX && key[6] != PK_TAG_FTOUT) {
             return PK_ECORRUPT;
         }
         *out = (pk_keyparts){.part = pk_be32_get(key),
                              .prefix_len = PK_KEYENC_SYS_LEN,
                              .esc = key + 4,
                              .sys = 1,
-                             .tag = PK_TAG_FTIDX,
+                             .tag = key[6],
                              .sub = key + 7,
                              .sub_len = klen - 7};
         return 0;

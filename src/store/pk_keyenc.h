@@ -22,7 +22,8 @@
  *
  * The system area.  part u32 | 00 03 | tag | sub-key holds records that
  * belong to the partition but to no user key: tag 0x10, the entries of
- * its secondary indexes (pk_ftidx.h).  00 03 can end no key's escaped
+ * its secondary indexes, tag 0x11, the outbox of its global indexes
+ * (pk_ftidx.h).  00 03 can end no key's escaped
  * bytes, so the area sorts after the empty key's records and before
  * every other key's, inside the partition's range: it moves, replicates
  * and snapshots with the partition.  pk_keyenc_parse sets sys for it;
@@ -111,6 +112,7 @@ enum pk_keyenc_tag {
     PK_TAG_SMEMBER = 0x06, /* set member (pk_set.c) */
     PK_TAG_LAST = PK_TAG_SMEMBER,
     PK_TAG_FTIDX = 0x10, /* index entries, system area only (pk_ftidx.h) */
+    PK_TAG_FTOUT = 0x11, /* global index outbox, system area only */
 };
 
 /* The system area's prefix after the partition: 00 03. */
@@ -124,7 +126,7 @@ typedef struct pk_keyparts {
     size_t esc_len;
     int longkey;           /* long form: esc is the head, digest follows */
     const uint8_t *digest; /* long form: PK_KEYENC_DIGEST bytes, else NULL */
-    int sys;               /* the system area: esc empty, tag FTIDX */
+    int sys;               /* the system area: esc empty, tag FTIDX or FTOUT */
     uint8_t tag;           /* byte after the prefix */
     const uint8_t *sub;    /* bytes after the tag */
     size_t sub_len;
@@ -202,10 +204,10 @@ int pk_keyenc_sub(uint8_t *buf, size_t cap, size_t plen, uint8_t tag,
  * Parses a data key.  Returns 0, or PK_ECORRUPT when the key is shorter
  * than a prefix and a tag, holds a 0x00 followed by anything but FF, 01 or
  * 02 (or 03 right after the partition, the system area, whose tag must be
- * PK_TAG_FTIDX), lacks a terminator, has a prefix longer than PK_KEYENC_SHORT
- * (a long-form one: missing digest bytes) or an unknown tag.  *out borrows key.
- * A long-form prefix is not checked against a key here: its META record holds
- * the key (pk__rec_check).
+ * PK_TAG_FTIDX or PK_TAG_FTOUT), lacks a terminator, has a prefix longer than
+ * PK_KEYENC_SHORT (a long-form one: missing digest bytes) or an unknown tag.
+ * *out borrows key. A long-form prefix is not checked against a key here: its
+ * META record holds the key (pk__rec_check).
  */
 int pk_keyenc_parse(const uint8_t *key, size_t klen, pk_keyparts *out);
 

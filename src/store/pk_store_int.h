@@ -442,9 +442,11 @@ int pk__rec_delprefix(pk_txn *t, const uint8_t *prefix, size_t plen,
                       size_t limit, size_t *n);
 
 /* Inside an operation on the key whose data prefix is prefix: deletes its
- * entries in every secondary index of its partition (pk_ftidx.c), as
- * active expiry drops the key. */
-int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen);
+ * entries in every secondary index of its partition (pk_ftidx.c), and
+ * sends the deletes of its global entries to the outbox (stamped now_ms),
+ * as active expiry drops the key. */
+int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen,
+                     uint64_t now_ms);
 
 int pk__meta_load(pk_txn *t, uint32_t part, const void *key, size_t klen,
                   uint64_t now, pk__meta *m);

@@ -324,7 +324,7 @@ static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
     }
     rc = pk__rec_delprefix(t, prefix, plen, 0, &n);
     if (rc == 0 && n > 0) /* and its index entries, in the same record */
-        rc = pk__ftidx_forget(t, prefix, plen);
+        rc = pk__ftidx_forget(t, prefix, plen, pk_be64_get(key));
     rc = pk__op_end(t, rc);
     if (rc == 0 && n == 0) {
         /* An entry without its key would stop the cycle forever. */
