@@ -173,6 +173,7 @@ static const pk_cmd table[] = {
     {"ping", -1, F | S, 0, 0, 0, "fast connection", pk_cmd_ping, NULL},
     {"pk.auth", 2, N | F, 0, 0, 0, "fast connection", pk_cmd_pk_auth, NULL},
     {"pk.coord", -3, N, 0, 0, 0, "slow", pk_cmd_pk_coord, NULL},
+    {"pk.ftgapply", 4, R, 0, 0, 0, "read slow", pk_cmd_pk_ftgapply, NULL},
     {"pk.ftquery", -6, R, 0, 0, 0, "read slow", pk_cmd_pk_ftquery, NULL},
     {"pk.hotkeys", -1, R, 0, 0, 0, "read slow", pk_cmd_pk_hotkeys, NULL},
     {"pk.map", 1, R | F, 0, 0, 0, "read fast", pk_cmd_pk_map, NULL},

@@ -16,6 +16,7 @@
 #include "core/pk_hash.h"
 #include "server/pk_block.h"
 #include "server/pk_cmd.h"
+#include "server/pk_ft.h"
 #include "server/pk_hotread.h"
 #include "server/pk_repl.h"
 #include "server/pk_salted.h"
@@ -220,6 +221,8 @@ void pk_cmd_info(pk_cmd_ctx *x)
         sec_keyspace(x, &b, t);
     if (wants(x, "partitions", 1))
         sec_partitions(x, &b, t, x->argc > 1);
+    if (wants(x, "search", 1))
+        pk_ft_info(x->srv, &b);
     /* Redis ends INFO with the last section's blank line removed. */
     if (pk_obuf_pending(&b) >= 2)
         b.len -= 2;

@@ -269,8 +269,11 @@ void pk__ft_reindex(pk_server *s, pk_txn *t, uint32_t part, pk_slice key)
 
     /* An error fails t: the writes of its group get error replies. */
     for (uint32_t i = 0; i < ft->n; i++)
-        if (pk_ftdef_covers(ft->v[i].def, key.ptr, key.len))
+        if (pk_ftdef_covers(ft->v[i].def, key.ptr, key.len)) {
             pk_ftidx_doc(t, part, ft->v[i].def, key.ptr, key.len, s->now_ms);
+            if (ft->v[i].def->id & PK_FTIDX_GLOBAL)
+                pk__ft_global_dirty(s, part);
+        }
 }
 
 void pk_ft_note_write(pk_cmd_ctx *x, const pk_cmd *cmd)
@@ -333,6 +336,8 @@ static int build_some(pk_server *s, pk_txn *t, ft_index *ix, int *budget)
         if (rc != 0)
             return wrote;
         wrote = 1;
+        if (ix->def->id & PK_FTIDX_GLOBAL)
+            pk__ft_global_dirty(s, p);
         if (!done)
             return wrote; /* on from the cursor next tick */
         ix->built[p] = 1;
@@ -387,6 +392,8 @@ static void on_tick(uv_timer_t *h)
         else if (!wrote)
             pk_txn_abort(t);
     }
+    if (own) /* what the build and the writes left in the outboxes */
+        pk__ft_global_feed(s);
 }
 
 /* ---- definitions ---------------------------------------------------- */
@@ -591,11 +598,9 @@ void pk_cmd_ft_create(pk_cmd_ctx *x)
         return;
     }
     def->id = new_id(x->srv);
-    if (def->global) {
-        pk_ftdef_free(def);
-        pk__ft_error(x->out, "ERR GLOBAL indexes are not built yet");
-        return;
-    }
+    /* A node alone has one partition: its GLOBAL index is a local one. */
+    if (def->global && x->srv->cluster.enabled)
+        def->id |= PK_FTIDX_GLOBAL;
     if (x->srv->cluster.enabled) {
         edit_map(x, def, 0);
         pk_ftdef_free(def);
@@ -777,7 +782,9 @@ void pk_ft_free(pk_server *s)
     for (uint32_t i = 0; i < ft->n; i++)
         index_free(&ft->v[i]);
     free(ft->v);
+    ft->n = 0;
     pk__ft_search_free(s);
+    pk__ft_global_free(s);
     /* Edits belong to the agent until done (edit_done frees them, and
      * knows ft is gone); it is stopped first, and those it never
      * finished end with the process. */

@@ -52,5 +52,10 @@ void pk_cmd_ft_search(pk_cmd_ctx *x);
 void pk_cmd_ft_aggregate(pk_cmd_ctx *x);
 /* PK.FTQUERY epoch parts verb args... (node to node). */
 void pk_cmd_pk_ftquery(pk_cmd_ctx *x);
+/* PK.FTGAPPLY epoch sender ops (node to node: global index entries). */
+void pk_cmd_pk_ftgapply(pk_cmd_ctx *x);
+
+/* INFO's search section. */
+void pk_ft_info(pk_server *s, pk_obuf *b);
 
 #endif

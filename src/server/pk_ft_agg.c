@@ -209,8 +209,10 @@ static int parse_plan(pk__ftagg *g, pk_obuf *out)
 static void agg_free(void *state);
 
 /* FT.AGGREGATE idx query ... in y's arguments, or NULL after an error
- * reply to out. */
-static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
+ * reply to out; with only, the partitions the query reads (a global
+ * index's: pk__ft_global_parts). */
+static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out,
+                          uint8_t **only)
 {
     pk__ftagg *g = calloc(1, sizeof(*g));
     pk_ftq *q;
@@ -231,6 +233,8 @@ static pk__ftagg *agg_new(const pk_cmd_ctx *y, const pk_ftdef *d, pk_obuf *out)
         agg_free(g);
         return NULL;
     }
+    if (only)
+        *only = pk__ft_global_parts(y->srv, d, q);
     pk_ftq_free(q);
     return g;
 }
@@ -545,7 +549,7 @@ static void agg_run(pk_server *s, pk__ftagg *g, const pk_ftdef *d,
 static void agg_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
                      uint32_t np, pk_obuf *o)
 {
-    pk__ftagg *g = y->argc < 3 ? NULL : agg_new(y, d, o);
+    pk__ftagg *g = y->argc < 3 ? NULL : agg_new(y, d, o, NULL);
 
     if (y->argc < 3)
         pk_reply_syntax(y);
@@ -644,13 +648,14 @@ static int agg_reply(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c)
 }
 
 const pk__ftverb pk__ft_agg_verb = {"AGGREGATE", 0,         agg_node, agg_reset,
-                                    agg_take,    agg_reply, agg_free};
+                                    agg_take,    agg_reply, agg_free, NULL};
 
 void pk_cmd_ft_aggregate(pk_cmd_ctx *x)
 {
     ft_index *ix = pk__ft_index_arg(x);
+    uint8_t *only = NULL;
     pk__ftagg *g;
 
-    if (ix != NULL && (g = agg_new(x, ix->def, x->out)) != NULL)
-        pk__ft_gather(x, ix->def, &pk__ft_agg_verb, g);
+    if (ix != NULL && (g = agg_new(x, ix->def, x->out, &only)) != NULL)
+        pk__ft_gather(x, ix->def, &pk__ft_agg_verb, g, only);
 }

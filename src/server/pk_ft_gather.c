@@ -18,6 +18,7 @@
  * deleting documents: pk_ft_visit.c).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +37,8 @@
 #define HEAD 5
 
 static const pk__ftverb *const VERBS[] = {
-    &pk__ft_search_verb,
-    &pk__ft_info_verb,
-    &pk__ft_agg_verb,
-    &pk__ft_del_verb,
+    &pk__ft_search_verb, &pk__ft_info_verb, &pk__ft_agg_verb,
+    &pk__ft_del_verb,    &pk__ft_wait_verb,
 };
 
 struct ft_op {
@@ -50,6 +49,7 @@ struct ft_op {
     int argc;
     pk_arg *args;  /* owned copy of the client's arguments */
     pk_ftdef *def; /* owned copy */
+    uint8_t *only; /* owned: the partitions asked about, or NULL: all */
     int pending, retry, tries;
     int sync;        /* inside the client's command: reply in place */
     int *done;       /* set when finished, for pk__ft_gather */
@@ -69,6 +69,7 @@ static void op_free(ft_op *op)
         *pp = op->next;
     op->v->free(op->state);
     pk_ftdef_free(op->def);
+    free(op->only);
     free(op->args);
     free(op->err);
     free(op);
@@ -100,6 +101,12 @@ static void finish(ft_op *op)
     if (op->retry && op->err == NULL) {
         op->due_ms = op->s->now_ms + RETRY_MS;
         return; /* pk__ft_search_tick starts it again */
+    }
+    if (op->err == NULL && c && op->v->again && op->v->again(op->state)) {
+        op->retry = 1; /* a wait: on the next tick, with tries anew */
+        op->tries = 0;
+        op->due_ms = op->s->now_ms;
+        return;
     }
     if (c) {
         int answered = 1;
@@ -200,9 +207,11 @@ static void start(ft_op *op)
     uint32_t np = pk__ft_nparts(s), nn;
     size_t bytes = (np + 7) / 8;
     uint8_t *bits;
+    int here = 0;
 
     op->retry = 0;
     op->tries++;
+    s->ft->queries++;
     op->pending = 1; /* held until every call went out */
     op->v->reset(op->state);
     if (!s->cluster.enabled) {
@@ -216,6 +225,8 @@ static void start(ft_op *op)
         nn = m->nnodes;
         for (uint32_t p = 0; p < np; p++) {
             uint32_t l = pk_pmap_leader(m, p);
+            if (op->only && !(op->only[p / 8] & (1u << (p % 8))))
+                continue;
             if (l >= nn) {
                 op_fail(op, "CLUSTERDOWN a partition has no leader", 37);
                 break;
@@ -228,8 +239,13 @@ static void start(ft_op *op)
             size_t k = 0;
             while (k < bytes && b[k] == 0)
                 k++;
-            if (k == bytes || (n == s->cluster.self && !op->v->by_link))
+            if (k == bytes)
                 continue;
+            s->ft->query_nodes++;
+            if (n == s->cluster.self && !op->v->by_link) {
+                here = 1;
+                continue;
+            }
             /* Counted first: a call that fails at once answers inside. */
             op->pending++;
             if (send_share(op, m, m->nodes[n].addr, b, bytes) != 0) {
@@ -237,7 +253,7 @@ static void start(ft_op *op)
                 op_fail(op, "TRYAGAIN a node is not reachable", 32);
             }
         }
-        if (op->err == NULL && !op->v->by_link && s->cluster.self < nn)
+        if (op->err == NULL && here)
             run_here(op, bits + (size_t)s->cluster.self * bytes, np);
         free(bits);
     }
@@ -254,29 +270,44 @@ void pk__ft_search_tick(pk_server *s)
     }
 }
 
-void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
-                   void *state)
+/* A new question for c (the verb's state and only taken): NULL after
+ * freeing them when memory is out. */
+static ft_op *op_new(pk_server *s, pk_conn *c, int argc, const pk_arg *args,
+                     const pk_ftdef *d, const pk__ftverb *v, void *state,
+                     uint8_t *only)
 {
     ft_op *op = calloc(1, sizeof(*op));
-    int done = 0;
 
-    if (op == NULL ||
-        (op->args = pk_conn_args_copy(x->argc, x->argv)) == NULL ||
+    if (op == NULL || (op->args = pk_conn_args_copy(argc, args)) == NULL ||
         (op->def = pk_ftdef_dup(d)) == NULL) {
         if (op)
             free(op->args);
         free(op);
         v->free(state);
+        free(only);
+        return NULL;
+    }
+    op->s = s;
+    op->v = v;
+    op->state = state;
+    op->only = only;
+    op->argc = argc;
+    op->next = s->ft->ops;
+    s->ft->ops = op;
+    op->c = c;
+    return op;
+}
+
+void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
+                   void *state, uint8_t *only)
+{
+    ft_op *op = op_new(x->srv, x->c, x->argc, x->argv, d, v, state, only);
+    int done = 0;
+
+    if (op == NULL) {
         pk__ft_error(x->out, "ERR out of memory");
         return;
     }
-    op->s = x->srv;
-    op->v = v;
-    op->state = state;
-    op->argc = x->argc;
-    op->next = x->srv->ft->ops;
-    x->srv->ft->ops = op;
-    op->c = x->c;
     /* Answered at once (a node alone, or an error): the reply goes where
      * the command's would, in order; else the connection waits. */
     op->sync = 1;
@@ -288,6 +319,21 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
     op->done = NULL;
     x->c->waiting_fwd = 1;
     x->c->iter_cmds--; /* its reply comes when every node answered */
+}
+
+void pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
+                         const pk_arg *args, void *search, uint8_t *only)
+{
+    ft_op *op = op_new(s, c, argc, args, d, &pk__ft_search_verb, search, only);
+
+    if (op == NULL) { /* c waits: answered and resumed here */
+        pk__ft_error(&c->out, "ERR out of memory");
+        c->waiting_fwd = 0;
+        pk_conn_resume(c);
+        return;
+    }
+    op->retry = 1; /* started by the tick: never inside c's own command */
+    op->due_ms = s->now_ms;
 }
 
 void pk__ft_error(pk_obuf *o, const char *msg)
@@ -335,6 +381,20 @@ ft_index *pk__ft_index_arg(pk_cmd_ctx *x)
 
 /* ---- a node's share -------------------------------------------------- */
 
+/* An index id (all 64 bits: a global one's top bit is set). */
+static int arg_u64(const pk_arg *a, uint64_t *out)
+{
+    char buf[24], *end;
+
+    if (a->len == 0 || a->len >= sizeof(buf) || a->ptr[0] == '-')
+        return 0;
+    memcpy(buf, a->ptr, a->len);
+    buf[a->len] = 0;
+    errno = 0;
+    *out = strtoull(buf, &end, 10);
+    return errno == 0 && *end == 0;
+}
+
 /* PK.FTQUERY epoch parts id verb idx ...: a node's share, only for the
  * partitions it leads, with the index the asker knows (same id) on a map
  * at least as new as the asker's; else TRYAGAIN, and the asker asks again
@@ -346,7 +406,8 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
     const pk_arg *bits = &x->argv[2];
     const pk__ftverb *v = NULL;
     pk_cmd_ctx y = *x;
-    int64_t epoch, id;
+    int64_t epoch;
+    uint64_t id;
     ft_index *ix;
 
     if (s->cluster.enabled && !x->c->internal) {
@@ -358,7 +419,7 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
         if (pk_arg_eq(&x->argv[4], VERBS[i]->name))
             v = VERBS[i];
     if (v == NULL || bits->len != (np + 7) / 8 ||
-        !pk_arg_i64(&x->argv[1], &epoch) || !pk_arg_i64(&x->argv[3], &id)) {
+        !pk_arg_i64(&x->argv[1], &epoch) || !arg_u64(&x->argv[3], &id)) {
         pk_reply_syntax(x);
         return;
     }
@@ -373,7 +434,7 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
             return;
         }
     ix = pk__ft_find(s, x->argv[HEAD].ptr, x->argv[HEAD].len);
-    if (ix == NULL || ix->def->id != (uint64_t)id) {
+    if (ix == NULL || ix->def->id != id) {
         pk__ft_errorf(x->out, "TRYAGAIN %.*s: not this index here yet",
                       (int)x->argv[HEAD].len, x->argv[HEAD].ptr);
         return;

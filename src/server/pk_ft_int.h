@@ -26,6 +26,7 @@ struct pk_rr;
 typedef struct pk_ft pk_ft;
 typedef struct ft_op ft_op;
 typedef struct ft_edit ft_edit;
+typedef struct pk__ftfeed pk__ftfeed;
 
 struct pk_ft {
     pk_server *srv;
@@ -39,7 +40,12 @@ struct pk_ft {
                           * entries of dropped indexes */
     uint32_t sweep_left; /* partitions left to check (0: none can have
                           * any: set again when an index goes) */
+    pk__ftfeed *feed;    /* global indexes' feeder (pk_ft_global.c) */
+    uint64_t queries, query_nodes; /* scattered, and the nodes asked */
 };
+
+/* Lookups a query plan may hold before a walk of every document. */
+#define PK__FT_PLAN_MAX 64
 
 /* The index named name (synced with the map first), or NULL. */
 ft_index *pk__ft_find(pk_server *s, const char *name, size_t len);
@@ -114,15 +120,55 @@ typedef struct pk__ftverb {
      * waiting connection is then someone else's to resume). */
     int (*reply)(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c);
     void (*free)(void *state);
+    /* Optional: every node answered; 1 to ask them all again a tick
+     * later (a wait), 0 to reply. */
+    int (*again)(void *state);
 } pk__ftverb;
 
 extern const pk__ftverb pk__ft_search_verb, pk__ft_info_verb, pk__ft_agg_verb,
-    pk__ft_del_verb;
+    pk__ft_del_verb, pk__ft_wait_verb;
 
 /* Asks every leader the client's command in x as v, on (a copy of) index
- * definition d, with state (taken); the client waits for v->reply. */
+ * definition d, with state (taken); the client waits for v->reply.  With
+ * only (taken; NULL: all) just the leaders of the partitions it bit-sets,
+ * about those. */
 void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
-                   void *state);
+                   void *state, uint8_t *only);
+
+/* pk__ft_gather for c, which already waits (its command ran earlier),
+ * with the client's argc arguments args (copied): the search verb with
+ * state search (taken), after CONSISTENT's wait. */
+void pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
+                         const pk_arg *args, void *search, uint8_t *only);
+
+/* ---- global indexes (pk_ft_global.c) ---- */
+
+/* 1 when some index is global. */
+int pk__ft_any_global(const pk_ft *ft);
+
+/* Partition part's outbox has a record (a write of a global index's
+ * document ran, or its build). */
+void pk__ft_global_dirty(pk_server *s, uint32_t part);
+
+/* One round of the feeder, unless one is out (the janitor's tick). */
+void pk__ft_global_feed(pk_server *s);
+void pk__ft_global_free(pk_server *s);
+
+/* The partitions a query q on global index d reads (owned bitmap), or
+ * NULL: every partition (a local index, '*', a prefix, a wide range). */
+uint8_t *pk__ft_global_parts(pk_server *s, const pk_ftdef *d,
+                             const struct pk_ftq *q);
+
+/* FT.SEARCH ... CONSISTENT on global index d: waits for the outboxes,
+ * then runs the search (state search and only, taken). */
+void pk__ft_consistent(pk_cmd_ctx *x, const pk_ftdef *d, void *search,
+                       uint8_t *only);
+
+/* The records of global index d waiting in the outboxes of the
+ * partitions parts selects, and the age of the oldest (FT.INFO). */
+int pk__ft_global_lag(pk_server *s, pk_txn *t, const pk_ftdef *d,
+                      const uint8_t *parts, uint32_t np, int64_t *records,
+                      int64_t *lag_ms);
 
 /* An FT error reply.  RediSearch's texts carry no code ("Unknown Index
  * name"); Redis clients and tools expect one, and redis-py strips an

@@ -35,7 +35,7 @@ typedef struct filter {
 /* FT.SEARCH's options (the arguments stay borrowed). */
 typedef struct sreq {
     pk_slice query;
-    int nocontent, withscores;
+    int nocontent, withscores, consistent;
     int64_t offset, num;
     int sort_field; /* -1: none (by key) */
     int sort_desc, sort_num;
@@ -71,6 +71,8 @@ static int parse_search(pk_cmd_ctx *x, const pk_ftdef *d, sreq *r)
             r->nocontent = 1;
         } else if (pk_arg_eq(&a[i], "withscores")) {
             r->withscores = 1;
+        } else if (pk_arg_eq(&a[i], "consistent")) {
+            r->consistent = 1;
         } else if (pk_arg_eq(&a[i], "verbatim") ||
                    pk_arg_eq(&a[i], "nostopwords") ||
                    pk_arg_eq(&a[i], "withpayloads") ||
@@ -581,13 +583,14 @@ static void search_free(void *state)
 
 const pk__ftverb pk__ft_search_verb = {"SEARCH",     0,           search_node,
                                        search_reset, search_take, search_reply,
-                                       search_free};
+                                       search_free,  NULL};
 
 void pk_cmd_ft_search(pk_cmd_ctx *x)
 {
     ft_index *ix = pk__ft_index_arg(x);
     sstate *st;
     pk_cmd_ctx y = *x;
+    uint8_t *only;
     pk_ftq *q;
 
     if (ix == NULL)
@@ -605,17 +608,27 @@ void pk_cmd_ft_search(pk_cmd_ctx *x)
         search_free(st);
         return;
     }
+    only = pk__ft_global_parts(x->srv, ix->def, q);
     pk_ftq_free(q);
-    pk__ft_gather(x, ix->def, &pk__ft_search_verb, st);
+    /* CONSISTENT: a local index, or a node alone, is always. */
+    if (st->r.consistent && (ix->def->id & PK_FTIDX_GLOBAL))
+        pk__ft_consistent(x, ix->def, st, only);
+    else
+        pk__ft_gather(x, ix->def, &pk__ft_search_verb, st, only);
 }
 
 /* ---- FT.INFO ------------------------------------------------------------ */
+
+/* A node's FT.INFO: documents, bytes, partitions led and built, global
+ * records waiting and the oldest one's age -- summed but the last (the
+ * largest). */
+#define INFO_N 6
 
 static void info_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
                       uint32_t np, pk_obuf *o)
 {
     pk_server *s = y->srv;
-    int64_t docs = 0, bytes = 0, led = 0, built = 0;
+    int64_t docs = 0, bytes = 0, led = 0, built = 0, lag_records, lag_ms;
     pk_txn *t;
     int rc = pk_txn_begin(s->store, 1, &t);
 
@@ -633,16 +646,20 @@ static void info_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
         built += rc;
         rc = 0;
     }
+    if (rc == 0)
+        rc = pk__ft_global_lag(s, t, d, parts, np, &lag_records, &lag_ms);
     pk_txn_abort(t);
     if (rc != 0) {
         pk__ft_errorf(o, "ERR FT.INFO failed: %s", pk_strerror(rc));
         return;
     }
-    pk_reply_array(o, 4);
+    pk_reply_array(o, INFO_N);
     pk_reply_int(o, docs);
     pk_reply_int(o, bytes);
     pk_reply_int(o, led);
     pk_reply_int(o, built);
+    pk_reply_int(o, lag_records);
+    pk_reply_int(o, lag_ms);
 }
 
 static void info_answer(const int64_t *info, const pk_ftdef *d, pk_obuf *o)
@@ -652,7 +669,7 @@ static void info_answer(const int64_t *info, const pk_ftdef *d, pk_obuf *o)
 
     snprintf(pct, sizeof(pct), "%g",
              info[2] ? (double)info[3] / (double)info[2] : 1.0);
-    pk_reply_array(o, 22);
+    pk_reply_array(o, 26);
     pk_reply_bulk_str(o, "index_name");
     pk_reply_bulk_str(o, d->name);
     pk_reply_bulk_str(o, "index_options");
@@ -698,21 +715,28 @@ static void info_answer(const int64_t *info, const pk_ftdef *d, pk_obuf *o)
     pk_reply_bulk_str(o, pct);
     pk_reply_bulk_str(o, "index_bytes");
     pk_reply_int(o, info[1]);
+    /* A global index's lag: what the outboxes still hold for it. */
+    pk_reply_bulk_str(o, "global_lag_records");
+    pk_reply_int(o, info[4]);
+    pk_reply_bulk_str(o, "global_lag_ms");
+    pk_reply_int(o, info[5]);
 }
 
 static void info_reset(void *state)
 {
-    memset(state, 0, 4 * sizeof(int64_t));
+    memset(state, 0, INFO_N * sizeof(int64_t));
 }
 
 static const char *info_take(void *state, const pk_rr *r)
 {
     int64_t *info = state;
 
-    if (r->type != PK_RR_ARRAY || r->n != 4)
+    if (r->type != PK_RR_ARRAY || r->n != INFO_N)
         return "ERR a node answered FT.INFO badly";
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < INFO_N - 1; i++)
         info[i] += r->elems[i].integer;
+    if (r->elems[INFO_N - 1].integer > info[INFO_N - 1])
+        info[INFO_N - 1] = r->elems[INFO_N - 1].integer;
     return NULL;
 }
 
@@ -724,7 +748,7 @@ static int info_reply(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c)
 }
 
 const pk__ftverb pk__ft_info_verb = {
-    "INFO", 0, info_node, info_reset, info_take, info_reply, free};
+    "INFO", 0, info_node, info_reset, info_take, info_reply, free, NULL};
 
 void pk_cmd_ft_info(pk_cmd_ctx *x)
 {
@@ -733,9 +757,9 @@ void pk_cmd_ft_info(pk_cmd_ctx *x)
 
     if (ix == NULL)
         return;
-    if ((info = calloc(4, sizeof(*info))) == NULL) {
+    if ((info = calloc(INFO_N, sizeof(*info))) == NULL) {
         pk__ft_error(x->out, "ERR out of memory");
         return;
     }
-    pk__ft_gather(x, ix->def, &pk__ft_info_verb, info);
+    pk__ft_gather(x, ix->def, &pk__ft_info_verb, info, NULL);
 }

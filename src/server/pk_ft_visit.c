@@ -17,8 +17,6 @@
 #include "store/pk_key.h"
 #include "store/pk_store.h"
 
-#define PLAN_MAX 64
-
 typedef struct keyv {
     uint8_t **k; /* owned copies: u32 length | bytes */
     size_t n, cap;
@@ -159,18 +157,54 @@ static int in_keys(const pk_arg *inkeys, int ninkeys, const uint8_t *key)
     return 0;
 }
 
+/* A global index's hit, checked against its copy. */
+typedef struct ghit {
+    const pk_ftq *q;
+    pk__ftdoc *doc;
+    const pk_arg *inkeys;
+    int ninkeys;
+    uint32_t part;
+    pk__ft_match_fn fn;
+    void *ctx;
+} ghit;
+
+static int global_hit(void *ctx, pk_slice key, pk_slice copy)
+{
+    ghit *g = ctx;
+    uint8_t *k = malloc(4 + key.len);
+    pk_slice kk;
+    int rc;
+
+    if (k == NULL)
+        return PK_ENOMEM;
+    pk_be32_put(k, (uint32_t)key.len);
+    memcpy(k + 4, key.ptr, key.len);
+    g->doc->n = 0;
+    rc = in_keys(g->inkeys, g->ninkeys, k)
+             ? pk_ftglob_copy_each(copy, &kk, pk__ftdoc_add, g->doc)
+             : 0;
+    if (rc == 0 && g->doc->n > 0 && pk_ftq_match(g->q, doc_field, g->doc))
+        rc = g->fn(g->ctx, g->doc, g->part, k);
+    free(k);
+    return rc;
+}
+
 /* Runs q on every partition parts selects, calling fn for each
- * matching document. */
+ * matching document.  A global index's lookups read its entries, each
+ * checked against the copy it holds; its other queries walk the DOC
+ * entries beside the data, as a local index's do. */
 int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
                  const pk_arg *inkeys, int ninkeys, const uint8_t *parts,
                  uint32_t nparts, pk__ft_match_fn fn, void *ctx)
 {
-    /* A plan wider than PLAN_MAX lookups (a wide OR) walks the index's
-     * documents instead: one lookup costs a search in every partition
-     * (16,384 in a cluster), a document read far less. */
-    pk_ftq_scan sc[PLAN_MAX];
-    int nsc = pk_ftq_plan(q, sc, PLAN_MAX), rc = 0;
+    /* A plan wider than PK__FT_PLAN_MAX lookups (a wide OR) walks the
+     * index's documents instead: one lookup costs a search in every
+     * partition (16,384 in a cluster), a document read far less. */
+    pk_ftq_scan sc[PK__FT_PLAN_MAX];
+    int nsc = pk_ftq_plan(q, sc, PK__FT_PLAN_MAX), rc = 0;
+    int global = (d->id & PK_FTIDX_GLOBAL) && nsc > 0;
     pk__ftdoc doc = {.d = d};
+    ghit g = {q, &doc, inkeys, ninkeys, 0, fn, ctx};
     pk_txn *t = s->txn; /* this iteration's writes too, when it has any:
                          * a pipelined HSET before the query is seen */
 
@@ -180,7 +214,11 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
         keyv v = {0};
         if (parts && !(parts[p / 8] & (1u << (p % 8))))
             continue;
-        rc = candidates(t, p, d, sc, nsc, &v);
+        g.part = p;
+        for (int i = 0; global && rc == 0 && i < nsc; i++)
+            rc = pk_ftglob_scan(t, p, d, sc, i, global_hit, &g);
+        if (!global)
+            rc = candidates(t, p, d, sc, nsc, &v);
         for (size_t i = 0; rc == 0 && i < v.n; i++) {
             const uint8_t *key = v.k[i];
             if (!in_keys(inkeys, ninkeys, key))
@@ -352,7 +390,7 @@ static int del_reply(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c)
 }
 
 const pk__ftverb pk__ft_del_verb = {"DELDOCS", 1,         del_node, del_reset,
-                                    del_take,  del_reply, free};
+                                    del_take,  del_reply, free,     NULL};
 
 void pk__ft_search_deldocs(pk_cmd_ctx *x, ft_index *ix)
 {
@@ -362,5 +400,5 @@ void pk__ft_search_deldocs(pk_cmd_ctx *x, ft_index *ix)
         pk__ft_error(x->out, "ERR out of memory");
         return;
     }
-    pk__ft_gather(x, ix->def, &pk__ft_del_verb, n);
+    pk__ft_gather(x, ix->def, &pk__ft_del_verb, n, NULL);
 }
