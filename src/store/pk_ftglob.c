@@ -425,21 +425,26 @@ int pk_ftout_each(pk_txn *t, uint32_t part, size_t max_bytes, pk_ftout_cb cb,
     size_t seen = 0;
     int mrc, rc = t->err ? t->err : pk__part_ready(t, part);
 
-    if (rc != 0 || (rc = pk__cursor(t, t->s->data, &c)) != 0)
+    if (rc != 0)
         return rc;
+    /* A cursor of its own: the callback may use the transaction's. */
+    if ((mrc = mdb_cursor_open(t->txn, t->s->data, &c)) != 0)
+        return pk__fail(t, pk__err(mrc));
     out_key(k0, part, 0);
     k = (MDB_val){OUT_LEN, k0};
     for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-         mrc == 0 && seen < max_bytes;
+         mrc == 0 && seen < max_bytes && rc == 0;
          mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != OUT_LEN || memcmp(k.mv_data, k0, 7) != 0)
             break;
         seen += v.mv_size + 1;
-        if ((rc = cb(ctx, pk_be64_get((const uint8_t *)k.mv_data + 7),
-                     (pk_slice){v.mv_data, v.mv_size})) != 0)
-            return rc;
+        rc = cb(ctx, pk_be64_get((const uint8_t *)k.mv_data + 7),
+                (pk_slice){v.mv_data, v.mv_size});
     }
-    return mrc == 0 || mrc == MDB_NOTFOUND ? 0 : pk__fail(t, pk__err(mrc));
+    mdb_cursor_close(c);
+    if (rc == 0 && mrc != 0 && mrc != MDB_NOTFOUND)
+        rc = pk__fail(t, pk__err(mrc));
+    return rc;
 }
 
 int pk_ftout_trim(pk_txn *t, uint32_t part, uint64_t upto)
@@ -619,8 +624,8 @@ int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
         }
         mlen = n;
     }
-    if ((rc = pk__cursor(t, t->s->data, &c)) != 0)
-        return rc;
+    if ((mrc = mdb_cursor_open(t->txn, t->s->data, &c)) != 0)
+        return pk__fail(t, pk__err(mrc)); /* its own, as pk_ftout_each's */
     k = (MDB_val){n, lo};
     for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0 && rc == 0;
          mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -660,6 +665,7 @@ int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
         if (rc == PK_ECORRUPT)
             rc = pk__fail(t, rc);
     }
+    mdb_cursor_close(c);
     if (rc == 0 && mrc != 0 && mrc != MDB_NOTFOUND)
         rc = pk__fail(t, pk__err(mrc));
     return rc;

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/pk_ftdef.h"
+#include "ft_testutil.h"
 #include "store/pk_ftidx.h"
 #include "store/pk_hmap.h"
 #include "store/pk_key.h"
@@ -26,18 +27,7 @@
 
 static pk_ftdef *mkdef(void)
 {
-    const char *argv[] = {"ON",  "HASH", "PREFIX", "1",       "doc:", "SCHEMA",
-                          "tag", "TAG",  "n",      "NUMERIC", "body", "TEXT"};
-    size_t lens[12];
-    pk_ftdef *d = NULL;
-    char err[128];
-
-    for (int i = 0; i < 12; i++)
-        lens[i] = strlen(argv[i]);
-    assert_int_equal(
-        pk_ftdef_parse("idx", 12, argv, lens, &d, err, sizeof(err)), 0);
-    d->id = 7;
-    return d;
+    return ft_mkdef(7);
 }
 
 static void hsetn(pk_txn *t, const void *key, size_t klen, const char *f,
@@ -56,22 +46,11 @@ static void hset(pk_txn *t, const void *key, size_t klen, const char *f,
     hsetn(t, key, klen, f, v, strlen(v));
 }
 
-/* Gathers the keys a lookup finds, "key|key|...". */
-typedef struct hits {
-    char buf[4096];
-    size_t len;
-    int n;
-} hits;
-
 static int hit_cb(void *ctx, pk_slice key)
 {
     hits *h = ctx;
 
-    memcpy(h->buf + h->len, key.ptr, key.len);
-    h->len += key.len;
-    h->buf[h->len++] = '|';
-    h->buf[h->len] = 0;
-    h->n++;
+    hits_add(h, key);
     return 0;
 }
 
