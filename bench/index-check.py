@@ -10,7 +10,11 @@ random node, and compares the total and a sorted page with a model that
 evaluates the same query over the data written, by set algebra.  Prints
 the mismatches (none expected) and exits 1 if there are any.
 
-    bench/index-check.py [-n N] [-q Q] [--partkv PATH] [--seed S]
+With --global the index is GLOBAL (partitioned by value, fed from the
+outboxes): every query is asked with CONSISTENT, and the nodes each query
+asked are counted from INFO search on the nodes.
+
+    bench/index-check.py [-n N] [-q Q] [--global] [--partkv PATH] [--seed S]
 """
 import argparse
 import bisect
@@ -151,6 +155,7 @@ def main():
     ap.add_argument("-n", type=int, default=1000000)
     ap.add_argument("-q", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--global", dest="glob", action="store_true")
     ap.add_argument("--partkv", default=os.path.join(ROOT, "build", "partkv"))
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -164,8 +169,9 @@ def main():
         load(ports, rng, 0, a.n // 2, m)
         r0 = redis.Redis(port=ports[0], decode_responses=True)
         r0.execute_command("FT.CREATE", "idx", "ON", "HASH", "PREFIX", "1",
-                           "doc:", "SCHEMA", "tag", "TAG", "n", "NUMERIC",
-                           "SORTABLE", "body", "TEXT")
+                           "doc:", *(["GLOBAL"] if a.glob else []), "SCHEMA",
+                           "tag", "TAG", "n", "NUMERIC", "SORTABLE", "body",
+                           "TEXT")
         load(ports, rng, a.n // 2, a.n, m)
         print("loaded %d hashes in %.1f s" % (a.n, time.time() - t0))
         m.freeze()
@@ -178,14 +184,24 @@ def main():
             time.sleep(0.5)
         print("built: %s documents, %.1f s after the load"
               % (d["num_docs"], time.time() - t0))
+        while a.glob and int(d["global_lag_records"]) > 0:
+            time.sleep(0.5)
+            info = r0.execute_command("FT.INFO", "idx")
+            d = dict(zip(info[::2], info[1::2]))
+        if a.glob:
+            print("global entries applied %.1f s after the load"
+                  % (time.time() - t0))
         clients = [redis.Redis(port=p, decode_responses=True) for p in ports]
+        asked0 = sum(c.info("search")["search_query_nodes"] for c in clients)
+        extra = ["CONSISTENT"] if a.glob else []
         bad, lat = 0, []
         for _ in range(a.q):
             q, want = query(rng, m)
             c = rng.choice(clients)
             t0 = time.perf_counter()
             res = c.execute_command("FT.SEARCH", "idx", q, "NOCONTENT",
-                                    "SORTBY", "n", "ASC", "LIMIT", "0", "10")
+                                    "SORTBY", "n", "ASC", "LIMIT", "0", "10",
+                                    *extra)
             lat.append(time.perf_counter() - t0)
             exp = ["doc:%d" % i for i in sorted(
                 want, key=lambda i: (m.n[i], "doc:%d" % i))[:10]]
@@ -194,9 +210,12 @@ def main():
                 print("MISMATCH %r: total %d want %d, page %r want %r"
                       % (q, res[0], len(want), res[1:4], exp[:3]))
         lat.sort()
-        print("%d queries, %d mismatches; latency p50 %.1f ms, p99 %.1f ms"
+        asked = sum(c.info("search")["search_query_nodes"]
+                    for c in clients) - asked0
+        print("%d queries, %d mismatches; latency p50 %.1f ms, p99 %.1f ms; "
+              "%.2f nodes asked per query (CONSISTENT's rounds included)"
               % (a.q, bad, lat[len(lat) // 2] * 1e3,
-                 lat[int(len(lat) * 0.99)] * 1e3))
+                 lat[int(len(lat) * 0.99)] * 1e3, asked / a.q))
         return 1 if bad else 0
     finally:
         if proc is not None and proc.poll() is None:

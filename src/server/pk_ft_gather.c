@@ -332,8 +332,13 @@ void pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
         pk_conn_resume(c);
         return;
     }
-    op->retry = 1; /* started by the tick: never inside c's own command */
-    op->due_ms = s->now_ms;
+    if (c->waiting_fwd) { /* c's command is over: its reply comes later */
+        start(op);
+    } else { /* inside c's command: by the tick, as resuming c there would
+              * answer out of order */
+        op->retry = 1;
+        op->due_ms = s->now_ms;
+    }
 }
 
 void pk__ft_error(pk_obuf *o, const char *msg)
