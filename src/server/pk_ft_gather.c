@@ -216,6 +216,7 @@ static void start(ft_op *op)
     op->v->reset(op->state);
     if (!s->cluster.enabled) {
         uint8_t one = 1;
+        s->ft->query_nodes++;
         run_here(op, &one, 1);
     } else if (m == NULL) {
         op_fail(op, "CLUSTERDOWN no partition map", 28);

@@ -173,6 +173,7 @@ static int global_hit(void *ctx, pk_slice key, pk_slice copy)
     ghit *g = ctx;
     uint8_t *k = malloc(4 + key.len);
     pk_slice kk;
+    uint64_t expiry;
     int rc;
 
     if (k == NULL)
@@ -181,7 +182,7 @@ static int global_hit(void *ctx, pk_slice key, pk_slice copy)
     memcpy(k + 4, key.ptr, key.len);
     g->doc->n = 0;
     rc = in_keys(g->inkeys, g->ninkeys, k)
-             ? pk_ftglob_copy_each(copy, &kk, pk__ftdoc_add, g->doc)
+             ? pk_ftglob_copy_each(copy, &kk, &expiry, pk__ftdoc_add, g->doc)
              : 0;
     if (rc == 0 && g->doc->n > 0 && pk_ftq_match(g->q, doc_field, g->doc))
         rc = g->fn(g->ctx, g->doc, g->part, k);
@@ -216,7 +217,7 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
             continue;
         g.part = p;
         for (int i = 0; global && rc == 0 && i < nsc; i++)
-            rc = pk_ftglob_scan(t, p, d, sc, i, global_hit, &g);
+            rc = pk_ftglob_scan(t, p, d, sc, i, s->now_ms, global_hit, &g);
         if (!global)
             rc = candidates(t, p, d, sc, nsc, &v);
         for (size_t i = 0; rc == 0 && i < v.n; i++) {

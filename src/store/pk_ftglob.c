@@ -17,6 +17,7 @@
 #include "core/pk_hash.h"
 #include "store/pk_ftidx_int.h"
 #include "store/pk_hmap.h"
+#include "store/pk_key.h"
 
 #define OUT_LEN (PK_KEYENC_SYS_LEN + 1 + 8) /* part | 00 03 | 0x11 | seq */
 #define SEQ_SHIFT 20         /* a sequence number: ms << SEQ_SHIFT, or more */
@@ -110,8 +111,8 @@ static int rd_u(rd *r, size_t width, uint64_t *out)
 
 /* ---- the copy -------------------------------------------------------- */
 
-/* u32 klen | key | (u32 flen | field | u32 vlen | value)*, fields in
- * byte order. */
+/* u32 klen | key | u64 expiry (Unix ms, 0: none) | (u32 flen | field |
+ * u32 vlen | value)*, fields in byte order. */
 
 static int copy_add(void *ctx, pk_slice f, pk_slice v)
 {
@@ -124,7 +125,7 @@ static int copy_add(void *ctx, pk_slice f, pk_slice v)
     return b->err;
 }
 
-int pk_ftglob_copy_each(pk_slice copy, pk_slice *key,
+int pk_ftglob_copy_each(pk_slice copy, pk_slice *key, uint64_t *expiry,
                         int (*cb)(void *ctx, pk_slice field, pk_slice val),
                         void *ctx)
 {
@@ -133,7 +134,7 @@ int pk_ftglob_copy_each(pk_slice copy, pk_slice *key,
     uint64_t n;
     int rc;
 
-    if (!rd_u(&r, 4, &n) || !rd_bytes(&r, n, &p))
+    if (!rd_u(&r, 4, &n) || !rd_bytes(&r, n, &p) || !rd_u(&r, 8, expiry))
         return PK_ECORRUPT;
     *key = (pk_slice){p, n};
     while (r.at < r.n) {
@@ -169,7 +170,8 @@ static int copy_ents(const pk_ftdef *d, pk_slice copy, pk__ents *e)
 {
     pk_slice vals[PK_FT_FIELDS_MAX] = {{0}}, key;
     vals_ctx vc = {d, vals};
-    int rc = pk_ftglob_copy_each(copy, &key, val_of, &vc);
+    uint64_t expiry;
+    int rc = pk_ftglob_copy_each(copy, &key, &expiry, val_of, &vc);
 
     return rc ? rc : pk__ftidx_ents_of(d, vals, e);
 }
@@ -332,12 +334,16 @@ int pk__ftglob_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
     pk__ents old = {0}, now = {0};
     buf copy = {0}, list = {0}, rec = {0};
     uint64_t digest = 0;
+    int64_t when = -1;
     size_t dklen, head;
     MDB_val v;
     int rc = 0, doc = 0, had;
 
+    /* With its expiry: a query skips a copy whose key has expired, even
+     * before active expiry deletes the key and its entries. */
     buf_u32(&copy, klen);
     buf_put(&copy, key, klen);
+    buf_u64(&copy, 0);
     head = copy.len;
     if (pk_ftdef_covers(d, key, klen)) {
         rc = pk_hmap_each(t, part, key, klen, now_ms, copy_add, &copy);
@@ -346,6 +352,10 @@ int pk__ftglob_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
         else if (rc == 0)
             doc = copy.len > head;
     }
+    if (rc == 0 && doc && copy.p &&
+        (rc = pk_key_expiretime(t, part, key, klen, now_ms, &when)) == 0 &&
+        when > 0)
+        pk_be64_put(copy.p + head - 8, (uint64_t)when);
     if (rc == 0 && (rc = copy.err) == 0 && doc &&
         (rc = copy_ents(d, (pk_slice){copy.p, copy.len}, &now)) == 0)
         digest = pk_hash_xxh3(copy.p, copy.len);
@@ -597,7 +607,8 @@ static int owns(const pk__ents *e, const pk_ftq_scan *sc, int i,
 }
 
 int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
-                   const pk_ftq_scan *sc, int i, pk_ftglob_cb cb, void *ctx)
+                   const pk_ftq_scan *sc, int i, uint64_t now_ms,
+                   pk_ftglob_cb cb, void *ctx)
 {
     uint8_t lo[PK_KEYENC_MAX];
     size_t n = HEAD_LEN + 1, mlen;
@@ -634,6 +645,7 @@ int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
         pk__ents e = {0};
         size_t at = HEAD_LEN + 1;
         pk_slice copy = {v.mv_data, v.mv_size}, key;
+        uint64_t expiry;
         if (k.mv_size <= mlen || memcmp(p, lo, mlen) != 0)
             break;
         if (kind == K_NUM) {
@@ -656,7 +668,9 @@ int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
         memcpy(hit.mid, p + HEAD_LEN + 1, hit.len);
         /* The copy (with the document's key) is the value: one copy per
          * entry, so the read touches this partition only. */
-        rc = pk_ftglob_copy_each(copy, &key, NULL, NULL);
+        rc = pk_ftglob_copy_each(copy, &key, &expiry, NULL, NULL);
+        if (rc == 0 && expiry && expiry <= now_ms)
+            continue; /* expired: its deletes are on their way */
         if (rc == 0)
             rc = copy_ents(d, copy, &e);
         if (rc == 0 && owns(&e, sc, i, &hit))

@@ -30,7 +30,8 @@
  * exponent) hashes to, each holding a copy of its document:
  *
  *   part | 00 03 | 0x10 | u64 id | u8 kind | u8 field | mid | doc -> copy
- *   copy: u32 klen | key | (u32 flen | field | u32 vlen | value)*
+ *   copy: u32 klen | key | u64 expiry ms (0: none) |
+ *         (u32 flen | field | u32 vlen | value)*
  *
  * and the DOC entry's list begins with a u64 digest of the copy.  A write
  * does not reach them: it appends a record to its own partition's outbox
@@ -132,15 +133,16 @@ typedef int (*pk_ftglob_cb)(void *ctx, pk_slice key, pk_slice copy);
  * The documents of global index d whose entries in part lookup sc[i]
  * hits -- each reported only from its first entry hit by the first of
  * sc[0..i] that hits any, computed from its copy, so that the union over
- * every lookup and partition names each document once.  0, the
- * callback's value or an error.
+ * every lookup and partition names each document once; none whose copy
+ * has expired by now_ms.  0, the callback's value or an error.
  */
 int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
-                   const pk_ftq_scan *sc, int i, pk_ftglob_cb cb, void *ctx);
+                   const pk_ftq_scan *sc, int i, uint64_t now_ms,
+                   pk_ftglob_cb cb, void *ctx);
 
-/* The key of copy, and cb (may be NULL) with each field: 0, the
- * callback's value, or PK_ECORRUPT. */
-int pk_ftglob_copy_each(pk_slice copy, pk_slice *key,
+/* The key and expiry (Unix ms, 0: none) of copy, and cb (may be NULL)
+ * with each field: 0, the callback's value, or PK_ECORRUPT. */
+int pk_ftglob_copy_each(pk_slice copy, pk_slice *key, uint64_t *expiry,
                         int (*cb)(void *ctx, pk_slice field, pk_slice val),
                         void *ctx);
 
