@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """index-lag.py: how far a global index trails its writes, under a paced
 write load (bench/index.sh runs it; needs python3-redis).
 
@@ -15,14 +14,22 @@ interpreter lock:
           another node, until the document is there; lag = the reply that
           shows it - the acknowledgement (so it includes one query's
           round trip); then 0-10 ms of rest and the next probe;
-  sample  FT.INFO idx every 100 ms over the same span: global_lag_ms
-          (the age of the oldest outbox record) and global_lag_records.
+  sample  FT.INFO idx about every SAMPLE_MS (each interval drawn from
+          0.5-1.5 times it) over the same span: global_lag_ms (the age of
+          the oldest outbox record, the largest over the nodes) and
+          global_lag_records.  FT.INFO reads every entry of the index on
+          every node, so it is not free: keep SAMPLE_MS well above its
+          latency.
 
 Prints one line on stdout:
   rate_target rate_acked issued errors probes lag_p50 lag_p99 lag_max
   timeouts info_p50 info_p99 info_max records_max
-and detail on stderr.  Exits 1 when a process failed (its error on
-stderr).
+(rate_acked: the HSETs acknowledged within the SECONDS, per second; "-"
+for a quantile with no samples) and detail on stderr.  Exits 1 when a
+process failed (its error on stderr).
+
+  /usr/bin/python3 bench/index-lag.py --ports P0,P1,P2 --rate 8000 \
+      [--seconds 15] [--conns 16] [--sample-ms 1000] [--probes 0|1]
 """
 import argparse
 import multiprocessing as mp
@@ -51,10 +58,15 @@ def enc(*args):
 
 
 def pct(v, p):
+    """The p-quantile of v (p = 1: the largest), None when v is empty."""
     if not v:
-        return float("nan")
+        return None
     v = sorted(v)
     return v[min(len(v) - 1, int(len(v) * p))]
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else "%.*f" % (digits, x)
 
 
 class Conn:
@@ -95,8 +107,8 @@ class Conn:
                     self.first_error = ln.decode(errors="replace")
 
 
-def run_load(ports, rate, seconds, conns, seed, t0, res):
-    rng = random.Random(seed)
+def run_load(ports, rate, seconds, conns, run_id, t0, res):
+    rng = random.Random("load" + run_id)
     cs = [Conn(p) for p in ports for _ in range(conns)]
     sel = selectors.DefaultSelector()
     for c in cs:
@@ -126,8 +138,13 @@ def run_load(ports, rate, seconds, conns, seed, t0, res):
                          r12(), "body", "w%s common" % r12())
             c.issued += 1
         issued += max(due, 0)
-        nxt += TICK
-        pump(max(0.0, nxt - time.monotonic()))
+        # Replies until the next tick (a reply must not end the wait).
+        nxt = max(nxt + TICK, now)
+        while True:
+            left = nxt - time.monotonic()
+            if left <= 0:
+                break
+            pump(left)
     t_end = time.monotonic()
     acked_in_time = sum(c.replies for c in cs)
     # The replies still owed: at most 10 s more.
@@ -172,9 +189,16 @@ def run_probe(ports, seconds, run_id, t0, res):
     res.put(("probe", {"lags": lags, "timeouts": timeouts}))
 
 
-def run_sample(port, seconds, t0, res):
+def run_sample(port, seconds, step, run_id, t0, res):
     r = redis.Redis(port=port)
     ms, recs = [], []
+    if step <= 0:
+        res.put(("sample", {"ms": ms, "records": recs}))
+        return
+    # Intervals of step * U(0.5, 1.5): a fixed one would lock onto the
+    # nodes' own once-a-second work (the everysec flush) and see the same
+    # moment of it every time.
+    rng = random.Random("sample" + run_id)
     nxt, end = t0 + 1.0, t0 + seconds - 1.0
     while True:
         time.sleep(max(0.0, nxt - time.monotonic()))
@@ -185,7 +209,7 @@ def run_sample(port, seconds, t0, res):
              info[j + 1] for j in range(0, len(info) - 1, 2)}
         ms.append(int(d["global_lag_ms"]))
         recs.append(int(d["global_lag_records"]))
-        nxt += 0.1
+        nxt = max(nxt + step * rng.uniform(0.5, 1.5), time.monotonic())
     res.put(("sample", {"ms": ms, "records": recs}))
 
 
@@ -201,20 +225,26 @@ def main():
     ap.add_argument("--ports", required=True, help="node ports, comma-separated")
     ap.add_argument("--rate", type=float, required=True, help="HSETs per second")
     ap.add_argument("--seconds", type=float, default=15.0)
-    ap.add_argument("--conns", type=int, default=4, help="per node")
+    ap.add_argument("--conns", type=int, default=16, help="per node")
+    ap.add_argument("--sample-ms", type=float, default=1000.0,
+                    help="FT.INFO every so often (0: never)")
+    ap.add_argument("--probes", type=int, default=1, help="0: no probe")
     ap.add_argument("--run", default="0", help="a tag for the probe keys")
     ap.add_argument("--tag", default="", help="ignored (for stop-by-pattern)")
     a = ap.parse_args()
     ports = [int(p) for p in a.ports.split(",")]
+    if a.seconds < 4:
+        ap.error("--seconds must be at least 4 (1 s either side unsampled)")
     res = mp.Queue()
     t0 = time.monotonic() + 0.5  # everyone connected by then
     procs = [
         mp.Process(target=child, args=(run_load, res, ports, a.rate,
-                                       a.seconds, a.conns, hash(a.run), t0)),
-        mp.Process(target=child, args=(run_probe, res, ports, a.seconds,
+                                       a.seconds, a.conns, a.run, t0)),
+        mp.Process(target=child, args=(run_probe, res, ports,
+                                       a.seconds if a.probes else 0,
                                        a.run, t0)),
-        mp.Process(target=child, args=(run_sample, res, ports[0],
-                                       a.seconds, t0)),
+        mp.Process(target=child, args=(run_sample, res, ports[0], a.seconds,
+                                       a.sample_ms / 1e3, a.run, t0)),
     ]
 
     def on_term(signum, frame):
@@ -248,22 +278,19 @@ def main():
               ld["drain"], ld["errors"],
               " (first: %s)" % ld["first_error"] if ld["first_error"] else ""),
           file=sys.stderr)
-    lags = pr["lags"]
-    print("index-lag: %d probes, lag ms p50 %.1f p99 %.1f max %.1f, %d timed"
-          " out (> %.0f s); FT.INFO global_lag_ms over %d samples: p50 %d"
-          " p99 %d max %d, global_lag_records max %d" % (
-              len(lags), pct(lags, 0.5), pct(lags, 0.99),
-              max(lags) if lags else float("nan"), pr["timeouts"],
-              PROBE_TIMEOUT, len(sm["ms"]), pct(sm["ms"], 0.5),
-              pct(sm["ms"], 0.99), max(sm["ms"]), max(sm["records"])),
-          file=sys.stderr)
-    print("%.0f %.0f %d %d %d %.1f %.1f %.1f %d %d %d %d %d" % (
+    lags, ms, recs = pr["lags"], sm["ms"], sm["records"]
+    st = [fmt(pct(lags, 0.5)), fmt(pct(lags, 0.99)), fmt(pct(lags, 1.0)),
+          fmt(pct(ms, 0.5), 0), fmt(pct(ms, 0.99), 0), fmt(pct(ms, 1.0), 0),
+          fmt(pct(recs, 1.0), 0)]
+    print("index-lag: %d probes, lag ms p50 %s p99 %s max %s, %d timed out"
+          " (> %.0f s); FT.INFO global_lag_ms over %d samples: p50 %s p99 %s"
+          " max %s, global_lag_records max %s" % (
+              len(lags), st[0], st[1], st[2], pr["timeouts"], PROBE_TIMEOUT,
+              len(ms), st[3], st[4], st[5], st[6]), file=sys.stderr)
+    print("%.0f %.0f %d %d %d %s %s %s %d %s %s %s %s" % (
         a.rate, ld["acked_in_time"] / secs, ld["issued"], ld["errors"],
-        len(lags), pct(lags, 0.5), pct(lags, 0.99),
-        max(lags) if lags else float("nan"), pr["timeouts"],
-        pct(sm["ms"], 0.5), pct(sm["ms"], 0.99), max(sm["ms"]),
-        max(sm["records"])))
-
+        len(lags), st[0], st[1], st[2], pr["timeouts"], st[3], st[4], st[5],
+        st[6]))
 
 if __name__ == "__main__":
     main()
