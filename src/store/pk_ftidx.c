@@ -408,21 +408,31 @@ int pk_ftidx_count(pk_txn *t, uint32_t part, uint64_t id, uint64_t *docs,
     MDB_cursor *c;
     MDB_val k, v;
     int mrc, rc = pk__read_begin(t, part);
+    size_t skip = (id & PK_FTIDX_GLOBAL) ? 8 : 0; /* the copy's digest */
 
     *docs = *bytes = 0;
     if (rc != 0)
         return rc;
-    pk__ftidx_head(lo, part, id, 0);
+    /* The DOC entries only: each lists its document's other entries, whose
+     * key lengths follow from it (a tenth of the reads of a walk over them
+     * all, and none in other partitions for a global index). */
+    pk__ftidx_head(lo, part, id, K_DOC);
     if ((mrc = mdb_cursor_open(t->txn, t->s->data, &c)) != 0)
         return pk__fail(t, pk__err(mrc));
-    k = (MDB_val){HEAD_LEN - 1, lo};
+    k = (MDB_val){HEAD_LEN, lo};
     for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
          mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        const uint8_t *p = k.mv_data;
-        if (k.mv_size < HEAD_LEN || memcmp(p, lo, HEAD_LEN - 1) != 0)
+        const uint8_t *p = v.mv_data;
+        size_t dlen = k.mv_size - HEAD_LEN;
+        if (k.mv_size < HEAD_LEN || memcmp(k.mv_data, lo, HEAD_LEN) != 0)
             break;
-        *docs += p[HEAD_LEN - 1] == K_DOC;
+        ++*docs;
         *bytes += k.mv_size + v.mv_size;
+        for (size_t at = skip; at + 4 <= v.mv_size;) {
+            size_t len = (size_t)p[at + 2] << 8 | p[at + 3];
+            *bytes += HEAD_LEN + 1 + len + dlen;
+            at += 4 + len;
+        }
     }
     mdb_cursor_close(c);
     return mrc == 0 || mrc == MDB_NOTFOUND ? 0 : pk__fail(t, pk__err(mrc));

@@ -89,7 +89,9 @@ int pk_ftidx_docs(pk_txn *t, uint32_t part, uint64_t id, pk_ftidx_cb cb,
                   void *ctx);
 
 /* *docs: how many documents index id has in part; *bytes: the bytes of
- * its entries there.  0 or an error. */
+ * their entries' keys and lists (a global index's entries elsewhere
+ * counted by their keys, without their copies), read from the DOC
+ * entries alone.  0 or an error. */
 int pk_ftidx_count(pk_txn *t, uint32_t part, uint64_t id, uint64_t *docs,
                    uint64_t *bytes);
 
