@@ -48,6 +48,15 @@ static void index_free(ft_index *ix)
 {
     pk_ftdef_free(ix->def);
     free(ix->built);
+    pk__ft_filter_free(ix);
+}
+
+ft_index *pk__ft_by_id(pk_server *s, uint64_t id)
+{
+    for (uint32_t i = 0; s->ft && i < s->ft->n; i++)
+        if (s->ft->v[i].def->id == id)
+            return &s->ft->v[i];
+    return NULL;
 }
 
 int pk__ft_writable(pk_server *s, uint32_t p)
@@ -67,7 +76,8 @@ static int index_new(pk_server *s, pk_ftdef *def, ft_index *out)
 {
     *out = (ft_index){.def = def, .nparts = pk__ft_nparts(s)};
     out->built = calloc(out->nparts, 1);
-    if (out->built == NULL) {
+    if (out->built == NULL || pk__ft_filter_init(out) != 0) {
+        free(out->built);
         pk_ftdef_free(def);
         return PK_ENOMEM;
     }
@@ -139,6 +149,8 @@ static void sync_map(pk_server *s)
             v[i] = ft->v[from[i]];
             ft->v[from[i]].def = NULL;
             ft->v[from[i]].built = NULL;
+            ft->v[from[i]].filter = NULL;
+            ft->v[from[i]].filter_epoch = NULL;
             pk_ftdef_free(defs[i]);
         }
     for (uint32_t k = 0; k < ft->n; k++)
@@ -270,7 +282,7 @@ void pk__ft_reindex(pk_server *s, pk_txn *t, uint32_t part, pk_slice key)
     /* An error fails t: the writes of its group get error replies. */
     for (uint32_t i = 0; i < ft->n; i++)
         if (pk_ftdef_covers(ft->v[i].def, key.ptr, key.len)) {
-            pk_ftidx_doc(t, part, ft->v[i].def, key.ptr, key.len, s->now_ms);
+            pk__ft_filter_doc(s, t, &ft->v[i], part, key);
             if (ft->v[i].def->id & PK_FTIDX_GLOBAL)
                 pk__ft_global_dirty(s, part);
         }
@@ -384,6 +396,8 @@ static void on_tick(uv_timer_t *h)
         return;
     for (uint32_t i = 0; i < ft->n && budget > 0; i++)
         wrote |= build_some(s, t, &ft->v[i], &budget);
+    for (uint32_t i = 0; i < ft->n; i++)
+        pk__ft_filter_build(s, t, &ft->v[i]);
     wrote |= sweep_some(s, t);
     if (own) {
         if (wrote && pk_txn_commit(t) != PK_OK)
@@ -552,6 +566,8 @@ static void local_put(pk_cmd_ctx *x, pk_ftdef *def, ft_index *ix)
         pk_ftdef_free(ix->def);
         ix->def = def;
         memset(ix->built, 0, ix->nparts);
+        if (ix->filter_epoch) /* field numbers may name others now */
+            memset(ix->filter_epoch, 0, ix->nparts * sizeof(uint64_t));
         ix->in_part = 0;
         ix->clen = 0;
     } else if ((v = realloc(ft->v, (ft->n + 1) * sizeof(*v))) == NULL ||

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "core/pk_ftdef.h"
+#include "core/pk_ftq.h"
 #include "server/pk_ft.h"
 #include "store/pk_keyenc.h"
 
@@ -19,7 +20,15 @@ typedef struct ft_index {
     int in_part;   /* a build of `next` is under way */
     uint8_t cursor[PK_KEYENC_MAX];
     size_t clen;
+    /* A local index's term filters (pk_ft_filter.c): per partition,
+     * PK__FT_FILTER_BYTES of Bloom filter, valid while filter_epoch[p] is
+     * its leader epoch + 1.  NULL for a global index. */
+    uint8_t *filter;
+    uint64_t *filter_epoch;
+    uint32_t filter_next; /* the janitor's next partition to build */
 } ft_index;
+
+#define PK__FT_FILTER_BYTES 128
 
 struct pk_ftq;
 struct pk_rr;
@@ -140,6 +149,29 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
  * state search (taken), after CONSISTENT's wait. */
 void pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
                          const pk_arg *args, void *search, uint8_t *only);
+
+/* ---- term filters (pk_ft_filter.c) ---- */
+
+/* ix's filters, none valid yet (nothing for a global index): 0 or -1. */
+int pk__ft_filter_init(ft_index *ix);
+void pk__ft_filter_free(ft_index *ix);
+
+/* pk_ftidx_doc of key in ix, adding the terms it writes to part's
+ * filter. */
+int pk__ft_filter_doc(pk_server *s, pk_txn *t, ft_index *ix, uint32_t part,
+                      pk_slice key);
+
+/* 0 when part surely has no entry lookup sc finds (an exact term its
+ * valid filter lacks), else 1. */
+int pk__ft_filter_may(const pk_server *s, const ft_index *ix, uint32_t part,
+                      const pk_ftq_scan *sc);
+
+/* The janitor: builds the filters of a few led, built partitions that
+ * have none valid, in t. */
+void pk__ft_filter_build(pk_server *s, pk_txn *t, ft_index *ix);
+
+/* The index with id, or NULL. */
+ft_index *pk__ft_by_id(pk_server *s, uint64_t id);
 
 /* ---- global indexes (pk_ft_global.c) ---- */
 

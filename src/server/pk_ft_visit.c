@@ -130,17 +130,19 @@ const pk_slice *pk__ftdoc_named(const pk__ftdoc *doc, pk_slice name)
     return pk__ftdoc_get(doc, name.ptr, name.len);
 }
 
-/* The candidates of q in partition p: the hits of its lookups, or every
- * document of the index. */
-static int candidates(pk_txn *t, uint32_t p, const pk_ftdef *d,
-                      const pk_ftq_scan *sc, int nsc, keyv *v)
+/* The candidates of q in partition p: the hits of its lookups (but those
+ * ix's term filter rules out), or every document of the index. */
+static int candidates(pk_server *s, pk_txn *t, uint32_t p, const pk_ftdef *d,
+                      const ft_index *ix, const pk_ftq_scan *sc, int nsc,
+                      keyv *v)
 {
     int rc = 0;
 
     if (nsc <= 0)
         return pk_ftidx_docs(t, p, d->id, keyv_add, v);
     for (int i = 0; rc == 0 && i < nsc; i++)
-        rc = pk_ftidx_scan(t, p, d->id, &sc[i], keyv_add, v);
+        if (pk__ft_filter_may(s, ix, p, &sc[i]))
+            rc = pk_ftidx_scan(t, p, d->id, &sc[i], keyv_add, v);
     keyv_unique(v);
     return rc;
 }
@@ -206,6 +208,7 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
     int global = (d->id & PK_FTIDX_GLOBAL) && nsc > 0;
     pk__ftdoc doc = {.d = d};
     ghit g = {q, &doc, inkeys, ninkeys, 0, fn, ctx};
+    const ft_index *ix = pk__ft_by_id(s, d->id);
     pk_txn *t = s->txn; /* this iteration's writes too, when it has any:
                          * a pipelined HSET before the query is seen */
 
@@ -219,7 +222,7 @@ int pk__ft_visit(pk_server *s, const pk_ftdef *d, const pk_ftq *q,
         for (int i = 0; global && rc == 0 && i < nsc; i++)
             rc = pk_ftglob_scan(t, p, d, sc, i, s->now_ms, global_hit, &g);
         if (!global)
-            rc = candidates(t, p, d, sc, nsc, &v);
+            rc = candidates(s, t, p, d, ix, sc, nsc, &v);
         for (size_t i = 0; rc == 0 && i < v.n; i++) {
             const uint8_t *key = v.k[i];
             if (!in_keys(inkeys, ninkeys, key))

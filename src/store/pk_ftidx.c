@@ -210,7 +210,8 @@ size_t pk__ftidx_ent_key(uint8_t *k, uint32_t part, uint64_t id,
 
 /* Writes the difference between old and now (both sorted) for doc. */
 static int apply(pk_txn *t, uint32_t part, uint64_t id, const pk__ents *old,
-                 const pk__ents *now, const uint8_t *doc, size_t dlen)
+                 const pk__ents *now, const uint8_t *doc, size_t dlen,
+                 pk_ftidx_term_fn fn, void *ctx)
 {
     uint8_t k[PK_KEYENC_MAX];
     size_t i = 0, j = 0, n;
@@ -224,8 +225,11 @@ static int apply(pk_txn *t, uint32_t part, uint64_t id, const pk__ents *old,
             n = pk__ftidx_ent_key(k, part, id, &old->v[i++], doc, dlen);
             rc = pk__rec_del(t, k, n, NULL);
         } else if (c > 0) {
-            n = pk__ftidx_ent_key(k, part, id, &now->v[j++], doc, dlen);
+            const pk__ent *e = &now->v[j++];
+            n = pk__ftidx_ent_key(k, part, id, e, doc, dlen);
             rc = pk__rec_put(t, k, n, "", 0);
+            if (fn && e->kind == K_TERM)
+                fn(ctx, e->field, e->mid, e->len);
         } else {
             i++;
             j++;
@@ -236,6 +240,13 @@ static int apply(pk_txn *t, uint32_t part, uint64_t id, const pk__ents *old,
 
 int pk_ftidx_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
                  size_t klen, uint64_t now_ms)
+{
+    return pk_ftidx_doc_terms(t, part, d, key, klen, now_ms, NULL, NULL);
+}
+
+int pk_ftidx_doc_terms(pk_txn *t, uint32_t part, const pk_ftdef *d,
+                       const void *key, size_t klen, uint64_t now_ms,
+                       pk_ftidx_term_fn fn, void *ctx)
 {
     uint8_t dk[PK_KEYENC_MAX], prefix[PK_KEYENC_SHORT], *list = NULL;
     pk__ents old = {0}, now = {0};
@@ -277,7 +288,7 @@ int pk_ftidx_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
     pk__ftidx_list_put(&now, list);
     if ((rc = pk__op_begin(t, part, PK__OP_QUIET)) != 0)
         goto done;
-    rc = apply(t, part, d->id, &old, &now, prefix + 4, plen - 4);
+    rc = apply(t, part, d->id, &old, &now, prefix + 4, plen - 4, fn, ctx);
     if (rc == 0)
         rc = doc ? pk__rec_put(t, dk, dklen, list, llen)
                  : pk__rec_del(t, dk, dklen, NULL);
@@ -399,6 +410,43 @@ int pk_ftidx_docs(pk_txn *t, uint32_t part, uint64_t id, pk_ftidx_cb cb,
 
     pk__ftidx_head(lo, part, id, K_DOC);
     return walk(t, part, lo, HEAD_LEN, HEAD_LEN, K_DOC, NULL, cb, ctx);
+}
+
+int pk_ftidx_terms(pk_txn *t, uint32_t part, uint64_t id, pk_ftidx_term_fn fn,
+                   void *ctx)
+{
+    uint8_t lo[HEAD_LEN];
+    MDB_cursor *c;
+    MDB_val k, v;
+    const uint8_t *last = NULL;
+    size_t last_len = 0;
+    int mrc, rc = t->err ? t->err : pk__part_ready(t, part); /* not a read */
+
+    if (rc != 0)
+        return rc;
+    pk__ftidx_head(lo, part, id, K_TERM);
+    if ((mrc = mdb_cursor_open(t->txn, t->s->data, &c)) != 0)
+        return pk__fail(t, pk__err(mrc));
+    k = (MDB_val){HEAD_LEN, lo};
+    for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
+         mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        const uint8_t *p = k.mv_data;
+        size_t n = k.mv_size, at = HEAD_LEN + 1;
+        if (n <= HEAD_LEN || memcmp(p, lo, HEAD_LEN) != 0)
+            break;
+        while (at + 1 < n && !(p[at] == 0 && p[at + 1] == 0x01))
+            at += p[at] == 0 ? 2 : 1;
+        at += 2; /* field | term | 00 01: once per term, not per document */
+        if (at > n)
+            break;
+        if (last == NULL || at - HEAD_LEN != last_len ||
+            memcmp(last, p + HEAD_LEN, last_len) != 0)
+            fn(ctx, p[HEAD_LEN], p + HEAD_LEN + 1, at - HEAD_LEN - 1);
+        last = p + HEAD_LEN; /* LMDB's memory: valid in t */
+        last_len = at - HEAD_LEN;
+    }
+    mdb_cursor_close(c);
+    return mrc == 0 || mrc == MDB_NOTFOUND ? 0 : pk__fail(t, pk__err(mrc));
 }
 
 int pk_ftidx_count(pk_txn *t, uint32_t part, uint64_t id, uint64_t *docs,

@@ -73,6 +73,21 @@ typedef struct pk_txn pk_txn;
 int pk_ftidx_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
                  size_t klen, uint64_t now_ms);
 
+/* Called with a term (tag or word) of field that has entries: its bytes
+ * as entries hold them (escaped, then 00 01; pk_keyenc_escape). */
+typedef void (*pk_ftidx_term_fn)(void *ctx, uint8_t field, const uint8_t *mid,
+                                 size_t len);
+
+/* pk_ftidx_doc, calling fn (may be NULL) with each term entry it adds. */
+int pk_ftidx_doc_terms(pk_txn *t, uint32_t part, const pk_ftdef *d,
+                       const void *key, size_t klen, uint64_t now_ms,
+                       pk_ftidx_term_fn fn, void *ctx);
+
+/* Calls fn once with each term that has entries of local index id in
+ * part (not counted as a read).  0 or an error. */
+int pk_ftidx_terms(pk_txn *t, uint32_t part, uint64_t id, pk_ftidx_term_fn fn,
+                   void *ctx);
+
 /* Called with each document key a lookup hits (borrowed until the call
  * returns).  Return 0 to go on; any other value stops and is returned. */
 typedef int (*pk_ftidx_cb)(void *ctx, pk_slice key);
