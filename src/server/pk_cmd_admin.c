@@ -15,6 +15,7 @@
 #include "core/pk_salt.h"
 #include "core/pk_splitfind.h"
 #include "server/pk_cmd.h"
+#include "server/pk_ft.h"
 #include "server/pk_multi.h"
 #include "store/pk_glob.h"
 #include "store/pk_key.h"
@@ -39,6 +40,15 @@ void pk_cmd_flushall(pk_cmd_ctx *x)
     if (x->argc > 2 || (x->argc == 2 && !pk_arg_eq(&x->argv[1], "sync") &&
                         !pk_arg_eq(&x->argv[1], "async"))) {
         pk_reply_syntax(x);
+        return;
+    }
+    /* A global index holds copies of documents on other nodes, and
+     * entries of documents elsewhere here: a flush would leave both wrong,
+     * with nothing to tell the others. */
+    if (pk_ft_blocks_flush(x->srv)) {
+        pk_reply_error(x->out, "ERR FLUSHALL with a GLOBAL secondary index in "
+                               "a cluster: drop the index first "
+                               "(FT.DROPINDEX idx)");
         return;
     }
     TXN_OR_RETURN(x, t);

@@ -55,6 +55,9 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x);
 /* PK.FTGAPPLY epoch sender ops (node to node: global index entries). */
 void pk_cmd_pk_ftgapply(pk_cmd_ctx *x);
 
+/* 1 when FLUSHALL must be refused: a cluster with a global index. */
+int pk_ft_blocks_flush(pk_server *s);
+
 /* INFO's search section. */
 void pk_ft_info(pk_server *s, pk_obuf *b);
 

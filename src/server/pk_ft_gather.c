@@ -322,16 +322,14 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
     x->c->iter_cmds--; /* its reply comes when every node answered */
 }
 
-void pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
-                         const pk_arg *args, void *search, uint8_t *only)
+int pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
+                        const pk_arg *args, void *search, uint8_t *only)
 {
     ft_op *op = op_new(s, c, argc, args, d, &pk__ft_search_verb, search, only);
 
-    if (op == NULL) { /* c waits: answered and resumed here */
+    if (op == NULL) { /* answered here, as the waiting verb's reply */
         pk__ft_error(&c->out, "ERR out of memory");
-        c->waiting_fwd = 0;
-        pk_conn_resume(c);
-        return;
+        return 1;
     }
     if (c->waiting_fwd) { /* c's command is over: its reply comes later */
         start(op);
@@ -340,6 +338,7 @@ void pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
         op->retry = 1;
         op->due_ms = s->now_ms;
     }
+    return 0;
 }
 
 void pk__ft_error(pk_obuf *o, const char *msg)

@@ -34,10 +34,12 @@
 #include "server/pk_repl.h"
 #include "store/pk_ftidx.h"
 #include "store/pk_store.h"
+#include "store/pk_store_log.h"
 
 #define ROUND_BYTES (4u << 20) /* outbox bytes a round ships, at most */
 #define RESCAN_MS 1000         /* every led outbox looked at again (expiry's) */
 #define WAIT_MS 10000          /* CONSISTENT gives up after */
+#define ROUND_MS 5000          /* a round not answered by then is abandoned */
 
 typedef struct blob {
     uint8_t *p;
@@ -46,13 +48,22 @@ typedef struct blob {
 
 struct pk__ftfeed {
     uint8_t *dirty; /* per partition: its outbox may hold records */
+    /* Per partition: the outbox's last record when the log's last record
+     * was cand_log -- shipped once the followers have that (a record is
+     * shipped only when its write is committed: one a new leader lacks
+     * must not reach the index). */
+    uint64_t *cand_seq, *cand_log;
     uint32_t np;
     uint64_t epoch;  /* the map the dirty bits follow */
     uint64_t rescan; /* when every partition is dirty again */
     int busy;        /* a round's calls are out */
     int pending, failed, full;
-    uint32_t *sp;   /* this round: source partitions shipped ... */
-    uint64_t *sseq; /* ... up to these sequence numbers */
+    uint64_t gen;     /* the round's number: late answers of an
+                       * abandoned one are ignored */
+    uint64_t started; /* when the round's calls went out */
+    uint32_t *sp;     /* this round: source partitions shipped ... */
+    uint64_t *sseq;   /* ... up to these sequence numbers ... */
+    uint64_t *sep;    /* ... while led at these leader epochs */
     size_t ns, scap;
     blob *out; /* per node: this round's operations for it */
     uint32_t nout;
@@ -85,13 +96,24 @@ static pk__ftfeed *feed_of(pk_server *s)
 
     if (f && f->np != np && !f->busy) {
         free(f->dirty);
+        free(f->cand_seq);
+        free(f->cand_log);
         f->dirty = NULL;
     }
     if (f == NULL && (f = ft->feed = calloc(1, sizeof(*f))) == NULL)
         return NULL;
     if (f->dirty == NULL) {
-        if ((f->dirty = malloc(np)) == NULL)
+        f->dirty = malloc(np);
+        f->cand_seq = calloc(np, sizeof(*f->cand_seq));
+        f->cand_log = calloc(np, sizeof(*f->cand_log));
+        if (f->dirty == NULL || f->cand_seq == NULL || f->cand_log == NULL) {
+            free(f->dirty);
+            free(f->cand_seq);
+            free(f->cand_log);
+            f->dirty = NULL;
             return NULL;
+        }
+        memset(f->dirty, 1, np);
         f->np = np;
         f->epoch = UINT64_MAX;
     }
@@ -119,6 +141,12 @@ static const pk_ftdef *def_by_id(const pk_ft *ft, uint64_t id)
     return NULL;
 }
 
+int pk_ft_blocks_flush(pk_server *s)
+{
+    return s->ft && s->cluster.enabled && pk__ft_find(s, "", 0) == NULL &&
+           pk__ft_any_global(s->ft);
+}
+
 void pk__ft_global_dirty(pk_server *s, uint32_t part)
 {
     pk__ftfeed *f = feed_of(s);
@@ -134,10 +162,16 @@ typedef struct round_ctx {
     pk__ftfeed *f;
     const pk_pmap *m;
     uint32_t part;
-    uint64_t last; /* the last record shipped whole */
-    size_t bytes;
-    int stop;
+    uint64_t limit; /* ship records up to this sequence number */
+    uint64_t last;  /* the last record shipped whole */
+    size_t bytes;   /* shipped this round (operations carry copies) */
 } round_ctx;
+
+/* A call of a round: answers of an abandoned round are ignored. */
+typedef struct round_call {
+    pk_server *s;
+    uint64_t gen;
+} round_call;
 
 static int ship_op(void *ctx, uint32_t vp, uint64_t id, const uint8_t *op,
                    size_t len)
@@ -147,13 +181,14 @@ static int ship_op(void *ctx, uint32_t vp, uint64_t id, const uint8_t *op,
     uint8_t src[4];
 
     if (def_by_id(rc->s->ft, id) == NULL)
-        return 0; /* an index dropped since: nothing to ship */
+        return 0; /* an index dropped (the list follows this map) */
     if (n >= rc->f->nout)
         return 1; /* no leader: the record waits */
     pk_be32_put(src, rc->part);
     if (blob_add(&rc->f->out[n], src, 4) != 0 ||
         blob_add(&rc->f->out[n], op, len) != 0)
         return PK_ENOMEM;
+    rc->bytes += 4 + len;
     rc->f->ops++;
     return 0;
 }
@@ -161,36 +196,71 @@ static int ship_op(void *ctx, uint32_t vp, uint64_t id, const uint8_t *op,
 static int ship_record(void *ctx, uint64_t seq, pk_slice rec)
 {
     round_ctx *rc = ctx;
-    int r;
 
+    if (seq > rc->limit)
+        return 1; /* not known committed yet */
     if (rc->bytes >= ROUND_BYTES) {
         rc->f->full = 1;
         return 1;
     }
     /* A record whose operations cannot all go stops its outbox here:
      * some may have been added, and go again next round with it. */
-    if ((r = pk_ftout_ops(rec, rc->f->np, ship_op, rc)) != 0) {
-        rc->stop = 1;
-        return r;
-    }
-    rc->bytes += rec.len;
+    if (pk_ftout_ops(rec, rc->f->np, ship_op, rc) != 0)
+        return 1;
     rc->last = seq;
     return 0;
 }
 
+/* The leader epoch of p in s's map. */
+static uint64_t lead_epoch(const pk_server *s, uint32_t p)
+{
+    return s->cluster.map->parts[p].leader_epoch;
+}
+
+/* Up to which record of p's outbox (last: its last) may be shipped now,
+ * 0 for none: those whose writes are committed (on enough copies to be
+ * acknowledged), so that a write a new leader would lack never reaches
+ * the index.  t: the snapshot. */
+static uint64_t shippable(pk_server *s, pk__ftfeed *f, pk_txn *t, uint32_t p,
+                          uint64_t last)
+{
+    uint64_t log = 0, limit = 0;
+    const pk_partition *pt = &s->cluster.map->parts[p];
+
+    if (pk_store_log_last(t, p, &log) != 0)
+        return 0;
+    uint64_t committed = pt->nreplicas < 2 ? log : pk_repl_commit_seq(s, p);
+
+    if (committed >= log)
+        limit = last; /* all of it */
+    else if (f->cand_seq[p] && committed >= f->cand_log[p])
+        limit = f->cand_seq[p]; /* what an earlier look saw */
+    /* What this look saw, for a later one (kept until reached, so that a
+     * steady load cannot move it on for ever). */
+    if (limit >= last) {
+        f->cand_seq[p] = 0;
+    } else if (f->cand_seq[p] == 0 || limit == f->cand_seq[p]) {
+        f->cand_seq[p] = last;
+        f->cand_log[p] = log;
+    }
+    return limit;
+}
+
 static void on_applied(void *ctx, const pk_rr *r, const char *err);
 
-/* Trims what every node applied, and ends the round. */
+/* Trims what every node applied (of the partitions still led here at the
+ * same leader epoch), and ends the round. */
 static void round_end(pk_server *s, pk__ftfeed *f)
 {
     pk_txn *t = s->txn;
     int own = t == NULL, wrote = 0;
 
     f->busy = 0;
-    if (!f->failed && f->ns > 0 &&
+    if (!f->failed && f->ns > 0 && s->cluster.map &&
         (!own || pk_txn_begin(s->store, 0, &t) == PK_OK)) {
         for (size_t i = 0; i < f->ns; i++)
             if (pk__ft_writable(s, f->sp[i]) &&
+                lead_epoch(s, f->sp[i]) == f->sep[i] &&
                 pk_ftout_trim(t, f->sp[i], f->sseq[i]) == 0)
                 wrote = 1;
         if (own && wrote)
@@ -201,7 +271,7 @@ static void round_end(pk_server *s, pk__ftfeed *f)
     f->ns = 0;
     f->rounds++;
     if (f->full && !f->failed)
-        pk__ft_global_feed(s); /* more waits: on at once */
+        pk__ft_global_feed(s); /* more waits: on at once (if it can) */
 }
 
 /* Sends node n its operations: 0, or an error (nothing sent). */
@@ -221,8 +291,16 @@ static int send_ops(pk_server *s, const pk_pmap *m, uint32_t n, blob *b)
     al[3] = b->len;
     pk_obuf_init(&ob);
     rc = pk_rr_write_cmd(&ob, 4, av, al);
-    if (rc == 0)
-        rc = pk_link_call(s, m->nodes[n].addr, &ob, on_applied, s);
+    if (rc == 0) {
+        round_call *call = malloc(sizeof(*call));
+        rc = PK_ENOMEM;
+        if (call) {
+            *call = (round_call){s, s->ft->feed->gen};
+            if ((rc = pk_link_call(s, m->nodes[n].addr, &ob, on_applied,
+                                   call)) != 0)
+                free(call);
+        }
+    }
     pk_obuf_free(&ob);
     return rc;
 }
@@ -234,9 +312,19 @@ void pk__ft_global_feed(pk_server *s)
     pk__ftfeed *f;
     pk_txn *t = NULL;
 
-    /* Records of indexes dropped since wait for the next global one. */
+    /* Records of indexes dropped since wait for the next global one.  Not
+     * while the iteration's transaction is open: a snapshot would miss its
+     * records and clear their partitions' dirty bits. */
     if (ft == NULL || s->store == NULL || !s->cluster.enabled || m == NULL ||
-        !pk__ft_any_global(ft) || (f = feed_of(s)) == NULL || f->busy)
+        s->txn != NULL || (f = feed_of(s)) == NULL)
+        return;
+    if (f->busy && s->now_ms - f->started > ROUND_MS) {
+        f->busy = 0; /* abandoned: nothing trimmed, its answers ignored */
+        f->gen++;
+        f->ns = 0;
+    }
+    pk__ft_find(s, "", 0); /* the definitions follow the map */
+    if (f->busy || ft->epoch != m->epoch || !pk__ft_any_global(ft))
         return;
     if (s->now_ms >= f->rescan) { /* records of expiry, unmarked */
         memset(f->dirty, 1, f->np);
@@ -270,32 +358,36 @@ void pk__ft_global_feed(pk_server *s)
             f->dirty[p] = 0;
             continue;
         }
-        if (r != 0)
-            break;
+        if (r != 0 || (rc.limit = shippable(s, f, t, p, last)) == 0)
+            continue; /* next round */
         rc.part = p;
         rc.last = 0;
-        rc.stop = 0;
-        r = pk_ftout_each(t, p, ROUND_BYTES, ship_record, &rc);
+        pk_ftout_each(t, p, ROUND_BYTES, ship_record, &rc);
         if (rc.last == 0)
             continue;
         if (f->ns == f->scap) {
             size_t cap = f->scap ? 2 * f->scap : 64;
             uint32_t *sp = realloc(f->sp, cap * sizeof(*sp));
             uint64_t *sq = sp ? realloc(f->sseq, cap * sizeof(*sq)) : NULL;
+            uint64_t *se = sq ? realloc(f->sep, cap * sizeof(*se)) : NULL;
             if (sp)
                 f->sp = sp;
-            if (sq == NULL)
+            if (sq)
+                f->sseq = sq;
+            if (se == NULL)
                 break;
-            f->sseq = sq;
+            f->sep = se;
             f->scap = cap;
         }
         f->sp[f->ns] = p;
+        f->sep[f->ns] = lead_epoch(s, p);
         f->sseq[f->ns++] = rc.last;
     }
     if (t)
         pk_txn_abort(t);
     f->pending = 1; /* held until every call went out */
     f->busy = 1;
+    f->started = s->now_ms;
     for (uint32_t n = 0; n < f->nout; n++) {
         if (f->out[n].len == 0)
             continue;
@@ -316,11 +408,13 @@ void pk__ft_global_feed(pk_server *s)
 
 static void on_applied(void *ctx, const pk_rr *r, const char *err)
 {
-    pk_server *s = ctx;
-    pk__ftfeed *f = s->ft ? s->ft->feed : NULL;
+    round_call call = *(round_call *)ctx;
+    pk__ftfeed *f = call.s->ft ? call.s->ft->feed : NULL;
+    pk_server *s = call.s;
 
-    if (f == NULL)
-        return; /* shutting down */
+    free(ctx);
+    if (f == NULL || call.gen != f->gen || !f->busy)
+        return; /* shutting down, or a round abandoned */
     if (err || r->type == PK_RR_ERROR)
         f->failed = 1;
     if (--f->pending == 0)
@@ -356,7 +450,11 @@ void pk_cmd_pk_ftgapply(pk_cmd_ctx *x)
         pk__ft_error(x->out, "TRYAGAIN this node's map is older");
         return;
     }
-    pk__ft_find(s, "", 0); /* the definitions follow the map */
+    pk__ft_find(s, "", 0);          /* the definitions follow the map */
+    if (s->ft->epoch != m->epoch) { /* could not: "unknown" means nothing */
+        pk__ft_error(x->out, "TRYAGAIN index definitions not loaded");
+        return;
+    }
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1 && (t = pk_srv_txn(x)) == NULL)
             return;
@@ -382,6 +480,7 @@ void pk_cmd_pk_ftgapply(pk_cmd_ctx *x)
             if (pass == 0 || def_by_id(s->ft, op.id) == NULL)
                 continue; /* dropped: its entries go with the sweep */
             if ((rc = pk_ftglob_op_apply(t, &op)) != 0) {
+                x->have_part = 0;
                 pk_cmd_store_error(x, rc);
                 return;
             }
@@ -448,20 +547,35 @@ static void wait_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
     uint64_t *v = f ? malloc(3 * (size_t)np * sizeof(*v)) : NULL;
     size_t n = 0;
     pk_txn *t;
+    int rc = 0;
 
     (void)d;
-    if (v == NULL || pk_txn_begin(s->store, 1, &t) != PK_OK) {
+    /* The iteration's transaction when open: a write pipelined before the
+     * query on its connection has its record there. */
+    t = s->txn;
+    if (v == NULL || (t == NULL && pk_txn_begin(s->store, 1, &t) != PK_OK)) {
         free(v);
         pk__ft_error(o, "ERR out of memory");
         return;
     }
-    for (uint32_t p = 0; p < np && p < f->np; p++)
-        if ((parts[p / 8] & (1u << (p % 8))) && f->dirty[p] &&
-            pk_ftout_bounds(t, p, &v[n + 1], &v[n + 2]) == 0) {
+    for (uint32_t p = 0; p < np && p < f->np && rc != 1; p++) {
+        if (!(parts[p / 8] & (1u << (p % 8))) || !f->dirty[p])
+            continue;
+        rc = pk_ftout_bounds(t, p, &v[n + 1], &v[n + 2]);
+        if (rc == 0) {
             v[n] = p;
             n += 3;
+        } else if (rc != PK_ENOTFOUND) {
+            rc = 1; /* unknown is not empty */
         }
-    pk_txn_abort(t);
+    }
+    if (t != s->txn)
+        pk_txn_abort(t);
+    if (rc == 1) {
+        free(v);
+        pk__ft_error(o, "TRYAGAIN an outbox could not be read");
+        return;
+    }
     pk_reply_array(o, n);
     for (size_t i = 0; i < n; i++)
         pk_reply_int(o, (int64_t)v[i]);
@@ -510,16 +624,18 @@ static int wait_again(void *state)
 static int wait_reply(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c)
 {
     wstate *w = state;
+    int answered;
 
     if (w->behind) {
         pk__ft_error(&c->out, "TRYAGAIN the global index did not catch up "
                               "in time");
         return 1;
     }
-    pk__ft_search_after(s, c, d, w->argc, w->args, w->search, w->only);
+    answered =
+        pk__ft_search_after(s, c, d, w->argc, w->args, w->search, w->only);
     w->search = NULL; /* taken */
     w->only = NULL;
-    return 0;
+    return answered;
 }
 
 static void wait_free(void *state)
@@ -633,8 +749,11 @@ void pk__ft_global_free(pk_server *s)
         free(f->out[n].p);
     free(f->out);
     free(f->dirty);
+    free(f->cand_seq);
+    free(f->cand_log);
     free(f->sp);
     free(f->sseq);
+    free(f->sep);
     free(f);
     s->ft->feed = NULL;
 }

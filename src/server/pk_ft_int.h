@@ -146,9 +146,10 @@ void pk__ft_gather(pk_cmd_ctx *x, const pk_ftdef *d, const pk__ftverb *v,
 
 /* pk__ft_gather for c, which already waits (its command ran earlier),
  * with the client's argc arguments args (copied): the search verb with
- * state search (taken), after CONSISTENT's wait. */
-void pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
-                         const pk_arg *args, void *search, uint8_t *only);
+ * state search (taken), after CONSISTENT's wait.  1 when it answered c
+ * (an error), 0 when the answer comes later. */
+int pk__ft_search_after(pk_server *s, pk_conn *c, const pk_ftdef *d, int argc,
+                        const pk_arg *args, void *search, uint8_t *only);
 
 /* ---- term filters (pk_ft_filter.c) ---- */
 

@@ -592,6 +592,16 @@ static int acked(pk_repl *rp, const pk_partition *pt, uint32_t p, uint64_t seq)
     return n;
 }
 
+uint64_t pk_repl_commit_seq(const pk_server *s, uint32_t part)
+{
+    const pk_partition *pt = part_of(s, part);
+
+    if (s->repl == NULL || pt == NULL || part >= s->repl->np ||
+        pt->nreplicas == 0 || pt->replicas[0] != s->cluster.self)
+        return 0;
+    return commit_pos(s->repl, pt, part, now_ms());
+}
+
 int pk_repl_all_have(const pk_server *s, uint32_t part, uint64_t seq)
 {
     const pk_partition *pt = part_of(s, part);

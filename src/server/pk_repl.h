@@ -134,6 +134,11 @@ int pk_repl_lease_usable(const pk_server *s, uint32_t part);
 /* 1 while a read lease of part granted here may run. */
 int pk_repl_read_leased(const pk_server *s, uint32_t part);
 
+/* The commit position of part, which this node leads: its records up to
+ * it are on enough copies to be acknowledged (0: none known, or not the
+ * leader, or its lease has run out). */
+uint64_t pk_repl_commit_seq(const pk_server *s, uint32_t part);
+
 /* 1 when every follower of part (which this node leads) streams it and
  * has its records up to seq. */
 int pk_repl_all_have(const pk_server *s, uint32_t part, uint64_t seq);

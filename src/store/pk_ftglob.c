@@ -664,6 +664,10 @@ int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
             if (at >= k.mv_size)
                 break;
         }
+        if (at - HEAD_LEN - 1 > MID_MAX) {
+            rc = PK_ECORRUPT;
+            break;
+        }
         hit.len = (uint16_t)(at - HEAD_LEN - 1);
         memcpy(hit.mid, p + HEAD_LEN + 1, hit.len);
         /* The copy (with the document's key) is the value: one copy per
@@ -680,7 +684,9 @@ int pk_ftglob_scan(pk_txn *t, uint32_t part, const pk_ftdef *d,
             rc = pk__fail(t, rc);
     }
     mdb_cursor_close(c);
-    if (rc == 0 && mrc != 0 && mrc != MDB_NOTFOUND)
+    if (rc == PK_ECORRUPT)
+        rc = pk__fail(t, rc);
+    else if (rc == 0 && mrc != 0 && mrc != MDB_NOTFOUND)
         rc = pk__fail(t, pk__err(mrc));
     return rc;
 }

@@ -437,8 +437,10 @@ int pk_ftidx_terms(pk_txn *t, uint32_t part, uint64_t id, pk_ftidx_term_fn fn,
         while (at + 1 < n && !(p[at] == 0 && p[at + 1] == 0x01))
             at += p[at] == 0 ? 2 : 1;
         at += 2; /* field | term | 00 01: once per term, not per document */
-        if (at > n)
-            break;
+        if (at > n || at - HEAD_LEN - 1 > MID_MAX) {
+            mdb_cursor_close(c);
+            return pk__fail(t, PK_ECORRUPT); /* else a filter would lie */
+        }
         if (last == NULL || at - HEAD_LEN != last_len ||
             memcmp(last, p + HEAD_LEN, last_len) != 0)
             fn(ctx, p[HEAD_LEN], p + HEAD_LEN + 1, at - HEAD_LEN - 1);

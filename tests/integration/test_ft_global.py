@@ -1001,3 +1001,24 @@ def test_node_alone_global(server_factory):
         dq, dn, total = query_cost(c, "solo", query)
         assert dq == 1 and dn <= 1, (query, dq, dn)
     c.close()
+
+
+def test_flushall_refused_with_global(genv):
+    """FLUSHALL would leave a global index wrong on other nodes (copies of
+    the flushed documents there, entries of documents elsewhere gone
+    here): in a cluster it is refused while one exists, and nothing is
+    deleted."""
+    env = genv
+    env.write({"gfl:%d" % i: {"t": "x"} for i in range(10)})
+    assert create_global(env, "gfl", [ft.Field("t", "TAG")],
+                         ["gfl:"]) == "OK"
+    env.wait_indexed("gfl")
+    for c in env.clients:
+        for cmd in ("FLUSHALL", "FLUSHDB"):
+            with pytest.raises(redis.ResponseError, match="GLOBAL"):
+                c.execute_command(cmd)
+    assert env.writer.hget("gfl:3", "t") == "x"
+    res = env.clients[2].execute_command("FT.SEARCH", "gfl", "@t:{x}",
+                                         "CONSISTENT", "LIMIT", "0", "0")
+    assert res == [10]
+    assert env.clients[0].execute_command("FT.DROPINDEX", "gfl") == "OK"
