@@ -23,6 +23,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_ftq.h"
+#include "core/pk_hash.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_ft_int.h"
 
@@ -245,6 +246,7 @@ static void vset_free(vset *v)
         free(v->v[i]);
     free(v->v);
     free(v->len);
+    free(v->slot);
 }
 
 static void group_free(const pk__ftagg *g, group *gr)
@@ -373,11 +375,42 @@ static group *group_of(pk__ftagg *g, const pk_slice *v)
     return gr;
 }
 
+/* Where v is in s's table, or the empty slot it would take. */
+static size_t vset_slot(const vset *s, const char *v, size_t len)
+{
+    size_t i = (size_t)pk_hash_xxh3(v, len) & (s->nslot - 1);
+
+    while (s->slot[i]) {
+        size_t k = s->slot[i] - 1;
+        if (s->len[k] == len && memcmp(s->v[k], v, len) == 0)
+            break;
+        i = (i + 1) & (s->nslot - 1);
+    }
+    return i;
+}
+
 static int vset_add(vset *s, const char *v, size_t len)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (s->len[i] == len && memcmp(s->v[i], v, len) == 0)
-            return 0;
+    size_t i;
+
+    if (2 * (s->n + 1) > s->nslot) { /* the table at most half full */
+        size_t n = s->nslot ? 2 * s->nslot : 16;
+        uint32_t *old = s->slot;
+        size_t nold = s->nslot;
+        if (n > UINT32_MAX || (s->slot = calloc(n, sizeof(*s->slot))) == NULL) {
+            s->slot = old;
+            return PK_ENOMEM;
+        }
+        s->nslot = n;
+        for (size_t k = 0; k < nold; k++)
+            if (old[k]) {
+                size_t e = old[k] - 1;
+                s->slot[vset_slot(s, s->v[e], s->len[e])] = old[k];
+            }
+        free(old);
+    }
+    if (s->slot[i = vset_slot(s, v, len)])
+        return 0; /* there */
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 8;
         char **nv = realloc(s->v, cap * sizeof(*nv));
@@ -390,9 +423,11 @@ static int vset_add(vset *s, const char *v, size_t len)
         s->len = nl;
         s->cap = cap;
     }
-    if ((s->v[s->n] = strndup(v, len)) == NULL)
+    if ((s->v[s->n] = malloc(len ? len : 1)) == NULL)
         return PK_ENOMEM;
+    memcpy(s->v[s->n], v, len); /* values may hold NULs */
     s->len[s->n++] = len;
+    s->slot[i] = (uint32_t)s->n;
     return 0;
 }
 

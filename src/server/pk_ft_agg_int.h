@@ -23,11 +23,15 @@ typedef struct reducer {
     char as[PK_FT_NAME_MAX + 1];
 } reducer;
 
-/* A value set (COUNT_DISTINCT, TOLIST): owned copies. */
+/* A value set (COUNT_DISTINCT, TOLIST): owned copies in arrival order,
+ * and an open-addressing table of their positions + 1 (0: empty) so that
+ * adding one is constant time. */
 typedef struct vset {
     char **v;
     size_t *len;
     size_t n, cap;
+    uint32_t *slot;
+    size_t nslot; /* a power of two, over twice n */
 } vset;
 
 typedef struct partial {

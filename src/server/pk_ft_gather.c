@@ -121,6 +121,10 @@ static void finish(ft_op *op)
             c->waiting_fwd = 0;
             pk_conn_resume(c);
         }
+    } else if (op->err == NULL && op->v->by_link) {
+        /* A verb that writes finishes what it started for a client that
+         * has gone (DD: the documents are gone, so the index goes). */
+        op->v->reply(op->state, op->s, op->def, NULL);
     }
     if (op->done)
         *op->done = 1;

@@ -126,7 +126,9 @@ typedef struct pk__ftverb {
     /* One node's answer (not an error): NULL, or the error to answer. */
     const char *(*take)(void *state, const struct pk_rr *r);
     /* Every node answered: the reply to c; 0 when it comes later (the
-     * waiting connection is then someone else's to resume). */
+     * waiting connection is then someone else's to resume).  c is NULL
+     * for a verb that writes (by_link) whose client has gone: it finishes
+     * what it started. */
     int (*reply)(void *state, pk_server *s, const pk_ftdef *d, pk_conn *c);
     void (*free)(void *state);
     /* Optional: every node answered; 1 to ask them all again a tick

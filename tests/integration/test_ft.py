@@ -1589,3 +1589,44 @@ def test_restart_keeps_index(server_factory):
     q = Q(("tag", "tags", "late", False), "@tags:{late}")
     assert_same(env, name, model, [q] + queries[:10])
     c.close()
+
+
+def test_dd_goes_on_when_its_client_goes(env):
+    """FT.DROPINDEX ... DD from a client that disconnects at once: the
+    documents are deleted and the index still leaves (on every node)."""
+    name = "ddgone"
+    docs = {"ddg:%d" % i: {"t": "x"} for i in range(40)}
+    env.write(docs)
+    create(env, name, [Field("t", "TAG")], ["ddg:"])
+    env.wait_indexed(name)
+    pool = env.clients[-1].connection_pool
+    conn = pool.get_connection("FT.DROPINDEX")
+    conn.send_command("FT.DROPINDEX", name, "DD")
+    conn.disconnect()  # before any answer
+    pool.release(conn)
+    env.wait_listed(name, present=False)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < WAIT_S and any(
+            env.writer.exists(k) for k in list(docs)[:5]):
+        time.sleep(0.05)
+    assert sum(env.writer.exists(k) for k in docs) == 0
+
+
+def test_tolist_and_distinct_with_many_values(env):
+    """TOLIST and COUNT_DISTINCT over thousands of values, some holding
+    NULs: every distinct value once, none cut at a NUL."""
+    name = "tolist"
+    vals = ["v%d" % (i % 3000) for i in range(6000)] + ["a\0b", "a\0c"]
+    docs = {"tl:%d" % i: {"g": "one", "v": v} for i, v in enumerate(vals)}
+    env.write(docs)
+    create(env, name, [Field("g", "TAG"), Field("v", "TAG")], ["tl:"])
+    env.wait_indexed(name)
+    for c in env.clients:
+        res = c.execute_command(
+            "FT.AGGREGATE", name, "*", "GROUPBY", "1", "@g", "REDUCE",
+            "COUNT_DISTINCT", "1", "@v", "AS", "n", "REDUCE", "TOLIST", "1",
+            "@v", "AS", "l")
+        row = dict(zip(res[1][::2], res[1][1::2]))
+        assert int(row["n"]) == 3002, row["n"]
+        assert sorted(row["l"]) == sorted(set(vals))
+    env.clients[0].execute_command("FT.DROPINDEX", name)
