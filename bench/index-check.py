@@ -2,9 +2,10 @@
 """bench/index-check.py: FT.SEARCH against a brute-force model at scale.
 
 Starts a 3-node cluster (--replicas 3) in a temp dir, creates an index of
-three fields, writes N hashes (default 1,000,000) to their leaders with
-all at once (half before FT.CREATE, built in the background, half
-after), then runs Q random queries (default 1,000) -- tags, numeric ranges
+three fields, writes N hashes (default 1,000,000) to their leaders, all
+pipelined at once (half before FT.CREATE, built in the background, half
+after; what a leader that moved meanwhile refuses goes again through a
+cluster client), then runs Q random queries (default 1,000) -- tags, numeric ranges
 with exclusive and infinite bounds, words, AND, OR, NOT -- each from a
 random node, and compares the total and a sorted page with a model that
 evaluates the same query over the data written, by set algebra.  Prints
