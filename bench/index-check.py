@@ -247,9 +247,10 @@ def main():
         asked = sum(c.info("search")["search_query_nodes"]
                     for c in clients) - asked0
         print("%d queries, %d mismatches; latency p50 %.1f ms, p99 %.1f ms; "
-              "%.2f nodes asked per query (CONSISTENT's rounds included)"
+              "%.2f nodes asked per query%s"
               % (a.q, bad, lat[len(lat) // 2] * 1e3,
-                 lat[int(len(lat) * 0.99)] * 1e3, asked / a.q))
+                 lat[int(len(lat) * 0.99)] * 1e3, asked / a.q,
+                 " (CONSISTENT's rounds included)" if a.glob else ""))
         return 1 if bad else 0
     finally:
         if proc is not None and proc.poll() is None:
