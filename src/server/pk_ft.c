@@ -166,6 +166,12 @@ static void sync_map(pk_server *s)
     ft->sweep_left = m->npartitions;
 }
 
+void pk__ft_sync(pk_server *s)
+{
+    if (s->ft)
+        sync_map(s);
+}
+
 ft_index *pk__ft_find(pk_server *s, const char *name, size_t len)
 {
     pk_ft *ft = s->ft;

@@ -10,13 +10,18 @@
  *     leading an entry's partition -> applied, replicated, +OK
  *   every node answered +OK -> the shipped records trimmed
  *
- * A round ships each outbox from its head, so every entry sees its
- * operations in the order they were written; a round that fails (a node
- * down, a map moving) trims nothing and the next round ships the same
- * records again, which puts and deletes of whole entries make harmless.
- * A node refuses operations from a sender that its map (at least as new
- * as the sender's) does not show leading their source partition, so a
- * deposed leader's late round cannot undo its successor's.
+ * A round ships each outbox from its head, and only the records whose
+ * writes are committed (a write a new leader would lack never reaches the
+ * index), so every entry sees its operations in the order they were
+ * written; a round that fails (a node down, a map moving) trims nothing
+ * and the next round ships the same records again, which puts and
+ * deletes of whole entries make harmless.  A node refuses operations
+ * from a sender that its map (at least as new as the sender's) does not
+ * show leading their source partition, and a sender trims only what it
+ * still leads at the same leader epoch, so a deposed leader's late round
+ * is refused and does not trim its successor's records.  (A round delayed
+ * past a loss and a return of leadership is not: operations carry no
+ * version; see the README's known limits.)
  *
  * A node alone has nothing to partition: a GLOBAL index there is kept as
  * a local one (its id lacks PK_FTIDX_GLOBAL), with no lag.
@@ -49,9 +54,7 @@ typedef struct blob {
 struct pk__ftfeed {
     uint8_t *dirty; /* per partition: its outbox may hold records */
     /* Per partition: the outbox's last record when the log's last record
-     * was cand_log -- shipped once the followers have that (a record is
-     * shipped only when its write is committed: one a new leader lacks
-     * must not reach the index). */
+     * was cand_log -- shipped once that is committed (shippable()). */
     uint64_t *cand_seq, *cand_log;
     uint32_t np;
     uint64_t epoch;  /* the map the dirty bits follow */
@@ -133,18 +136,12 @@ int pk__ft_any_global(const pk_ft *ft)
     return 0;
 }
 
-static const pk_ftdef *def_by_id(const pk_ft *ft, uint64_t id)
-{
-    for (uint32_t i = 0; i < ft->n; i++)
-        if (ft->v[i].def->id == id)
-            return ft->v[i].def;
-    return NULL;
-}
-
 int pk_ft_blocks_flush(pk_server *s)
 {
-    return s->ft && s->cluster.enabled && pk__ft_find(s, "", 0) == NULL &&
-           pk__ft_any_global(s->ft);
+    if (s->ft == NULL || !s->cluster.enabled)
+        return 0;
+    pk__ft_sync(s);
+    return pk__ft_any_global(s->ft);
 }
 
 void pk__ft_global_dirty(pk_server *s, uint32_t part)
@@ -180,7 +177,7 @@ static int ship_op(void *ctx, uint32_t vp, uint64_t id, const uint8_t *op,
     uint32_t n = pk_pmap_leader(rc->m, vp);
     uint8_t src[4];
 
-    if (def_by_id(rc->s->ft, id) == NULL)
+    if (pk__ft_by_id(rc->s, id) == NULL)
         return 0; /* an index dropped (the list follows this map) */
     if (n >= rc->f->nout)
         return 1; /* no leader: the record waits */
@@ -323,7 +320,7 @@ void pk__ft_global_feed(pk_server *s)
         f->gen++;
         f->ns = 0;
     }
-    pk__ft_find(s, "", 0); /* the definitions follow the map */
+    pk__ft_sync(s);
     if (f->busy || ft->epoch != m->epoch || !pk__ft_any_global(ft))
         return;
     if (s->now_ms >= f->rescan) { /* records of expiry, unmarked */
@@ -450,7 +447,7 @@ void pk_cmd_pk_ftgapply(pk_cmd_ctx *x)
         pk__ft_error(x->out, "TRYAGAIN this node's map is older");
         return;
     }
-    pk__ft_find(s, "", 0);          /* the definitions follow the map */
+    pk__ft_sync(s);
     if (s->ft->epoch != m->epoch) { /* could not: "unknown" means nothing */
         pk__ft_error(x->out, "TRYAGAIN index definitions not loaded");
         return;
@@ -477,7 +474,7 @@ void pk_cmd_pk_ftgapply(pk_cmd_ctx *x)
                               op.vp);
                 return;
             }
-            if (pass == 0 || def_by_id(s->ft, op.id) == NULL)
+            if (pass == 0 || pk__ft_by_id(s, op.id) == NULL)
                 continue; /* dropped: its entries go with the sweep */
             if ((rc = pk_ftglob_op_apply(t, &op)) != 0) {
                 x->have_part = 0;

@@ -56,6 +56,9 @@ struct pk_ft {
 /* Lookups a query plan may hold before a walk of every document. */
 #define PK__FT_PLAN_MAX 64
 
+/* The list of indexes follows the map (a cluster), when it changed. */
+void pk__ft_sync(pk_server *s);
+
 /* The index named name (synced with the map first), or NULL. */
 ft_index *pk__ft_find(pk_server *s, const char *name, size_t len);
 
