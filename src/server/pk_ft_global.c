@@ -193,6 +193,7 @@ static int ship_op(void *ctx, uint32_t vp, uint64_t id, const uint8_t *op,
 static int ship_record(void *ctx, uint64_t seq, pk_slice rec)
 {
     round_ctx *rc = ctx;
+    int r;
 
     if (seq > rc->limit)
         return 1; /* not known committed yet */
@@ -201,8 +202,15 @@ static int ship_record(void *ctx, uint64_t seq, pk_slice rec)
         return 1;
     }
     /* A record whose operations cannot all go stops its outbox here:
-     * some may have been added, and go again next round with it. */
-    if (pk_ftout_ops(rec, rc->f->np, ship_op, rc) != 0)
+     * some may have been added, and go again next round with it.  One
+     * that cannot be read never will be: trimmed, and said. */
+    r = pk_ftout_ops(rec, rc->f->np, ship_op, rc);
+    if (r == PK_ECORRUPT)
+        fprintf(stderr,
+                "partkv: partition %u: outbox record %llu unreadable, "
+                "dropped\n",
+                rc->part, (unsigned long long)seq);
+    else if (r != 0)
         return 1;
     rc->last = seq;
     return 0;

@@ -490,35 +490,45 @@ int pk_ftout_ops(pk_slice rec, uint32_t nparts, pk_ftout_op_cb cb, void *ctx)
     rd r = {(const uint8_t *)rec.ptr, rec.len, 0};
     const uint8_t *doc, *copy;
     uint64_t id, dlen, clen;
+    size_t ops;
     buf b = {0};
     int rc = 0;
 
-    if (!rd_u(&r, 8, &id) || !rd_u(&r, 2, &dlen) || !rd_bytes(&r, dlen, &doc) ||
-        !rd_u(&r, 4, &clen) || !rd_bytes(&r, clen, &copy))
+    if (!rd_u(&r, 8, &id) || !(id & PK_FTIDX_GLOBAL) || !rd_u(&r, 2, &dlen) ||
+        dlen > DOC_MAX || !rd_bytes(&r, dlen, &doc) || !rd_u(&r, 4, &clen) ||
+        !rd_bytes(&r, clen, &copy))
         return PK_ECORRUPT;
-    while (rc == 0 && r.at < r.n) {
-        const uint8_t *h, *mid;
-        uint64_t len;
-        uint32_t vp;
-        if (!rd_bytes(&r, 3, &h) || !rd_u(&r, 2, &len) || len > MID_MAX ||
-            !rd_bytes(&r, len, &mid) || (h[1] == K_NUM && len != 8))
-            return PK_ECORRUPT;
-        /* u32 vp | u64 id | u8 put | u8 kind | u8 field | u16 len | mid |
-         * u16 dlen | doc | u32 clen | copy (a put's) */
-        vp = route(id, h[1], h[2], mid, len, nparts);
-        b.len = 0;
-        buf_u32(&b, vp);
-        buf_u64(&b, id);
-        buf_put(&b, h, 3);
-        buf_u16(&b, len);
-        buf_put(&b, mid, len);
-        buf_u16(&b, dlen);
-        buf_put(&b, doc, dlen);
-        buf_u32(&b, h[0] ? clen : 0);
-        if (h[0])
-            buf_put(&b, copy, clen);
-        rc = b.err ? b.err : cb(ctx, vp, id, b.p, b.len);
-    }
+    ops = r.at;
+    /* Read whole first: a record that is not ships nothing. */
+    for (int pass = 0; pass < 2 && rc == 0; pass++)
+        for (r.at = ops; rc == 0 && r.at < r.n;) {
+            const uint8_t *h, *mid;
+            uint64_t len;
+            uint32_t vp;
+            if (!rd_bytes(&r, 3, &h) || !rd_u(&r, 2, &len) || len > MID_MAX ||
+                !rd_bytes(&r, len, &mid) || (h[1] != K_TERM && h[1] != K_NUM) ||
+                (h[1] == K_NUM && len != 8)) {
+                rc = PK_ECORRUPT;
+                break;
+            }
+            if (pass == 0)
+                continue;
+            /* u32 vp | u64 id | u8 put | u8 kind | u8 field | u16 len |
+             * mid | u16 dlen | doc | u32 clen | copy (a put's) */
+            vp = route(id, h[1], h[2], mid, len, nparts);
+            b.len = 0;
+            buf_u32(&b, vp);
+            buf_u64(&b, id);
+            buf_put(&b, h, 3);
+            buf_u16(&b, len);
+            buf_put(&b, mid, len);
+            buf_u16(&b, dlen);
+            buf_put(&b, doc, dlen);
+            buf_u32(&b, h[0] ? clen : 0);
+            if (h[0])
+                buf_put(&b, copy, clen);
+            rc = b.err ? b.err : cb(ctx, vp, id, b.p, b.len);
+        }
     free(b.p);
     return rc;
 }
