@@ -2,7 +2,8 @@
  * pk_ft: secondary indexes on a node -- the RediSearch command subset
  * (FT.CREATE, FT.ALTER, FT.INFO, FT._LIST, FT.DROPINDEX, FT.DROP,
  * FT.SEARCH, FT.AGGREGATE) over local indexes kept beside the data
- * (store/pk_ftidx.h).
+ * (store/pk_ftidx.h) and, in a cluster, global ones partitioned by value
+ * and fed asynchronously from per-partition outboxes (pk_ft_global.c).
  *
  * Definitions: in a cluster they ride the partition map (pk_pmap.h,
  * edited by the agent), so every node learns of an index, and of its
@@ -16,9 +17,11 @@
  *
  * Background: a janitor indexes the data that was there before an index
  * existed (or before FT.ALTER added a field), a slice at a time, in the
- * partitions this node leads -- writes go on meanwhile -- and removes the
- * entries of dropped indexes.  FT.INFO's percent_indexed is the share of
- * led partitions done, summed over the cluster.
+ * partitions this node leads -- writes go on meanwhile -- removes the
+ * entries of dropped indexes, builds the term filters that let exact
+ * lookups of a local index skip partitions (pk_ft_filter.c), and runs the
+ * global indexes' feeder.  FT.INFO's percent_indexed is the share of led
+ * partitions done, summed over the cluster.
  *
  * Queries (pk_ft_search.c): the node that receives FT.SEARCH or
  * FT.AGGREGATE asks each node that leads partitions, per its map, to run
@@ -26,7 +29,9 @@
  * node that no longer leads one of them refuses, and the query runs
  * again on a newer map, so a move or a failover gives neither a
  * duplicate nor a missing document.  Each node answers its best
- * offset + count results (or partial groups); the receiver merges.
+ * offset + count results (or partial groups); the receiver merges.  A
+ * query on a global index asks only the leaders of the partitions its
+ * lookups hit (one, for one value).
  */
 #ifndef PK_SERVER_PK_FT_H
 #define PK_SERVER_PK_FT_H
