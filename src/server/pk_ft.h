@@ -60,6 +60,10 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x);
 /* PK.FTGAPPLY epoch sender ops (node to node: global index entries). */
 void pk_cmd_pk_ftgapply(pk_cmd_ctx *x);
 
+/* Active expiry deleted keys: the outboxes their deletes went to are
+ * looked at by the next round of the global indexes' feeder. */
+void pk_ft_note_expired(pk_server *s);
+
 /* 1 when FLUSHALL must be refused: a cluster with a global index. */
 int pk_ft_blocks_flush(pk_server *s);
 

@@ -42,7 +42,7 @@
 #include "store/pk_store_log.h"
 
 #define ROUND_BYTES (4u << 20) /* outbox bytes a round ships, at most */
-#define RESCAN_MS 1000         /* every led outbox looked at again (expiry's) */
+#define RESCAN_MS 1000         /* every led outbox looked at again */
 #define WAIT_MS 10000          /* CONSISTENT gives up after */
 #define ROUND_MS 5000          /* a round not answered by then is abandoned */
 
@@ -134,6 +134,12 @@ int pk__ft_any_global(const pk_ft *ft)
         if (ft->v[i].def->id & PK_FTIDX_GLOBAL)
             return 1;
     return 0;
+}
+
+void pk_ft_note_expired(pk_server *s)
+{
+    if (s->ft && s->ft->feed)
+        s->ft->feed->rescan = 0; /* every outbox, next round */
 }
 
 int pk_ft_blocks_flush(pk_server *s)

@@ -185,6 +185,8 @@ static void on_expire(uv_timer_t *t)
                                  pk_move_may_expire, s, &s->expire_pos,
                                  &n) == PK_OK)
         s->expired_keys += n;
+    if (n) /* their global entries' deletes wait in outboxes */
+        pk_ft_note_expired(s);
     if (own) {
         if (n)
             pk_txn_commit(txn);

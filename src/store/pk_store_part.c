@@ -307,8 +307,10 @@ int pk_store_flushall_if(pk_txn *t, pk_part_filter may, void *ctx)
     return rc;
 }
 
-/* Expires the key named by the expiry entry k (when | prefix). */
-static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
+/* Expires the key named by the expiry entry k (when | prefix), at
+ * now_ms. */
+static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k,
+                      uint64_t now_ms)
 {
     uint8_t prefix[PK_KEYENC_MAX];
     size_t plen = k->mv_size - 8, n = 0;
@@ -324,7 +326,7 @@ static int expire_one(pk_txn *t, MDB_cursor *c, const MDB_val *k)
     }
     rc = pk__rec_delprefix(t, prefix, plen, 0, &n);
     if (rc == 0 && n > 0) /* and its index entries, in the same record */
-        rc = pk__ftidx_forget(t, prefix, plen, pk_be64_get(key));
+        rc = pk__ftidx_forget(t, prefix, plen, now_ms);
     rc = pk__op_end(t, rc);
     if (rc == 0 && n == 0) {
         /* An entry without its key would stop the cycle forever. */
@@ -384,7 +386,7 @@ int pk_store_expire_cycle_if(pk_txn *t, uint64_t now_ms, size_t max_keys,
             skipped++;
             continue;
         }
-        if ((rc = expire_one(t, c, &k)) != 0) {
+        if ((rc = expire_one(t, c, &k, now_ms)) != 0) {
             break;
         }
         k.mv_data = from; /* deleted: the next entry is at or after it */
