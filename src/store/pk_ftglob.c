@@ -361,9 +361,7 @@ int pk__ftglob_doc(pk_txn *t, uint32_t part, const pk_ftdef *d, const void *key,
         digest = pk_hash_xxh3(copy.p, copy.len);
     if (rc != 0)
         goto done;
-    pk__ftidx_head(dk, part, d->id, K_DOC);
-    memcpy(dk + HEAD_LEN, prefix + 4, plen - 4);
-    dklen = HEAD_LEN + plen - 4;
+    dklen = pk__ftidx_doc_key(dk, part, d->id, prefix, plen);
     rc = pk__rec_get(t, dk, dklen, &v);
     if (rc != 0 && rc != PK_ENOTFOUND)
         goto done;

@@ -48,6 +48,14 @@ static int ents_add(pk__ents *e, uint8_t kind, uint8_t field,
     return 0;
 }
 
+size_t pk__ftidx_doc_key(uint8_t *dk, uint32_t part, uint64_t id,
+                         const uint8_t *prefix, size_t plen)
+{
+    pk__ftidx_head(dk, part, id, K_DOC);
+    memcpy(dk + HEAD_LEN, prefix + 4, plen - 4);
+    return HEAD_LEN + plen - 4;
+}
+
 int pk__ftidx_ent_cmp(const void *a, const void *b)
 {
     const pk__ent *x = a, *y = b;
@@ -261,9 +269,7 @@ int pk_ftidx_doc_terms(pk_txn *t, uint32_t part, const pk_ftdef *d,
         return pk__ftglob_doc(t, part, d, key, klen, prefix, plen, now_ms);
     if ((rc = doc_ents(t, part, d, key, klen, now_ms, &now, &doc)) != 0)
         goto done;
-    pk__ftidx_head(dk, part, d->id, K_DOC);
-    memcpy(dk + HEAD_LEN, prefix + 4, plen - 4);
-    dklen = HEAD_LEN + plen - 4;
+    dklen = pk__ftidx_doc_key(dk, part, d->id, prefix, plen);
     rc = pk__rec_get(t, dk, dklen, &v);
     if (rc != 0 && rc != PK_ENOTFOUND)
         goto done;
@@ -627,9 +633,8 @@ int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen,
     while ((rc = next_id(t, part, id, &id)) == 0) {
         pk__ents old = {0};
         MDB_val v;
-        pk__ftidx_head(dk, part, id, K_DOC);
-        memcpy(dk + HEAD_LEN, prefix + 4, plen - 4);
-        rc = pk__rec_get(t, dk, HEAD_LEN + plen - 4, &v);
+        size_t dklen = pk__ftidx_doc_key(dk, part, id, prefix, plen);
+        rc = pk__rec_get(t, dk, dklen, &v);
         if (rc == PK_ENOTFOUND)
             continue;
         /* A global index's DOC entry begins with its copy's digest. */
@@ -651,7 +656,7 @@ int pk__ftidx_forget(pk_txn *t, const uint8_t *prefix, size_t plen,
                 NULL);
         free(old.v);
         if (rc == 0)
-            rc = pk__rec_del(t, dk, HEAD_LEN + plen - 4, NULL);
+            rc = pk__rec_del(t, dk, dklen, NULL);
         if (rc != 0)
             return rc;
     }

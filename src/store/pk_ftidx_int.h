@@ -33,6 +33,11 @@ typedef struct pk__ents {
 /* The head of an entry key: part | 00 03 | 0x10 | id | kind. */
 void pk__ftidx_head(uint8_t *k, uint32_t part, uint64_t id, uint8_t kind);
 
+/* The key of index id's DOC entry for the document whose data prefix is
+ * prefix (plen bytes): its length. */
+size_t pk__ftidx_doc_key(uint8_t *dk, uint32_t part, uint64_t id,
+                         const uint8_t *prefix, size_t plen);
+
 /* Order of entries: kind, field, bytes (qsort-shaped). */
 int pk__ftidx_ent_cmp(const void *a, const void *b);
 
