@@ -47,6 +47,12 @@
  * so that the node answers in between: a long pause would also hold the
  * promises that its leaders' leases rest on. */
 #define SETTLE_MS 1000
+/* New pages of the map are faulted in PREFAULT_AHEAD bytes ahead of the
+ * last one in use, checked every PREFAULT_MS, in the thread pool: the
+ * kernel zeroes and allocates a page on first touch, which in a command's
+ * commit cost a node writing new data ~10% of its loop's time. */
+#define PREFAULT_MS 10
+#define PREFAULT_AHEAD (32u << 20)
 #define SETTLE_BATCH 262144u
 #define SETTLE_SLICE 16384u
 
@@ -347,6 +353,36 @@ static void on_sync(uv_timer_t *t)
     uv_queue_work(&s->loop, &s->sync_work, sync_work, sync_done);
 }
 
+static void prefault_work(uv_work_t *w)
+{
+    pk_server *s = w->data;
+
+    if (pk_store_prefault(s->store, PREFAULT_AHEAD) == PK_EINVAL)
+        s->prefaulting = -1; /* the kernel cannot: stop */
+}
+
+static void prefault_done(uv_work_t *w, int status)
+{
+    pk_server *s = w->data;
+
+    (void)status;
+    if (s->prefaulting == -1)
+        uv_timer_stop(&s->prefault_timer);
+    else
+        s->prefaulting = 0;
+}
+
+static void on_prefault(uv_timer_t *t)
+{
+    pk_server *s = t->data;
+
+    if (s->prefaulting || s->shutting_down)
+        return;
+    s->prefaulting = 1;
+    s->prefault_work.data = s;
+    uv_queue_work(&s->loop, &s->prefault_work, prefault_work, prefault_done);
+}
+
 static void on_coord_tick(uv_timer_t *t)
 {
     pk_server *s = t->data;
@@ -569,6 +605,10 @@ static void init_handles(pk_server *s)
     s->sync_timer.data = s;
     if (s->store && s->cfg.fsync == PK_FSYNC_EVERYSEC)
         uv_timer_start(&s->sync_timer, on_sync, 1000, 1000);
+    uv_timer_init(&s->loop, &s->prefault_timer);
+    s->prefault_timer.data = s;
+    if (s->store)
+        uv_timer_start(&s->prefault_timer, on_prefault, 0, PREFAULT_MS);
     uv_signal_init(&s->loop, &s->sigterm);
     s->sigterm.data = s;
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);

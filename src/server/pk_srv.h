@@ -128,11 +128,14 @@ struct pk_server {
     pk_conn *resume;     /* unblocked connections with commands buffered */
     uint64_t resume_gen; /* idle rounds run so far */
     uv_timer_t expire_timer, rate_timer, sync_timer, settle_timer;
+    uv_timer_t prefault_timer;
     pk_expire_pos expire_pos; /* where active expiry goes on */
     uv_signal_t sigterm, sigint;
     uv_work_t sync_work;
     int syncing;
     int sync_rc;
+    uv_work_t prefault_work; /* pk_store_prefault in the thread pool */
+    int prefaulting;
     pk_server_config cfg;
     pk_config_state conf; /* CONFIG SET's values (pk_config.h) */
     pk_store *store;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -316,6 +317,69 @@ void pk_store_writeback(pk_store *s)
 
     if (mdb_env_get_fd(s->env, &fd) == 0)
         (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* The address LMDB mapped the data file at (mdb_env_info tells it only
+ * for MDB_FIXEDMAP): the mapping of the file's inode that is mapsize long,
+ * from /proc/self/maps.  NULL when none is found. */
+static char *map_addr(pk_store *s, size_t mapsize)
+{
+    mdb_filehandle_t fd;
+    struct stat st;
+    unsigned long lo, hi, ino;
+    char line[512];
+    char *addr = NULL;
+    FILE *f;
+
+    if (mdb_env_get_fd(s->env, &fd) != 0 || fstat(fd, &st) != 0 ||
+        (f = fopen("/proc/self/maps", "r")) == NULL)
+        return NULL;
+    while (addr == NULL && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &ino) == 3 &&
+            ino == (unsigned long)st.st_ino && hi - lo == mapsize)
+            addr = (char *)lo;
+    fclose(f);
+    return addr;
+}
+
+int64_t pk_store_prefault(pk_store *s, size_t ahead)
+{
+    const size_t chunk = 1 << 20;
+    MDB_envinfo ei;
+    MDB_stat st;
+    uint64_t used, end, at;
+    int64_t done = 0;
+
+    if (s->pf_off)
+        return PK_EINVAL;
+    if (mdb_env_info(s->env, &ei) != 0 || mdb_env_stat(s->env, &st) != 0)
+        return 0;
+    if (s->pf_map == NULL && (s->pf_map = map_addr(s, ei.me_mapsize)) == NULL) {
+        s->pf_off = 1;
+        return PK_EINVAL;
+    }
+    /* The committed last page; a transaction under way allocates past
+     * it, which is why this runs ahead by more than one commit takes. */
+    used = ((uint64_t)ei.me_last_pgno + 1) * st.ms_psize;
+    end = used + ahead < ei.me_mapsize ? used + ahead : ei.me_mapsize;
+    at = s->pf_upto > used ? s->pf_upto : used;
+    for (; at < end; at += chunk) {
+        size_t n = end - at < chunk ? end - at : chunk;
+        if (madvise(s->pf_map + at, n, MADV_POPULATE_WRITE) != 0) {
+            if (errno == EINVAL) {
+                s->pf_off = 1;
+                return PK_EINVAL;
+            }
+            break; /* ENOMEM, EFAULT: again next time */
+        }
+        s->pf_upto = at + n;
+        done += (int64_t)n;
+    }
+    return done;
 }
 
 int pk_txn_begin(pk_store *s, int rdonly, pk_txn **out)

@@ -132,6 +132,17 @@ int pk_store_sync(pk_store *s);
 void pk_store_writeback(pk_store *s);
 
 /*
+ * Faults in, writable, the map's next ahead bytes past the last page in
+ * use (never past the map's end), so that the writer's first touch of a
+ * new page -- the kernel zeroing it and giving it a block -- is paid here
+ * and not inside a command.  Contents are left alone (MADV_POPULATE_WRITE),
+ * so it may run in another thread while the store is written; one call at
+ * a time.  Returns the bytes faulted in (0: nothing to do) or PK_EINVAL
+ * when the kernel cannot (before Linux 5.14), after which it does nothing.
+ */
+int64_t pk_store_prefault(pk_store *s, size_t ahead);
+
+/*
  * Begins a transaction: read-only when rdonly is non-zero.  Returns 0 and
  * *out (owned until pk_txn_commit or pk_txn_abort), PK_EBUSY (a write
  * transaction is already open), PK_EFULL (too many readers), PK_ENOMEM or

@@ -231,6 +231,11 @@ struct pk_store {
      * allocated on first use; partitions >= PK_PARTITIONS_MAX are not
      * counted. */
     pk__ctr *ctr[PK_PARTITIONS_MAX / PK__CTR_PAGE];
+    /* pk_store_prefault: the map (found on first use) is faulted in up
+     * to offset pf_upto; pf_off once that cannot be done. */
+    char *pf_map;
+    uint64_t pf_upto;
+    int pf_off;
     pk__rank *rank[PK__RANK_SLOTS]; /* owned, nrank used */
     uint32_t nrank;
     uint64_t rank_tick;
