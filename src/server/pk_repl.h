@@ -44,6 +44,9 @@
  * show a write that may still be lost) and the leader's promise holds; it
  * runs nothing else meanwhile.  After ACK_TIMEOUT_MS, or when the leader
  * learns it was fenced, those replies become -TRYAGAIN errors.
+ *
+ * The code is split by side (leader streams, follower, gates and WAIT,
+ * persisted state); pk_repl_int.h lists the files.
  */
 #ifndef PK_SERVER_PK_REPL_H
 #define PK_SERVER_PK_REPL_H
