@@ -50,7 +50,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check bench bench-run fuzz fuzz-libs format install clean
+.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check bench bench-run bench-guard fuzz fuzz-libs format install clean
 
 all: $(BUILD)/partkv
 
@@ -125,6 +125,14 @@ check: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
+
+# The instruction-count guard: callgrind's instructions per request of
+# every command against bench/callgrind-counts.txt (which a busy machine
+# does not move, unlike times); fails when a command's own instructions grow by more than 3%.
+bench-guard: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/bench/mload
+	BENCH_CHECK=1 PARTKV=$(abspath $(BUILD)/partkv) \
+	    MLOAD=$(abspath $(BUILD)/bench/mload) bash bench/callgrind-cmds.sh
 
 # bench/mload.c: the MULTI/EXEC load of bench/vs-redis.sh (a tool, not a
 # benchmark of its own, so not bench_*.c).

@@ -19,6 +19,15 @@
 #             starts and stops with no load, over BENCH_N
 #   dispatch  inclusive instructions of pk_cmd_dispatch over BENCH_N:
 #             the commands' own work, without RESP parsing and socket I/O
+#
+# The regression guard: bench/callgrind-counts.txt keeps each command's
+# counts at the defaults.  BENCH_CHECK=1 compares every command measured
+# with them and exits 1 when a dispatch count grew by more than
+# BENCH_TOLERANCE percent (default 3; runs on this machine agree within
+# 0.5%); the total is shown beside it but not judged: it moves with when
+# the journal's retention and the stats checkpoints fall (LPOP's total
+# takes two values 12% apart from run to run).  BENCH_SAVE=1 writes the
+# counts measured into the file instead.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,7 +35,7 @@ N=${BENCH_N:-20000}
 P=${BENCH_P:-16}
 PARTKV=${PARTKV:-$root/build/partkv}
 MLOAD=${MLOAD:-$root/build/bench/mload}
-read -ra TESTS <<<"${BENCH_TESTS:-SET SADD LPUSH LPOP SPOP LRANGE_100 MULTI}"
+read -ra TESTS <<<"${BENCH_TESTS:-SET GET INCR DECR HSET HINCRBY ZADD ZINCRBY LPUSH SADD LPOP SPOP LRANGE_100 MULTI}"
 
 PROG=callgrind-cmds
 # BENCH_SERVER_ARGS adds flags to every node's command line (e.g.
@@ -75,6 +84,13 @@ load() { # load TEST N
             >/dev/null
     elif [[ $t == LRANGE_100 ]]; then # -t lrange_100 would LPUSH first
         "${rb[@]}" LRANGE mylist 0 99 >/dev/null
+    elif [[ $t == DECR ]]; then # -t has no DECR, HINCRBY, ZINCRBY: the
+        # keys and members of INCR, HSET and ZADD
+        "${rb[@]}" DECR counter:__rand_int__ >/dev/null
+    elif [[ $t == HINCRBY ]]; then
+        "${rb[@]}" HINCRBY myhash element:__rand_int__ 1 >/dev/null
+    elif [[ $t == ZINCRBY ]]; then
+        "${rb[@]}" ZINCRBY myzset 1 element:__rand_int__ >/dev/null
     else
         "${rb[@]}" -t "$t" >/dev/null
     fi
@@ -95,6 +111,11 @@ measure() {
         END { print total + 0, disp + 0 }'
 }
 
+COUNTS=$root/bench/callgrind-counts.txt
+TOL=${BENCH_TOLERANCE:-3}
+measured=$work/measured
+: >"$measured"
+
 read -r idle _ < <(measure idle)
 echo "callgrind-cmds: -c 50 -r 100000 -n $N -P $P; idle node $idle instructions"
 printf '%-11s %10s %10s\n' command total dispatch
@@ -105,5 +126,30 @@ for t in "${TESTS[@]}"; do
     esac
     read -r total disp < <(measure "$t")
     awk -v t="$t" -v a="$total" -v i="$idle" -v d="$disp" -v n="$N" \
-        'BEGIN { printf "%-11s %10.0f %10.0f\n", t, (a - i) / n, d / n }'
+        'BEGIN { printf "%-11s %10.0f %10.0f\n", t, (a - i) / n, d / n }' |
+        tee -a "$measured"
 done
+
+if [[ ${BENCH_SAVE:-} == 1 ]]; then
+    { echo "# bench/callgrind-cmds.sh at -c 50 -r 100000 -n $N -P $P:" \
+        "command, instructions per request (total, dispatch); the commit" \
+        "that last wrote this file measured them"
+      cat "$measured"; } >"$COUNTS"
+    echo "callgrind-cmds: counts written to $COUNTS"
+elif [[ ${BENCH_CHECK:-} == 1 ]]; then
+    ((N == 20000 && P == 16)) || die "BENCH_CHECK needs the default BENCH_N and BENCH_P"
+    awk -v tol="$TOL" '
+        NR == FNR { if ($1 !~ /^#/) { tot[$1] = $2; disp[$1] = $3 }; next }
+        !($1 in disp) { printf "%-11s (no stored count)\n", $1; next }
+        {
+            d = 100 * ($3 - disp[$1]) / disp[$1]
+            bad = d > tol
+            printf "%-11s dispatch %6d vs %6d %+6.1f%%  %-9s total %+6.1f%%\n",
+                $1, $3, disp[$1], d, bad ? "REGRESSED" : "ok",
+                100 * ($2 - tot[$1]) / tot[$1]
+            fail += bad
+        }
+        END { exit fail > 0 }' "$COUNTS" "$measured" ||
+        die "dispatch instructions per request grew by more than $TOL% (see above)"
+    echo "callgrind-cmds: every command within $TOL% of $COUNTS"
+fi

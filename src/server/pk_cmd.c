@@ -447,6 +447,16 @@ int pk_arg_double(const pk_arg *a, double *v)
 
     if (a->len == 0 || a->ptr[0] == ' ' || a->ptr[0] == '\t')
         return 0;
+    if (a->len <= 15) { /* plain integers (most scores): exact, no strtod */
+        size_t i = a->ptr[0] == '-';
+        uint64_t n = 0;
+        while (i < a->len && a->ptr[i] >= '0' && a->ptr[i] <= '9')
+            n = n * 10 + (uint64_t)(a->ptr[i++] - '0');
+        if (i == a->len && a->len > (size_t)(a->ptr[0] == '-')) {
+            *v = a->ptr[0] == '-' ? -(double)n : (double)n;
+            return 1;
+        }
+    }
     if (a->len >= sizeof(small) && (buf = malloc(a->len + 1)) == NULL)
         return 0;
     memcpy(buf, a->ptr, a->len);

@@ -309,7 +309,7 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
                    int64_t *out)
 {
     uint8_t kb[PK_KEYENC_MAX];
-    char num[24];
+    char num[PK_I64_CHARS];
     int64_t cur = 0;
     size_t kl;
     pk__meta m;
@@ -341,9 +341,9 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
         goto out;
     }
     cur += by;
-    n = snprintf(num, sizeof(num), "%lld", (long long)cur);
-    rc = field_put(t, kb, kl, field, flen, num, (size_t)n);
-    if (rc == 0 && isnew) {
+    /* A new field's META first: the load left its cursor there, and a
+     * missing key's META is then written without a second search. */
+    if (isnew) {
         if (!m.exists) {
             m.type = PK__T_HASH;
             m.expire = 0;
@@ -352,6 +352,8 @@ int pk_hmap_incrby(pk_txn *t, uint32_t part, const void *key, size_t klen,
         m.count++;
         rc = pk__meta_put(t, &m, NULL, 0, NULL, 0);
     }
+    n = (int)pk_i64_format(num, cur);
+    rc = rc ? rc : field_put(t, kb, kl, field, flen, num, (size_t)n);
     if (rc == 0) {
         *out = cur;
     }

@@ -248,6 +248,15 @@ typedef struct pk__buf {
     size_t cap;
 } pk__buf;
 
+/* Coalescing hints (pk_store_journal.c): per partition slot, the newest
+ * record this transaction appended there and a hash of its lone key. */
+#define PK__COAL_SLOTS 64u
+typedef struct pk__coal {
+    uint64_t pos;
+    uint32_t part;
+    uint32_t khash; /* 0: the record is not one PUT or DEL */
+} pk__coal;
+
 struct pk_txn {
     pk_store *s;  /* borrowed */
     MDB_txn *txn; /* owned */
@@ -258,6 +267,7 @@ struct pk_txn {
     /* pk__meta_load found META key absent_key (absent_len bytes, 0 for
      * none) missing when ins_del was absent_at: while no record comes or
      * goes, pk__rec_put inserts it without looking for it again. */
+    pk__coal coal[PK__COAL_SLOTS];
     uint8_t absent_key[PK_KEYENC_SHORT + 1];
     size_t absent_len;
     uint64_t absent_at;

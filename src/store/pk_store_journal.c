@@ -78,11 +78,38 @@ static int jget(MDB_cursor *c, uint64_t pos, jrec *r)
     return rc == 0 ? jparse(&k, &v, r) : pk__err(rc);
 }
 
+/* The only entry of rec[len], when it is one PUT or DEL; else 0. */
+static int lone_entry(const uint8_t *rec, size_t len, pk__entry *e)
+{
+    size_t off = 0;
+
+    return pk__entry_next(rec, len, &off, e) == 0 && off == len &&
+           e->op != PK__LOG_DELPREFIX;
+}
+
+/* A hash of a lone entry's key, never 0. */
+static uint32_t key_hash(const pk__entry *e)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < e->klen; i++) {
+        h = (h ^ e->key[i]) * 16777619u;
+    }
+    return h | 1;
+}
+
+/* The coalescing hint of t's partition slot for the open operation. */
+static pk__coal *coal_slot(pk_txn *t)
+{
+    return &t->coal[t->op_part % PK__COAL_SLOTS];
+}
+
 int pk__log_append(pk_txn *t, uint64_t seq, const void *rec, size_t len)
 {
     uint8_t kb[8], *p;
     MDB_val k = {8, kb}, v = {PK__JHDR + len, NULL};
     MDB_cursor *c;
+    pk__entry e;
     int rc;
 
     if ((rc = pk__cursor(t, t->s->log, &c)) != 0) {
@@ -111,16 +138,9 @@ int pk__log_append(pk_txn *t, uint64_t seq, const void *rec, size_t len)
     t->st.log_pos = t->log_next++;
     t->st_dirty = 1;
     t->appended++;
+    *coal_slot(t) = (pk__coal){t->st.log_pos, t->op_part,
+                               lone_entry(rec, len, &e) ? key_hash(&e) : 0};
     return 0;
-}
-
-/* The only entry of rec[len], when it is one PUT or DEL; else 0. */
-static int lone_entry(const uint8_t *rec, size_t len, pk__entry *e)
-{
-    size_t off = 0;
-
-    return pk__entry_next(rec, len, &off, e) == 0 && off == len &&
-           e->op != PK__LOG_DELPREFIX;
 }
 
 /*
@@ -142,8 +162,15 @@ int pk__log_coalesce(pk_txn *t, const void *rec, size_t len)
     jrec old;
     int rc;
 
+    const pk__coal *hint = coal_slot(t);
+
     if ((t->op_flags & (PK__OP_DEFER | PK__OP_RAW)) || t->log_next == 0 ||
         t->st.log_pos <= t->s->log_top || !lone_entry(rec, len, &b))
+        return 0;
+    /* The partition's newest record is known here: another key's, or no
+     * lone entry at all, takes no lookup. */
+    if (hint->part == t->op_part && hint->pos == t->st.log_pos &&
+        hint->khash != key_hash(&b))
         return 0;
     if ((rc = pk__cursor(t, t->s->log, &c)) != 0)
         return rc;
