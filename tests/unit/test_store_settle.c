@@ -25,6 +25,12 @@
 #define NOW 1700000000000ull
 #define NPARTS 4
 
+/* The partitions the writes go to: 0..3, or (test_high_partitions) ids
+ * that share their low 16 bits. */
+static const uint32_t low_parts[NPARTS] = {0, 1, 2, 3};
+static const uint32_t high_parts[NPARTS] = {3, 65539, 131075, 1048573};
+static const uint32_t *parts = low_parts;
+
 /*
  * Writes on A: strings rewritten many times (so a batch holds several
  * writes of one key), hashes, deletes (DELPREFIX entries) and a string
@@ -39,7 +45,7 @@ static void writes(pk_store *s, int ops)
 
     assert_non_null(t);
     for (int i = 0; i < ops; i++) {
-        uint32_t part = trnd() % NPARTS, r = trnd() % 10;
+        uint32_t part = parts[trnd() % NPARTS], r = trnd() % 10;
         snprintf(k, sizeof(k), "k%u", trnd() % 30);
         snprintf(v, sizeof(v), "v%d-%u", i, trnd() % 1000);
         snprintf(f, sizeof(f), "f%u", trnd() % 5);
@@ -67,8 +73,9 @@ static int ship(pk_store *a, pk_store *b, uint64_t from)
     pk_txn *ta = rtxn(a);
     tship dc = {wtxn(b), 0, 0, 1};
 
-    for (dc.part = 0; dc.part < NPARTS; dc.part++) {
+    for (int i = 0; i < NPARTS; i++) {
         uint64_t last = 0;
+        dc.part = parts[i];
         pk_txn *tb = rtxn(b);
         assert_int_equal(pk_store_log_last(tb, dc.part, &last), 0);
         pk_txn_abort(tb);
@@ -99,8 +106,8 @@ static int export_rc(pk_store *s, uint32_t part, buf *b)
 /* Every partition byte-identical on both stores, with the same stats. */
 static void expect_same(pk_store *a, pk_store *b)
 {
-    for (uint32_t p = 0; p < NPARTS; p++) {
-        assert_int_equal(tstore_same(a, b, p), 0);
+    for (int i = 0; i < NPARTS; i++) {
+        assert_int_equal(tstore_same(a, b, parts[i]), 0);
     }
 }
 
@@ -162,6 +169,22 @@ static void test_settle_reproduces(void **state)
         settle_all(w->b->s, 7);
         expect_same(w->a->s, w->b->s);
     }
+}
+
+/* The same with partitions far apart whose ids agree in their low 16
+ * bits: the batch's counting sort by partition takes its second pass. */
+static void test_high_partitions(void **state)
+{
+    two *w = *state;
+
+    parts = high_parts;
+    for (int round = 0; round < 3; round++) {
+        writes(w->a->s, 1500);
+        assert_true(ship(w->a->s, w->b->s, 1) > 0);
+        settle_all(w->b->s, 0);
+        expect_same(w->a->s, w->b->s);
+    }
+    parts = low_parts;
 }
 
 static void test_use_settles_first(void **state)
@@ -356,9 +379,10 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, two_setup, two_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_settle_reproduces),         T(test_use_settles_first),
-        T(test_defer_rules_and_abort),     T(test_reopen_settles),
-        T(test_retention_keeps_unsettled), T(test_batch_in_slices),
+        T(test_settle_reproduces), T(test_high_partitions),
+        T(test_use_settles_first), T(test_defer_rules_and_abort),
+        T(test_reopen_settles),    T(test_retention_keeps_unsettled),
+        T(test_batch_in_slices),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
