@@ -17,18 +17,9 @@
 
 #include "core/pk_pmap.h"
 
-typedef struct pk_range pk_range;
+typedef struct pk_cluster pk_cluster; /* its state: pk_srv.h */
 typedef struct pk_cmd pk_cmd;
 typedef struct pk_cmd_ctx pk_cmd_ctx;
-
-typedef struct pk_cluster {
-    int enabled;                /* 1 once the node runs in a cluster */
-    char name[PK_NAME_MAX + 1]; /* this node's 40-hex id */
-    char addr[PK_ADDR_MAX + 1]; /* "host:port" others reach it at */
-    pk_pmap *map;               /* owned; NULL until the first map */
-    uint32_t self;              /* our id in map, or PK_NODE_NONE */
-    pk_range *ranges;           /* owned; the range scheme's key order */
-} pk_cluster;
 
 /* Takes ownership of map (freeing the previous one); finds self by name. */
 void pk_cluster_set_map(pk_cluster *cl, pk_pmap *map);

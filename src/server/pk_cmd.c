@@ -6,9 +6,11 @@
  */
 #include "server/pk_cmd.h"
 #include "server/pk_block.h"
+#include "server/pk_cluster.h"
 #include "server/pk_ft.h"
 #include "server/pk_hot.h"
 #include "server/pk_hotread.h"
+#include "server/pk_metrics.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"

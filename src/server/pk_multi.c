@@ -19,6 +19,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
+#include "server/pk_cluster.h"
 #include "server/pk_cmd.h"
 #include "server/pk_repl.h"
 #include "server/pk_salted.h"

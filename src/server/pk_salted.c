@@ -18,6 +18,7 @@
 #include "core/pk_topk.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_agent.h"
+#include "server/pk_cluster.h"
 #include "server/pk_cmd.h"
 #include "server/pk_hot.h"
 #include "server/pk_hotread.h"
