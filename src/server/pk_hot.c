@@ -10,7 +10,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_topk.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_salted.h"
 #include "server/pk_srv.h"
 

@@ -19,7 +19,7 @@
 #include "proto/pk_rreply.h"
 #include "server/pk_agent.h"
 #include "server/pk_cluster.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_hot.h"
 #include "server/pk_hotread.h"
 #include "server/pk_link.h"

@@ -35,7 +35,7 @@
 #include "core/pk_num.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_cluster.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_salted_int.h"
 #include "server/pk_srv.h"
 #include "store/pk_hmap.h"

@@ -29,6 +29,7 @@
 typedef struct pk_server pk_server;
 typedef struct pk_conn pk_conn;
 typedef struct pk_range pk_range;
+typedef struct pk_cmd pk_cmd; /* pk_ctx.h */
 
 /* A node's view of the cluster (pk_cluster.h: what follows from it). */
 typedef struct pk_cluster {
@@ -281,10 +282,12 @@ int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
 /* pk_cmd_coord.c: the connection closed; an awaited answer is dropped */
 void pk_coord_conn_closed(pk_conn *c);
 
-/* pk_cmd.c */
+/* pk_cmd.c: the dispatcher, which lower modules call back into (a
+ * blocked command retried, EXEC's queued commands, a salted key's part).
+ * pk_cmd_run runs cmd (routed already), then touches the WATCHed keys it
+ * changed: dispatch and EXEC run every command through it. */
 void pk_cmd_dispatch(pk_cmd_ctx *x);
-/* Replies the error of a store call that returned rc != 0. */
-void pk_cmd_store_error(pk_cmd_ctx *x, int rc);
+void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd);
 
 /*
  * Listens on tcp at port (0: a free one) of --bind for cb; *bound is the
