@@ -30,6 +30,8 @@
 #define N PK_CMD_NOAUTH
 #define S PK_CMD_STALE
 #define L PK_CMD_LOADING
+#define T PK_CMD_TXN_NOW
+#define M PK_CMD_NO_MULTI
 
 /* OBJECT <subcommand> key: the key is argument 2 when there is one (not
  * for OBJECT HELP). */
@@ -47,7 +49,7 @@ static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
     {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
     {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth, NULL},
-    {"bgsave", -1, A, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
+    {"bgsave", -1, A | M, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
     {"bitcount", -2, R, 1, 1, 1, "read bitmap slow", pk_cmd_bitcount, NULL},
     {"bitfield", -2, W, 1, 1, 1, "write bitmap slow", pk_cmd_bitfield, NULL},
     {"bitfield_ro", -2, R | F, 1, 1, 1, "read bitmap fast", pk_cmd_bitfield_ro,
@@ -77,11 +79,11 @@ static const pk_cmd table[] = {
     {"decr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_decr, NULL},
     {"decrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_decrby, NULL},
     {"del", -2, W, 1, -1, 1, "keyspace write slow", pk_cmd_del, NULL},
-    {"discard", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_discard,
+    {"discard", 1, F | L | S | T, 0, 0, 0, "fast transaction", pk_cmd_discard,
      NULL},
     {"dump", 2, R, 1, 1, 1, "keyspace read slow", pk_cmd_dump, NULL},
     {"echo", 2, F, 0, 0, 0, "fast connection", pk_cmd_echo, NULL},
-    {"exec", 1, L | S, 0, 0, 0, "slow transaction", pk_cmd_exec, NULL},
+    {"exec", 1, L | S | T, 0, 0, 0, "slow transaction", pk_cmd_exec, NULL},
     {"exists", -2, R | F, 1, -1, 1, "keyspace read fast", pk_cmd_exists, NULL},
     {"expire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expire, NULL},
     {"expireat", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expireat,
@@ -152,7 +154,8 @@ static const pk_cmd table[] = {
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
     {"msetnx", -3, W, 1, -1, 2, "write string slow", pk_cmd_msetnx, NULL},
-    {"multi", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_multi, NULL},
+    {"multi", 1, F | L | S | T, 0, 0, 0, "fast transaction", pk_cmd_multi,
+     NULL},
     {"object", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_object,
      keys_object},
     {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist, NULL},
@@ -191,7 +194,8 @@ static const pk_cmd table[] = {
     {"pk.unsplit", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
     {"psetex", 4, W, 1, 1, 1, "write string slow", pk_cmd_psetex, NULL},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},
-    {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit, NULL},
+    {"quit", -1, N | F | S | L | T, 0, 0, 0, "fast connection", pk_cmd_quit,
+     NULL},
     {"randomkey", 1, R, 0, 0, 0, "keyspace read slow", pk_cmd_randomkey, NULL},
     {"readonly", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readonly,
      NULL},
@@ -200,7 +204,8 @@ static const pk_cmd table[] = {
     {"rename", 3, W, 1, 2, 1, "keyspace write slow", pk_cmd_rename, NULL},
     {"renamenx", 3, W | F, 1, 2, 1, "keyspace write fast", pk_cmd_renamenx,
      NULL},
-    {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset, NULL},
+    {"reset", 1, N | F | S | L | T, 0, 0, 0, "fast connection", pk_cmd_reset,
+     NULL},
     {"restore", -4, W, 1, 1, 1, "keyspace write slow dangerous", pk_cmd_restore,
      NULL},
     {"rpop", -2, W | F, 1, 1, 1, "write list fast", pk_cmd_rpop, NULL},
@@ -208,7 +213,7 @@ static const pk_cmd table[] = {
     {"rpush", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpush, NULL},
     {"rpushx", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpushx, NULL},
     {"sadd", -3, W | F, 1, 1, 1, "write set fast", pk_cmd_sadd, NULL},
-    {"save", 1, A, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
+    {"save", 1, A | M, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
     {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan, NULL},
     {"scard", 2, R | F, 1, 1, 1, "read set fast", pk_cmd_scard, NULL},
     {"sdiff", -2, R, 1, -1, 1, "read set slow", pk_cmd_sdiff, NULL},
@@ -219,7 +224,7 @@ static const pk_cmd table[] = {
     {"setex", 4, W, 1, 1, 1, "write string slow", pk_cmd_setex, NULL},
     {"setnx", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_setnx, NULL},
     {"setrange", 4, W, 1, 1, 1, "write string slow", pk_cmd_setrange, NULL},
-    {"shutdown", -1, A | S | L, 0, 0, 0, "admin slow dangerous",
+    {"shutdown", -1, A | S | L | M, 0, 0, 0, "admin slow dangerous",
      pk_cmd_shutdown, NULL},
     {"sinter", -2, R, 1, -1, 1, "read set slow", pk_cmd_sinter, NULL},
     {"sintercard", -3, R, 0, 0, 0, "read set slow", pk_cmd_sintercard,
@@ -252,7 +257,7 @@ static const pk_cmd table[] = {
     {"unwatch", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_unwatch,
      NULL},
     {"wait", 3, 0, 0, 0, 0, "slow connection", pk_cmd_wait, NULL},
-    {"watch", -2, F | L | S | PK_CMD_LOCAL, 1, -1, 1, "fast transaction",
+    {"watch", -2, F | L | S | PK_CMD_LOCAL | T, 1, -1, 1, "fast transaction",
      pk_cmd_watch, NULL},
     {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd, NULL},
     {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard, NULL},

@@ -29,6 +29,11 @@
 /* Each key argument is a range bound, "[key" or "(key" (PK.RANGE): routing
  * and COMMAND GETKEYS take the key after its first byte (pk_cmd_key). */
 #define PK_CMD_BOUNDS 0x100u
+/* Inside MULTI: runs at once, not queued (EXEC, DISCARD, MULTI, WATCH,
+ * QUIT, RESET; pk_multi.h). */
+#define PK_CMD_TXN_NOW 0x200u
+/* Refused inside MULTI (SHUTDOWN, SAVE, BGSAVE). */
+#define PK_CMD_NO_MULTI 0x400u
 
 typedef void (*pk_cmd_fn)(pk_cmd_ctx *x);
 

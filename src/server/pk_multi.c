@@ -20,7 +20,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_cluster.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_repl.h"
 #include "server/pk_salted.h"
 #include "server/pk_srv.h"
@@ -298,9 +298,7 @@ void pk_multi_reject(pk_conn *c)
 
 int pk_multi_runs_now(const pk_cmd *cmd)
 {
-    return cmd->fn == pk_cmd_exec || cmd->fn == pk_cmd_discard ||
-           cmd->fn == pk_cmd_multi || cmd->fn == pk_cmd_watch ||
-           cmd->fn == pk_cmd_quit || cmd->fn == pk_cmd_reset;
+    return (cmd->flags & PK_CMD_TXN_NOW) != 0;
 }
 
 /* The partition of cmd's first key, or -1 (a node out of a cluster
@@ -379,7 +377,7 @@ void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
     size_t bytes = (size_t)x->argc * sizeof(pk_arg);
     int slot, rc;
 
-    if (cmd->fn == pk_cmd_shutdown || cmd->fn == pk_cmd_save) {
+    if (cmd->flags & PK_CMD_NO_MULTI) {
         pk_reply_error(x->out, "ERR Command not allowed inside a transaction");
         m->aborted = 1;
         return;

@@ -43,8 +43,8 @@ typedef struct pk_cmd_ctx pk_cmd_ctx;
 typedef struct pk_conn pk_conn;
 typedef struct pk_server pk_server;
 
-/* 1 for the commands that run at once inside MULTI (EXEC, DISCARD,
- * MULTI, WATCH, QUIT, RESET), else 0: those are queued. */
+/* 1 for the commands that run at once inside MULTI (PK_CMD_TXN_NOW:
+ * EXEC, DISCARD, MULTI, WATCH, QUIT, RESET), else 0: those are queued. */
 int pk_multi_runs_now(const pk_cmd *cmd);
 
 /* Inside MULTI: checks cmd and queues a copy of x's arguments, replying
