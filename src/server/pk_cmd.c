@@ -16,6 +16,7 @@
 #include "server/pk_repl.h"
 #include "server/pk_salted.h"
 #include "server/pk_split.h"
+#include "server/pk_watch.h"
 
 #include <assert.h>
 #include <pthread.h>

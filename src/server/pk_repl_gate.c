@@ -7,7 +7,6 @@
 
 #include "core/pk_err.h"
 #include "server/pk_ctx.h"
-#include "server/pk_multi.h"
 #include "store/pk_store_log.h"
 
 #define ACK_TIMEOUT_MS 2000

@@ -32,6 +32,7 @@
 #include "server/pk_salted.h"
 #include "server/pk_split.h"
 #include "server/pk_srv.h"
+#include "server/pk_watch.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
 
