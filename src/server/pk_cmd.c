@@ -14,6 +14,7 @@
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_route.h"
 #include "server/pk_salted.h"
 #include "server/pk_split.h"
 #include "server/pk_watch.h"
@@ -537,7 +538,7 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
         pk_multi_queue(x, cmd);
         return;
     }
-    if (!pk_cluster_route(x, cmd)) {
+    if (!pk_route(x, cmd)) {
         /* Only WATCH routes among what runs inside MULTI, and it is
          * neither forwarded nor held: this was a rejection. */
         pk_multi_reject(x->c);

@@ -94,17 +94,9 @@ int pk_cmd_keys_blmpop(int argc, const pk_arg *argv, pk_keyrun *r);
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL
 
-/* Ordered key ranges (pk_cmd_range.c). */
+/* Ordered key ranges (pk_cmd_range.c; its key finder and the bounds'
+ * routing reads are pk_route.h). */
 void pk_cmd_pk_range(pk_cmd_ctx *x);
-int pk_cmd_keys_pk_range(int argc, const pk_arg *argv, pk_keyrun *r);
-/* Range scheme: the partition where a PK.RANGE read starts, or -1 when
- * its first bound does not parse (it then runs here and says so). */
-int pk_cmd_pk_range_start(const pk_cluster *cl, int argc, const pk_arg *argv);
-/* The key span a PK.RANGE covers, low bound first whatever REV says: the
- * bounds' keys without "[" or "(", "" for "-" and "+" (hi "" meaning to
- * the end), for the split finder (pk_splitfind_record). */
-void pk_cmd_pk_range_span(int argc, const pk_arg *argv, pk_slice *lo,
-                          pk_slice *hi);
 
 /* Keyspace (pk_cmd_keyspace.c, and the expire family in pk_cmd_kv.c). */
 void pk_cmd_copy(pk_cmd_ctx *x);

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "core/pk_err.h"
-#include "server/pk_cluster.h"
 #include "server/pk_ctx.h"
 #include "server/pk_repl.h"
+#include "server/pk_route.h"
 #include "server/pk_salted.h"
 #include "server/pk_srv.h"
 #include "server/pk_watch.h"
@@ -205,7 +205,7 @@ void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
         m->aborted = 1;
         return;
     }
-    if (!pk_cluster_route_queued(x, cmd, &slot)) {
+    if (!pk_route_queued(x, cmd, &slot)) {
         m->aborted = 1;
         return;
     }
@@ -361,7 +361,7 @@ void pk_cmd_exec(pk_cmd_ctx *x)
         discard(c);
         return;
     }
-    if (!pk_cluster_route_exec(x, m->slot, m->writes)) {
+    if (!pk_route_exec(x, m->slot, m->writes)) {
         if (c->held == NULL) /* not held until a switch: redirected */
             discard(c);
         return;
