@@ -4,13 +4,18 @@
 #   make run        install deps, build, start a 3-node cluster (7000-7002)
 #   make test       install deps, build, run every test (unit, model,
 #                   integration, the short fault schedules of tests/fault)
-#   make check      every test, with binaries built under ASan+UBSan
+#   make check      every test, with binaries built under ASan+UBSan,
+#                   after check-cycles
+#   make check-cycles  no include cycle between the modules of
+#                   src/server (tools/include-cycles.py)
 #   make test-faults the long fault schedules (kill -9 / SIGSTOP cycles,
 #                    network cuts: tests/fault)
 #   make test-redis-suite  units of Redis 7.0.15's own test suite against
 #                    a partkv node and redis-server, scored side by side
 #                    (REDIS_SUITE=path, default ../redis; skipped if absent)
 #   make bench      benchmarks, each printed beside its anchor
+#   make bench-guard  callgrind instructions per command against
+#                   bench/callgrind-counts.txt (3% growth fails)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each
 #   make format     clang-format every C file
 #   make install PREFIX=/usr/local
@@ -50,7 +55,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check bench bench-run bench-guard fuzz fuzz-libs format install clean
+.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check check-cycles bench bench-run bench-guard fuzz fuzz-libs format install clean
 
 all: $(BUILD)/partkv
 
@@ -118,10 +123,15 @@ test-faults: deps
 test-redis-suite: all
 	PARTKV=$(abspath $(BUILD)/partkv) scripts/redis-suite.sh
 
-check: deps
+check: deps check-cycles
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    LDFLAGS="-fsanitize=address,undefined" test-unit test-integration
+
+# The modules of src/server (a header and its .c files) include each
+# other in no cycle longer than the script's --max (3).
+check-cycles:
+	/usr/bin/python3 tools/include-cycles.py --max 1
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run

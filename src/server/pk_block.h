@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 
 /* Answers a command that waited in vain (timeout, or may not block). */
 typedef void (*pk_block_timeout_fn)(pk_cmd_ctx *x);

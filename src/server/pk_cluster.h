@@ -1,9 +1,10 @@
 /*
  * pk_cluster: a node's view of the cluster -- who it is, the partition map
- * it currently holds -- and what follows from it: request routing
- * (MOVED, CROSSSLOT, CLUSTERDOWN, ASKING) and the Redis Cluster command
- * family (CLUSTER SLOTS, SHARDS, NODES, INFO, KEYSLOT, MYID,
- * COUNTKEYSINSLOT, GETKEYSINSLOT; READONLY, READWRITE, ASKING).
+ * it currently holds (the struct is in pk_srv.h) -- and the Redis Cluster
+ * command family (CLUSTER SLOTS, SHARDS, NODES, INFO, KEYSLOT, MYID,
+ * COUNTKEYSINSLOT, GETKEYSINSLOT; READONLY, READWRITE, ASKING).  Request
+ * routing by the map (MOVED, CROSSSLOT, CLUSTERDOWN, ASKING) is
+ * pk_route.h.
  *
  * A node without a map (plain `partkv server`) is not in cluster mode and
  * serves every key.  The map is replaced whole (pk_cluster_set_map) when
@@ -17,47 +18,13 @@
 
 #include "core/pk_pmap.h"
 
-typedef struct pk_range pk_range;
-typedef struct pk_cmd pk_cmd;
+typedef struct pk_cluster pk_cluster; /* its state: pk_srv.h */
 typedef struct pk_cmd_ctx pk_cmd_ctx;
-
-typedef struct pk_cluster {
-    int enabled;                /* 1 once the node runs in a cluster */
-    char name[PK_NAME_MAX + 1]; /* this node's 40-hex id */
-    char addr[PK_ADDR_MAX + 1]; /* "host:port" others reach it at */
-    pk_pmap *map;               /* owned; NULL until the first map */
-    uint32_t self;              /* our id in map, or PK_NODE_NONE */
-    pk_range *ranges;           /* owned; the range scheme's key order */
-} pk_cluster;
 
 /* Takes ownership of map (freeing the previous one); finds self by name. */
 void pk_cluster_set_map(pk_cluster *cl, pk_pmap *map);
 
 void pk_cluster_free(pk_cluster *cl);
-
-/*
- * Decides whether the command in x may run here.  Returns 1 to run it, or
- * 0 after replying -MOVED, -ASK-less -CROSSSLOT or -CLUSTERDOWN.
- */
-int pk_cluster_route(pk_cmd_ctx *x, const pk_cmd *cmd);
-
-/*
- * MULTI: may cmd be queued here?  Its keys must share one slot that this
- * node leads (or, READONLY and cmd a read, follows); *slot gets it (-1:
- * no key, or not a cluster).  Returns 1, or 0 after replying -CROSSSLOT,
- * -MOVED or -CLUSTERDOWN.  Never forwards: a transaction's commands run
- * together here or not at all, so forward mode answers -MOVED too.
- */
-int pk_cluster_route_queued(pk_cmd_ctx *x, const pk_cmd *cmd, int *slot);
-
-/*
- * EXEC of a transaction whose keys lie in slot (-1: none): routes it as
- * one command (write: any queued command writes) -- 1 to run it here,
- * with x->have_part set when this node leads slot; 0 after replying
- * -MOVED, -TRYAGAIN, -CLUSTERDOWN, or after holding EXEC on a fenced
- * partition (pk_conn_hold: it runs again after the switch).
- */
-int pk_cluster_route_exec(pk_cmd_ctx *x, int slot, int write);
 
 /*
  * The partition of a key: its Redis Cluster slot, hash mod P when the map

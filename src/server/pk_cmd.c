@@ -6,26 +6,24 @@
  */
 #include "server/pk_cmd.h"
 #include "server/pk_block.h"
+#include "server/pk_cluster.h"
 #include "server/pk_ft.h"
 #include "server/pk_hot.h"
 #include "server/pk_hotread.h"
+#include "server/pk_metrics.h"
 #include "server/pk_move.h"
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
+#include "server/pk_route.h"
 #include "server/pk_salted.h"
 #include "server/pk_split.h"
+#include "server/pk_watch.h"
 
 #include <assert.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-
-#include "core/pk_err.h"
-#include "store/pk_str.h"
 
 #define W PK_CMD_WRITE
 #define R PK_CMD_READONLY
@@ -34,6 +32,8 @@
 #define N PK_CMD_NOAUTH
 #define S PK_CMD_STALE
 #define L PK_CMD_LOADING
+#define T PK_CMD_TXN_NOW
+#define M PK_CMD_NO_MULTI
 
 /* OBJECT <subcommand> key: the key is argument 2 when there is one (not
  * for OBJECT HELP). */
@@ -51,7 +51,7 @@ static const pk_cmd table[] = {
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
     {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
     {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth, NULL},
-    {"bgsave", -1, A, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
+    {"bgsave", -1, A | M, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
     {"bitcount", -2, R, 1, 1, 1, "read bitmap slow", pk_cmd_bitcount, NULL},
     {"bitfield", -2, W, 1, 1, 1, "write bitmap slow", pk_cmd_bitfield, NULL},
     {"bitfield_ro", -2, R | F, 1, 1, 1, "read bitmap fast", pk_cmd_bitfield_ro,
@@ -81,11 +81,11 @@ static const pk_cmd table[] = {
     {"decr", 2, W | F, 1, 1, 1, "write string fast", pk_cmd_decr, NULL},
     {"decrby", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_decrby, NULL},
     {"del", -2, W, 1, -1, 1, "keyspace write slow", pk_cmd_del, NULL},
-    {"discard", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_discard,
+    {"discard", 1, F | L | S | T, 0, 0, 0, "fast transaction", pk_cmd_discard,
      NULL},
     {"dump", 2, R, 1, 1, 1, "keyspace read slow", pk_cmd_dump, NULL},
     {"echo", 2, F, 0, 0, 0, "fast connection", pk_cmd_echo, NULL},
-    {"exec", 1, L | S, 0, 0, 0, "slow transaction", pk_cmd_exec, NULL},
+    {"exec", 1, L | S | T, 0, 0, 0, "slow transaction", pk_cmd_exec, NULL},
     {"exists", -2, R | F, 1, -1, 1, "keyspace read fast", pk_cmd_exists, NULL},
     {"expire", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expire, NULL},
     {"expireat", -3, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_expireat,
@@ -156,7 +156,8 @@ static const pk_cmd table[] = {
     {"mget", -2, R | F, 1, -1, 1, "read string fast", pk_cmd_mget, NULL},
     {"mset", -3, W, 1, -1, 2, "write string slow", pk_cmd_mset, NULL},
     {"msetnx", -3, W, 1, -1, 2, "write string slow", pk_cmd_msetnx, NULL},
-    {"multi", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_multi, NULL},
+    {"multi", 1, F | L | S | T, 0, 0, 0, "fast transaction", pk_cmd_multi,
+     NULL},
     {"object", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_object,
      keys_object},
     {"persist", 2, W | F, 1, 1, 1, "keyspace write fast", pk_cmd_persist, NULL},
@@ -195,7 +196,8 @@ static const pk_cmd table[] = {
     {"pk.unsplit", 2, N, 0, 0, 0, "slow", pk_cmd_pk_split, NULL},
     {"psetex", 4, W, 1, 1, 1, "write string slow", pk_cmd_psetex, NULL},
     {"pttl", 2, R | F, 1, 1, 1, "keyspace read fast", pk_cmd_pttl, NULL},
-    {"quit", -1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_quit, NULL},
+    {"quit", -1, N | F | S | L | T, 0, 0, 0, "fast connection", pk_cmd_quit,
+     NULL},
     {"randomkey", 1, R, 0, 0, 0, "keyspace read slow", pk_cmd_randomkey, NULL},
     {"readonly", 1, F | L | S, 0, 0, 0, "fast connection", pk_cmd_readonly,
      NULL},
@@ -204,7 +206,8 @@ static const pk_cmd table[] = {
     {"rename", 3, W, 1, 2, 1, "keyspace write slow", pk_cmd_rename, NULL},
     {"renamenx", 3, W | F, 1, 2, 1, "keyspace write fast", pk_cmd_renamenx,
      NULL},
-    {"reset", 1, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_reset, NULL},
+    {"reset", 1, N | F | S | L | T, 0, 0, 0, "fast connection", pk_cmd_reset,
+     NULL},
     {"restore", -4, W, 1, 1, 1, "keyspace write slow dangerous", pk_cmd_restore,
      NULL},
     {"rpop", -2, W | F, 1, 1, 1, "write list fast", pk_cmd_rpop, NULL},
@@ -212,7 +215,7 @@ static const pk_cmd table[] = {
     {"rpush", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpush, NULL},
     {"rpushx", -3, W | F, 1, 1, 1, "write list fast", pk_cmd_rpushx, NULL},
     {"sadd", -3, W | F, 1, 1, 1, "write set fast", pk_cmd_sadd, NULL},
-    {"save", 1, A, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
+    {"save", 1, A | M, 0, 0, 0, "admin slow dangerous", pk_cmd_save, NULL},
     {"scan", -2, R, 0, 0, 0, "keyspace read slow", pk_cmd_scan, NULL},
     {"scard", 2, R | F, 1, 1, 1, "read set fast", pk_cmd_scard, NULL},
     {"sdiff", -2, R, 1, -1, 1, "read set slow", pk_cmd_sdiff, NULL},
@@ -223,7 +226,7 @@ static const pk_cmd table[] = {
     {"setex", 4, W, 1, 1, 1, "write string slow", pk_cmd_setex, NULL},
     {"setnx", 3, W | F, 1, 1, 1, "write string fast", pk_cmd_setnx, NULL},
     {"setrange", 4, W, 1, 1, 1, "write string slow", pk_cmd_setrange, NULL},
-    {"shutdown", -1, A | S | L, 0, 0, 0, "admin slow dangerous",
+    {"shutdown", -1, A | S | L | M, 0, 0, 0, "admin slow dangerous",
      pk_cmd_shutdown, NULL},
     {"sinter", -2, R, 1, -1, 1, "read set slow", pk_cmd_sinter, NULL},
     {"sintercard", -3, R, 0, 0, 0, "read set slow", pk_cmd_sintercard,
@@ -256,7 +259,7 @@ static const pk_cmd table[] = {
     {"unwatch", 1, F | L | S, 0, 0, 0, "fast transaction", pk_cmd_unwatch,
      NULL},
     {"wait", 3, 0, 0, 0, 0, "slow connection", pk_cmd_wait, NULL},
-    {"watch", -2, F | L | S | PK_CMD_LOCAL, 1, -1, 1, "fast transaction",
+    {"watch", -2, F | L | S | PK_CMD_LOCAL | T, 1, -1, 1, "fast transaction",
      pk_cmd_watch, NULL},
     {"zadd", -4, W | F, 1, 1, 1, "write sortedset fast", pk_cmd_zadd, NULL},
     {"zcard", 2, R | F, 1, 1, 1, "read sortedset fast", pk_cmd_zcard, NULL},
@@ -387,89 +390,6 @@ const pk_cmd *pk_cmd_find(const char *name, size_t len)
     return NULL;
 }
 
-/* Clamps run r to the arguments present; returns 1 if it keeps a key. */
-static int keyrun_clamp(pk_keyrun *r, int argc)
-{
-    if (r->step < 1 || r->first < 1)
-        return 0;
-    if (r->last >= argc)
-        r->last = argc - 1;
-    return r->last >= r->first;
-}
-
-int pk_cmd_keyruns(const pk_cmd *c, int argc, const pk_arg *argv, pk_keyrun *r)
-{
-    int n = 0, k;
-
-    if (c->keys) {
-        k = c->keys(argc, argv, r);
-        for (int i = 0; i < k && i < PK_KEYRUNS_MAX; i++)
-            if (keyrun_clamp(&r[i], argc))
-                r[n++] = r[i];
-        return n;
-    }
-    if (c->first == 0)
-        return 0;
-    r[0] =
-        (pk_keyrun){c->first, c->last < 0 ? argc + c->last : c->last, c->step};
-    return keyrun_clamp(&r[0], argc);
-}
-
-int pk_cmd_keys_numkeys(int argc, const pk_arg *argv, int i, pk_keyrun *r)
-{
-    int64_t n;
-
-    if (i >= argc || !pk_arg_i64(&argv[i], &n) || n < 1 || n > argc - i - 1)
-        return 0;
-    *r = (pk_keyrun){i + 1, i + (int)n, 1};
-    return 1;
-}
-
-int pk_arg_eq(const pk_arg *a, const char *lit)
-{
-    size_t n = strlen(lit);
-
-    return a->len == n && strncasecmp(a->ptr, lit, n) == 0;
-}
-
-int pk_arg_i64(const pk_arg *a, int64_t *v)
-{
-    return pk_str_parse_int(a->ptr, a->len, v) == PK_OK;
-}
-
-/* Redis's float parsing: strtod over the whole argument, no NaN, any
- * length (Redis's tests send DBL_MAX written out with decimals). */
-int pk_arg_double(const pk_arg *a, double *v)
-{
-    char small[128], *buf = small, *end;
-    double d;
-    int ok;
-
-    if (a->len == 0 || a->ptr[0] == ' ' || a->ptr[0] == '\t')
-        return 0;
-    if (a->len <= 15) { /* plain integers (most scores): exact, no strtod */
-        size_t i = a->ptr[0] == '-';
-        uint64_t n = 0;
-        while (i < a->len && a->ptr[i] >= '0' && a->ptr[i] <= '9')
-            n = n * 10 + (uint64_t)(a->ptr[i++] - '0');
-        if (i == a->len && a->len > (size_t)(a->ptr[0] == '-')) {
-            *v = a->ptr[0] == '-' ? -(double)n : (double)n;
-            return 1;
-        }
-    }
-    if (a->len >= sizeof(small) && (buf = malloc(a->len + 1)) == NULL)
-        return 0;
-    memcpy(buf, a->ptr, a->len);
-    buf[a->len] = '\0';
-    d = strtod(buf, &end);
-    ok = end == buf + a->len && !isnan(d); /* a NUL inside is no float */
-    if (buf != small)
-        free(buf);
-    if (ok)
-        *v = d;
-    return ok;
-}
-
 int pk_cmd_scan_opt(pk_cmd_ctx *x, int i, pk_scan_opts *o)
 {
     const pk_arg *a = &x->argv[i], *v;
@@ -498,59 +418,6 @@ int pk_cmd_scan_opt(pk_cmd_ctx *x, int i, pk_scan_opts *o)
     }
     o->count = (size_t)count;
     return 1;
-}
-
-void pk_reply_syntax(pk_cmd_ctx *x)
-{
-    pk_reply_error(x->out, "ERR syntax error");
-}
-
-void pk_reply_notint(pk_cmd_ctx *x)
-{
-    pk_reply_error(x->out, "ERR value is not an integer or out of range");
-}
-
-void pk_reply_slice(pk_cmd_ctx *x, pk_slice v)
-{
-    if (v.ptr)
-        pk_reply_bulk(x->out, v.ptr, v.len);
-    else
-        pk_reply_null(x->out, x->proto);
-}
-
-void pk_reply_int_rc(pk_cmd_ctx *x, int rc, int64_t v)
-{
-    if (rc != PK_OK)
-        pk_cmd_store_error(x, rc);
-    else
-        pk_reply_int(x->out, v);
-}
-
-void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v)
-{
-    if (rc == PK_ENOTFOUND)
-        v.ptr = NULL;
-    else if (rc != PK_OK) {
-        pk_cmd_store_error(x, rc);
-        return;
-    }
-    pk_reply_slice(x, v);
-}
-
-void pk_cmd_store_error(pk_cmd_ctx *x, int rc)
-{
-    const char *status = rc > 0 ? pk_store_strstatus(rc) : NULL;
-
-    if (status)
-        pk_reply_error(x->out, status);
-    else if (rc == PK_ERANGE)
-        /* Keys, fields and members of any length fit; what the store
-         * refuses is one whose digest (128 bits of SHA-256, pk_keyenc.h)
-         * another one already holds. */
-        pk_reply_error(x->out, "ERR key, field or member collides with "
-                               "another one's digest in the store");
-    else
-        pk_reply_errorf(x->out, "ERR storage error: %s", pk_strerror(rc));
 }
 
 /* "ERR unknown command 'FOO', with args beginning with: 'bar' " */
@@ -671,7 +538,7 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
         pk_multi_queue(x, cmd);
         return;
     }
-    if (!pk_cluster_route(x, cmd)) {
+    if (!pk_route(x, cmd)) {
         /* Only WATCH routes among what runs inside MULTI, and it is
          * neither forwarded nor held: this was a rejection. */
         pk_multi_reject(x->c);

@@ -1,133 +1,26 @@
 /*
  * pk_cmd: the command table -- name, arity, flags and key positions of
- * every command a node serves, as COMMAND reports them to clients -- and
- * the helpers command implementations share.  Internal to src/server.
+ * every command a node serves, as COMMAND reports them to clients -- its
+ * dispatch, and the command implementations (pk_cmd_*.c; the commands of
+ * a module are declared in its own header).  What command code shares
+ * with the modules (pk_cmd, argument and reply helpers) is pk_ctx.h.
+ * Internal to src/server.
  */
 #ifndef PK_SERVER_PK_CMD_H
 #define PK_SERVER_PK_CMD_H
 
 #include <stdint.h>
 
+#include "server/pk_ctx.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"
 #include "store/pk_slice.h"
-
-#define PK_CMD_WRITE 0x01u
-#define PK_CMD_READONLY 0x02u
-#define PK_CMD_FAST 0x04u
-#define PK_CMD_ADMIN 0x08u
-#define PK_CMD_NOAUTH 0x10u /* runs before AUTH */
-#define PK_CMD_STALE 0x20u
-#define PK_CMD_LOADING 0x40u
-/* Never forwarded (forward mode answers -MOVED): the command sets state
- * of this connection, as WATCH does. */
-#define PK_CMD_LOCAL 0x80u
-/* Each key argument is a range bound, "[key" or "(key" (PK.RANGE): routing
- * and COMMAND GETKEYS take the key after its first byte (pk_cmd_key). */
-#define PK_CMD_BOUNDS 0x100u
-
-typedef void (*pk_cmd_fn)(pk_cmd_ctx *x);
-
-/* A run of key arguments: argv[first], argv[first + step], ... argv[last]
- * (last >= first; an empty run has last < first). */
-typedef struct pk_keyrun {
-    int first, last, step;
-} pk_keyrun;
-
-#define PK_KEYRUNS_MAX 2
-
-/*
- * Key finder of a command whose key positions depend on its arguments
- * (numkeys forms: LMPOP, ZUNIONSTORE, SINTERCARD ...): writes at most
- * PK_KEYRUNS_MAX runs to r and returns how many, or 0 when the arguments
- * do not say (malformed: routing then lets the command reply its own
- * error).  Must not read beyond argv[argc - 1].
- */
-typedef int (*pk_cmd_keys_fn)(int argc, const pk_arg *argv, pk_keyrun *r);
-
-typedef struct pk_cmd {
-    const char *name; /* lower case; the table is sorted by name */
-    int arity;        /* N: exactly N args (name included); -N: at least N */
-    unsigned flags;   /* PK_CMD_* */
-    int first, last, step; /* key positions as COMMAND reports them */
-    const char *acl;       /* ACL categories, space separated, without '@' */
-    pk_cmd_fn fn;
-    pk_cmd_keys_fn keys; /* NULL: first, last and step say it all */
-} pk_cmd;
-
-/*
- * The key runs of command c with these arguments (argc includes the name):
- * from c->keys when set (COMMAND reports such commands as movablekeys),
- * else the one run first..last by step (none when first is 0).  Writes at
- * most PK_KEYRUNS_MAX runs to r, clamped to the arguments present, and
- * returns how many.
- */
-int pk_cmd_keyruns(const pk_cmd *c, int argc, const pk_arg *argv, pk_keyrun *r);
-
-/* Finder for "numkeys key..." at argument i (LMPOP: i = 1). */
-int pk_cmd_keys_numkeys(int argc, const pk_arg *argv, int i, pk_keyrun *r);
-
-/* The key in key argument a of command c (without a bound's first byte). */
-static inline pk_slice pk_cmd_key(const pk_cmd *c, const pk_arg *a)
-{
-    size_t skip = (c->flags & PK_CMD_BOUNDS) && a->len > 0 ? 1 : 0;
-
-    return (pk_slice){(const uint8_t *)a->ptr + skip, a->len - skip};
-}
 
 /* The command named by a (any case), or NULL. */
 const pk_cmd *pk_cmd_find(const char *name, size_t len);
 
 /* The whole table, sorted; *n receives its length. */
 const pk_cmd *pk_cmd_table(size_t *n);
-
-/* Helpers shared by the command files. */
-int pk_arg_eq(const pk_arg *a, const char *lit);
-int pk_arg_i64(const pk_arg *a, int64_t *v);
-int pk_arg_double(const pk_arg *a, double *v);
-void pk_reply_syntax(pk_cmd_ctx *x);
-void pk_reply_notint(pk_cmd_ctx *x);
-
-void pk_reply_slice(pk_cmd_ctx *x, pk_slice v); /* bulk, or nil */
-/* A store call's integer result: v, or the error rc names. */
-void pk_reply_int_rc(pk_cmd_ctx *x, int rc, int64_t v);
-/* A store read's result: v, nil for PK_ENOTFOUND, or the error. */
-void pk_reply_value(pk_cmd_ctx *x, int rc, pk_slice v);
-
-/*
- * The partitions a keyspace-wide read (DBSIZE, SCAN, KEYS, RANDOMKEY)
- * covers, as a filter for the store's *_if calls (context: the server):
- * those this node leads, or, on a connection that sent READONLY, every
- * copy it holds (NULL), as a Redis replica reads its master's keys.
- */
-static inline pk_part_filter pk_cmd_keyspace(const pk_cmd_ctx *x)
-{
-    return x->c->readonly ? NULL : pk_srv_leads;
-}
-
-/* The command's clock: wall-clock ms of the read that brought it. */
-#define NOW(x) ((x)->srv->now_ms)
-
-/* Declares t as the iteration's transaction, or returns after the error
- * reply pk_srv_txn made. */
-#define TXN_OR_RETURN(x, t)                                                    \
-    pk_txn *t = pk_srv_txn(x);                                                 \
-    if (t == NULL)                                                             \
-    return
-
-/* The partition of key argument i: routing's answer when it gave one. */
-static inline uint32_t pk_cmd_part(const pk_cmd_ctx *x, int i)
-{
-    return x->have_part ? x->part
-                        : pk_srv_part(x->srv, x->argv[i].ptr, x->argv[i].len);
-}
-
-/* The key argument's partition and bytes, for store calls. */
-#define PK_KEY(x, i) pk_cmd_part(x, i), (x)->argv[i].ptr, (x)->argv[i].len
-
-/* Runs cmd (routed already), then touches the WATCHed keys it changed:
- * dispatch and EXEC run every command through it. */
-void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd);
 
 /* Command implementations, one file per family. */
 /* clang-format off */
@@ -201,17 +94,9 @@ int pk_cmd_keys_blmpop(int argc, const pk_arg *argv, pk_keyrun *r);
 PK__CMDS(PK__CMD_DECL)
 #undef PK__CMD_DECL
 
-/* Ordered key ranges (pk_cmd_range.c). */
+/* Ordered key ranges (pk_cmd_range.c; its key finder and the bounds'
+ * routing reads are pk_route.h). */
 void pk_cmd_pk_range(pk_cmd_ctx *x);
-int pk_cmd_keys_pk_range(int argc, const pk_arg *argv, pk_keyrun *r);
-/* Range scheme: the partition where a PK.RANGE read starts, or -1 when
- * its first bound does not parse (it then runs here and says so). */
-int pk_cmd_pk_range_start(const pk_cluster *cl, int argc, const pk_arg *argv);
-/* The key span a PK.RANGE covers, low bound first whatever REV says: the
- * bounds' keys without "[" or "(", "" for "-" and "+" (hi "" meaning to
- * the end), for the split finder (pk_splitfind_record). */
-void pk_cmd_pk_range_span(int argc, const pk_arg *argv, pk_slice *lo,
-                          pk_slice *hi);
 
 /* Keyspace (pk_cmd_keyspace.c, and the expire family in pk_cmd_kv.c). */
 void pk_cmd_copy(pk_cmd_ctx *x);

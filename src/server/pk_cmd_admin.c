@@ -16,7 +16,7 @@
 #include "core/pk_splitfind.h"
 #include "server/pk_cmd.h"
 #include "server/pk_ft.h"
-#include "server/pk_multi.h"
+#include "server/pk_watch.h"
 #include "store/pk_glob.h"
 #include "store/pk_key.h"
 #include "store/pk_store_part.h"

@@ -13,9 +13,9 @@
  *
  * Which partitions a read touches depends on the scheme:
  *  - range scheme: the read starts in the range holding its first bound
- *    (pk_cmd_pk_range_start tells routing which), and goes on across the
- *    next ranges in key order while this node leads them; where it does
- *    not, the page ends there and the continuation names the edge, so the
+ *    (pk_cmd_pk_range_start, pk_route_range.c, tells routing which), and goes
+ * on across the next ranges in key order while this node leads them; where it
+ * does not, the page ends there and the continuation names the edge, so the
  *    next call is routed to the range beyond it.  The continuation is a
  *    key, never a partition: a range split, merged or moved between two
  *    calls is read from wherever its keys are then, each key once.
@@ -34,32 +34,10 @@
 #include "server/pk_cluster.h"
 #include "server/pk_cmd.h"
 #include "server/pk_repl.h"
+#include "server/pk_route.h"
 #include "store/pk_store_range.h"
 
 #define RANGE_PAGE 1000 /* keys per page without LIMIT */
-
-/* A bound that names a key ("[k" or "(k"), not "-" or "+". */
-static int keyed_bound(const pk_arg *a)
-{
-    return a->len > 0 && (a->ptr[0] == '[' || a->ptr[0] == '(');
-}
-
-/*
- * Routing sees only the bounds that name keys; the row's PK_CMD_BOUNDS
- * has it hash them without their leading "[" or "(" (with it, a key
- * without a hash tag would land in another slot).
- */
-int pk_cmd_keys_pk_range(int argc, const pk_arg *argv, pk_keyrun *r)
-{
-    int n = 0;
-
-    for (int i = 1; i < 3 && i < argc; i++) {
-        if (keyed_bound(&argv[i])) {
-            r[n++] = (pk_keyrun){i, i, 1};
-        }
-    }
-    return n;
-}
 
 typedef struct range_out {
     pk_cmd_ctx *x;
@@ -133,66 +111,6 @@ static int range_opts(pk_cmd_ctx *x, size_t *limit, int *withvalues, int *rev)
     return 1;
 }
 
-/* The range that holds the first key a read from bound b (its start, or
- * with rev its high bound) can return; "-" and "+" are the two ends. */
-static uint32_t start_part(const pk_range *r, const pk_zlex *b, int rev)
-{
-    uint32_t id = 0;
-
-    if (b->kind == PK_ZLEX_MIN || b->kind == PK_ZLEX_MAX) {
-        pk_range_get(r, b->kind == PK_ZLEX_MIN ? 0 : pk_range_count(r) - 1, &id,
-                     NULL, NULL, NULL, NULL);
-    } else if (!rev || b->kind == PK_ZLEX_INCL ||
-               pk_range_lookup_below(r, b->ptr, b->len, &id) != PK_OK) {
-        /* (nothing is below "(": the first range answers, empty) */
-        pk_range_lookup(r, b->ptr, b->len, &id);
-    }
-    return id;
-}
-
-/* 1 when REV is among the options (LIMIT's count skipped). */
-static int has_rev(int argc, const pk_arg *argv)
-{
-    for (int i = 3; i < argc; i++) {
-        if (pk_arg_eq(&argv[i], "limit")) {
-            i++;
-        } else if (pk_arg_eq(&argv[i], "rev")) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* A bound's key: its bytes after "[" or "(", "" for "-" and "+". */
-static pk_slice bound_key(const pk_arg *a)
-{
-    if (keyed_bound(a)) {
-        return (pk_slice){a->ptr + 1, a->len - 1};
-    }
-    return (pk_slice){"", 0};
-}
-
-void pk_cmd_pk_range_span(int argc, const pk_arg *argv, pk_slice *lo,
-                          pk_slice *hi)
-{
-    int rev = has_rev(argc, argv);
-
-    *lo = bound_key(&argv[rev ? 2 : 1]);
-    *hi = bound_key(&argv[rev ? 1 : 2]);
-}
-
-int pk_cmd_pk_range_start(const pk_cluster *cl, int argc, const pk_arg *argv)
-{
-    pk_zlex z;
-
-    /* The first bound is where the read starts, REV or not. */
-    if (cl->ranges == NULL ||
-        pk_zlex_parse(argv[1].ptr, argv[1].len, &z) != 0) {
-        return -1;
-    }
-    return (int)start_part(cl->ranges, &z, has_rev(argc, argv));
-}
-
 /*
  * Whether the far bound lets the read go past the edge of partition pt:
  * forward, keys at or above its hi; with rev, keys below its lo.
@@ -249,7 +167,7 @@ static int read_ranges(pk_cmd_ctx *x, pk_txn *t, uint32_t part, pk_zlex near,
         /* The read goes on from the edge: "[hi" forward, "(lo" reverse. */
         near = rev ? (pk_zlex){pt->lo, pt->lo_len, PK_ZLEX_EXCL}
                    : (pk_zlex){pt->hi, pt->hi_len, PK_ZLEX_INCL};
-        next = start_part(cl->ranges, &near, rev);
+        next = pk_cmd_pk_range_first(cl->ranges, &near, rev);
         /* The page ends at the edge unless the next range is ours too. */
         if (limit == 0 || pk_pmap_leader(cl->map, next) != cl->self ||
             pk_repl_handing_off(x->srv, next)) {
@@ -278,18 +196,21 @@ void pk_cmd_pk_range(pk_cmd_ctx *x)
     if (!range_opts(x, &limit, &withvalues, &rev)) {
         return;
     }
-    if (cl->enabled && !ranged && !keyed_bound(first) && !keyed_bound(second)) {
+    if (cl->enabled && !ranged && !pk_cmd_pk_range_keyed(first) &&
+        !pk_cmd_pk_range_keyed(second)) {
         pk_reply_error(x->out, "ERR PK.RANGE needs a key bound in cluster "
                                "mode: put the keys under one hash tag");
         return;
     }
     if (ranged) {
-        part = start_part(cl->ranges, &a, rev);
+        part = pk_cmd_pk_range_first(cl->ranges, &a, rev);
     } else if (x->have_part) {
         part = x->part;
     } else {
-        const pk_arg *k = keyed_bound(first) ? first : second;
-        part = keyed_bound(k) ? pk_srv_part(x->srv, k->ptr + 1, k->len - 1) : 0;
+        const pk_arg *k = pk_cmd_pk_range_keyed(first) ? first : second;
+        part = pk_cmd_pk_range_keyed(k)
+                   ? pk_srv_part(x->srv, k->ptr + 1, k->len - 1)
+                   : 0;
     }
     TXN_OR_RETURN(x, t);
     /* Items are collected aside: the continuation, which comes first in

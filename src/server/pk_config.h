@@ -1,9 +1,13 @@
 /*
- * pk_config: the runtime parameters CONFIG GET and CONFIG SET read and
- * write (pk_cmd_config.c holds the table and the command).  Internal to
- * src/server.
+ * pk_config: a node's configuration, types only: the options it starts
+ * with (pk_server_config, from the command line; public through
+ * pk_server.h), and the runtime parameters CONFIG GET and CONFIG SET read
+ * and write (pk_config_state; pk_cmd_config.c holds the table and the
+ * command).  It includes no other header of src/server, so that the
+ * server's state (pk_srv.h) can hold both without depending on the code
+ * that runs a node.
  *
- * Three kinds of parameter: those partkv acts on (maxclients,
+ * The runtime parameters are of three kinds: those partkv acts on (maxclients,
  * proto-max-bulk-len, client-query-buffer-limit, protected-mode) are
  * copied into the server's pk_server_config when set; those describing
  * Redis's own memory layouts and tuning (hash-max-listpack-entries,
@@ -14,9 +18,78 @@
 #ifndef PK_SERVER_PK_CONFIG_H
 #define PK_SERVER_PK_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "store/pk_store.h"
+
 struct pk_server;
+
+/* When a write is acknowledged (--acks): once the leader has it, once a
+ * majority of the partition's replicas have it, or once all of them do. */
+typedef enum pk_acks {
+    PK_ACKS_QUORUM = 0,
+    PK_ACKS_LEADER = 1,
+    PK_ACKS_ALL = 2,
+} pk_acks;
+
+typedef struct pk_server_config {
+    const char *bind;        /* listen address, default "127.0.0.1" */
+    int port;                /* 0 picks an ephemeral port */
+    const char *dir;         /* data directory (created if missing) */
+    pk_fsync fsync;          /* durability of acknowledged writes */
+    const char *requirepass; /* NULL: no password */
+    int protected_mode;      /* refuse non-loopback clients without a pass */
+    size_t proto_max_bulk_len;
+    size_t client_query_buffer_limit; /* a connection's unparsed bytes */
+    uint64_t map_size;                /* LMDB map size in bytes, 0 = default */
+    int maxclients;
+    /* Cluster mode: set coordinator to "embedded" to host the coordinator,
+     * or join to "host:port" of the node that hosts it. */
+    const char *coordinator;
+    const char *join;
+    const char *cluster_secret; /* required in cluster mode */
+    const char *announce;       /* "host:port" others use; default bind */
+    int forward;                /* forward keys we do not own (no MOVED) */
+    /* List followers as replicas in CLUSTER SLOTS/SHARDS/NODES.  Off by
+     * default: a node that leads some partitions and follows others can
+     * have only one role in a Redis client's view, and clients that keep
+     * the last role they read (redis-py) then take leading nodes for
+     * replicas and skip them in broadcasts (DBSIZE, SCAN, FLUSHALL).  On,
+     * clients may read from followers (READONLY). */
+    int announce_replicas;
+    const char *proxy_of; /* proxy: "host:port" of any cluster node */
+    pk_acks acks;         /* default quorum */
+    /* A node down this long has its replicas re-created elsewhere (the
+     * controller; 0: never). */
+    uint64_t replace_after_ms;
+    /* Range scheme: a range this node leads that serves at least this many
+     * requests per second has its load sampled by a split finder
+     * (pk_splitfind), whose verdict PK.PARTITIONS shows (0: never). */
+    uint64_t split_qps;
+    /* Range scheme: a range this node leads that holds more bytes than
+     * this is split at its middle key (0: never). */
+    uint64_t split_size;
+    /* Range scheme: two neighbouring ranges whose reads and writes per
+     * second and bytes, summed, stay under half of --split-qps and half
+     * of --split-size this long merge (0: never). */
+    uint64_t merge_delay_ms;
+    /* The fraction of keyed commands sampled for PK.HOTKEYS (pk_hot.h;
+     * 0: off). */
+    double hotkeys_sample;
+    /* Salting (pk_salted.h): a key this node leads written more than this
+     * many times a second for hot_key_ms is split into parts (0: never);
+     * folded back once under half of it for unsalt_after_ms (0: never);
+     * salted_incr_local: INCR answers its part's value, not the total. */
+    uint64_t hot_key_writes, hot_key_ms, unsalt_after_ms;
+    /* Replica reads (pk_hotread.h): a key read here more than this many
+     * times a second, in a partition we follow, is read here (0: never). */
+    uint64_t hot_key_reads;
+    int salted_incr_local;
+    /* Prometheus text on GET /metrics at this port of --bind (pk_metrics.h;
+     * 0: a free one, logged; -1: off). */
+    int metrics_port;
+} pk_server_config;
 
 /* Room for the table's parameters (a static_assert checks it). */
 #define PK_CONFIG_MAX 64

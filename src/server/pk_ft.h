@@ -36,7 +36,7 @@
 #ifndef PK_SERVER_PK_FT_H
 #define PK_SERVER_PK_FT_H
 
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 
 int pk_ft_init(pk_server *s);
 void pk_ft_free(pk_server *s);

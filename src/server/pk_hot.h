@@ -16,6 +16,9 @@
 typedef struct pk_server pk_server;
 typedef struct pk_cmd_ctx pk_cmd_ctx;
 
+/* The keys the tracker keeps, and the most PK.HOTKEYS lists. */
+#define PK_HOT_KEYS 128
+
 /* Sets up tracking when --hotkeys-sample > 0.  Returns 0 or PK_ENOMEM. */
 int pk_hot_init(pk_server *s);
 void pk_hot_free(pk_server *s);
@@ -26,6 +29,7 @@ void pk_hot_tick(pk_server *s);
 /* A command ran here: argv[first] is its first key (first <= 0: none). */
 void pk_hot_note(pk_cmd_ctx *x, int first, int write);
 
+/* PK.HOTKEYS (pk_cmd_hotkeys.c). */
 void pk_cmd_pk_hotkeys(pk_cmd_ctx *x);
 
 #endif

@@ -39,7 +39,7 @@
 
 #include <stdint.h>
 
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 
 typedef struct pk_server pk_server;
 typedef struct pk_obuf pk_obuf;

@@ -23,16 +23,7 @@
 
 typedef struct pk_server pk_server;
 
-#define PK_LAT_BUCKETS 12
-
-/* Latency classes of partkv_command_duration_seconds. */
-enum { PK_LAT_READ, PK_LAT_WRITE, PK_LAT_OTHER, PK_LAT_CLASSES };
-
-typedef struct pk_latency {
-    uint64_t bucket[PK_LAT_CLASSES][PK_LAT_BUCKETS + 1]; /* last: +Inf */
-    uint64_t count[PK_LAT_CLASSES];
-    double sum_s[PK_LAT_CLASSES];
-} pk_latency;
+typedef struct pk_latency pk_latency; /* pk_srv.h */
 
 /* One command of class cls took us microseconds. */
 void pk_metrics_observe(pk_latency *l, int cls, uint64_t us);

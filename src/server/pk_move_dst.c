@@ -18,7 +18,7 @@
 
 #include "core/pk_err.h"
 #include "core/pk_pmap_move.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_move_int.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"

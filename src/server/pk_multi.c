@@ -1,16 +1,6 @@
 /*
  * pk_multi: MULTI / EXEC / DISCARD and WATCH / UNWATCH (see pk_multi.h
  * for the semantics).
- *
- * The WATCH table hashes key bytes (XXH3) into chains of entries, one per
- * (connection, key); each entry is also on its connection's list, so that
- * UNWATCH, EXEC, DISCARD, RESET and close remove exactly theirs:
- *
- *   srv->watch  b[h & mask] -> e -> e -> ...    (next)
- *   conn        watched     -> e -> e -> ...    (cnext)
- *
- * A touch only marks connections (watch_dirty); their entries go when
- * they end the transaction, as then nothing else holds a pointer to them.
  */
 #include "server/pk_multi.h"
 
@@ -18,11 +8,12 @@
 #include <string.h>
 
 #include "core/pk_err.h"
-#include "core/pk_hash.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_repl.h"
+#include "server/pk_route.h"
 #include "server/pk_salted.h"
 #include "server/pk_srv.h"
+#include "server/pk_watch.h"
 #include "store/pk_key.h"
 #include "store/pk_store_log.h"
 
@@ -55,166 +46,7 @@ struct pk_multi {
     int64_t gpart; /* the partition of the first key, -1 none yet */
 };
 
-typedef struct pk_wkey {
-    struct pk_wkey *next;  /* in its table chain */
-    struct pk_wkey *cnext; /* in its connection's list */
-    pk_conn *c;            /* borrowed: the entry goes before c does */
-    uint64_t hash;
-    uint64_t deadline; /* the key's expiry when WATCHed, 0 none */
-    uint32_t part;
-    size_t len;
-    char key[];
-} pk_wkey;
-
-struct pk_wtab {
-    pk_wkey **b; /* owned array of mask + 1 chains */
-    size_t mask;
-};
-
-/* ---- the WATCH table -------------------------------------------------- */
-
-static pk_wkey **chain(pk_server *s, uint64_t hash)
-{
-    return &s->watch->b[hash & s->watch->mask];
-}
-
-/* Doubles the table once it holds twice as many entries as chains. */
-static int wtab_grow(pk_server *s)
-{
-    struct pk_wtab *w = s->watch;
-    size_t n = w ? 2 * (w->mask + 1) : 64;
-    pk_wkey **b;
-
-    if (w && s->nwatched < 2 * (w->mask + 1))
-        return PK_OK;
-    if (w == NULL && (w = s->watch = calloc(1, sizeof(*w))) == NULL)
-        return PK_ENOMEM;
-    if ((b = calloc(n, sizeof(*b))) == NULL)
-        return w->b ? PK_OK : PK_ENOMEM; /* longer chains, still right */
-    for (size_t i = 0; w->b && i <= w->mask; i++)
-        for (pk_wkey *e = w->b[i], *next; e; e = next) {
-            next = e->next;
-            e->next = b[e->hash & (n - 1)];
-            b[e->hash & (n - 1)] = e;
-        }
-    free(w->b);
-    w->b = b;
-    w->mask = n - 1;
-    return PK_OK;
-}
-
-static int watching(const pk_conn *c, const pk_arg *k)
-{
-    for (const pk_wkey *e = c->watched; e; e = e->cnext)
-        if (e->len == k->len && memcmp(e->key, k->ptr, k->len) == 0)
-            return 1;
-    return 0;
-}
-
-static int watch_add(pk_cmd_ctx *x, const pk_arg *k, uint32_t part,
-                     uint64_t deadline)
-{
-    pk_server *s = x->srv;
-    pk_wkey *e, **ch;
-
-    if (wtab_grow(s) != PK_OK || (e = malloc(sizeof(*e) + k->len)) == NULL)
-        return PK_ENOMEM;
-    memcpy(e->key, k->ptr, k->len);
-    e->len = k->len;
-    e->hash = pk_hash_xxh3(k->ptr, k->len);
-    e->part = part;
-    e->deadline = deadline;
-    e->c = x->c;
-    ch = chain(s, e->hash);
-    e->next = *ch;
-    *ch = e;
-    e->cnext = x->c->watched;
-    x->c->watched = e;
-    s->nwatched++;
-    return PK_OK;
-}
-
-/* UNWATCH: c's entries leave the table; the dirty flag goes too. */
-static void watch_clear(pk_conn *c)
-{
-    pk_server *s = c->srv;
-
-    while (c->watched) {
-        pk_wkey *e = c->watched, **pp = chain(s, e->hash);
-        while (*pp != e)
-            pp = &(*pp)->next;
-        *pp = e->next;
-        c->watched = e->cnext;
-        s->nwatched--;
-        free(e);
-    }
-    c->watch_dirty = 0;
-}
-
-static void touch(pk_server *s, const void *key, size_t len)
-{
-    uint64_t h = pk_hash_xxh3(key, len);
-
-    for (pk_wkey *e = *chain(s, h); e; e = e->next)
-        if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0)
-            e->c->watch_dirty = 1;
-}
-
-/* Calls fn on every entry (touches that look beyond one key). */
-static void each_entry(pk_server *s, void (*fn)(pk_wkey *e, void *ctx),
-                       void *ctx)
-{
-    if (s->nwatched == 0)
-        return;
-    for (size_t i = 0; i <= s->watch->mask; i++)
-        for (pk_wkey *e = s->watch->b[i]; e; e = e->next)
-            fn(e, ctx);
-}
-
-void pk_watch_touch_cmd(pk_cmd_ctx *x, const pk_cmd *cmd)
-{
-    pk_keyrun r[PK_KEYRUNS_MAX];
-    int n;
-
-    if (x->srv->nwatched == 0)
-        return;
-    if (x->touch_arg > 0) {
-        touch(x->srv, x->argv[x->touch_arg].ptr, x->argv[x->touch_arg].len);
-        return;
-    }
-    n = pk_cmd_keyruns(cmd, x->argc, x->argv, r);
-    for (int k = 0; k < n; k++)
-        for (int i = r[k].first; i <= r[k].last; i += r[k].step)
-            touch(x->srv, x->argv[i].ptr, x->argv[i].len);
-}
-
-static void touch_in_part(pk_wkey *e, void *ctx)
-{
-    if (e->part == *(const uint32_t *)ctx)
-        e->c->watch_dirty = 1;
-}
-
-void pk_watch_touch_part(pk_server *s, uint32_t part)
-{
-    each_entry(s, touch_in_part, &part);
-}
-
-static void touch_existing(pk_wkey *e, void *ctx)
-{
-    pk_cmd_ctx *x = ctx;
-    int exists = 0;
-
-    if (pk_key_exists(x->srv->txn, e->part, e->key, e->len, NOW(x), &exists) !=
-            PK_OK ||
-        exists)
-        e->c->watch_dirty = 1;
-}
-
-void pk_watch_touch_flush(pk_cmd_ctx *x)
-{
-    if (x->srv->nwatched && pk_srv_txn(x))
-        each_entry(x->srv, touch_existing, x);
-}
+/* ---- WATCH beyond its table (pk_watch.c) ----------------------------- */
 
 static void touch_unserved(pk_wkey *e, void *ctx)
 {
@@ -228,15 +60,7 @@ static void touch_unserved(pk_wkey *e, void *ctx)
 void pk_watch_map_changed(pk_server *s)
 {
     if (s->cluster.map)
-        each_entry(s, touch_unserved, s);
-}
-
-void pk_watch_free(pk_server *s)
-{
-    if (s->watch)
-        free(s->watch->b);
-    free(s->watch);
-    s->watch = NULL;
+        pk_watch_each(s, touch_unserved, s);
 }
 
 /* A watched key whose expiry passed since WATCH (expiry needs no touch:
@@ -279,7 +103,7 @@ static void discard(pk_conn *c)
 {
     multi_done(c, c->multi);
     c->multi = NULL;
-    watch_clear(c);
+    pk_watch_clear(c);
 }
 
 void pk_multi_conn_reset(pk_conn *c)
@@ -297,9 +121,7 @@ void pk_multi_reject(pk_conn *c)
 
 int pk_multi_runs_now(const pk_cmd *cmd)
 {
-    return cmd->fn == pk_cmd_exec || cmd->fn == pk_cmd_discard ||
-           cmd->fn == pk_cmd_multi || cmd->fn == pk_cmd_watch ||
-           cmd->fn == pk_cmd_quit || cmd->fn == pk_cmd_reset;
+    return (cmd->flags & PK_CMD_TXN_NOW) != 0;
 }
 
 /* The partition of cmd's first key, or -1 (a node out of a cluster
@@ -378,12 +200,12 @@ void pk_multi_queue(pk_cmd_ctx *x, const pk_cmd *cmd)
     size_t bytes = (size_t)x->argc * sizeof(pk_arg);
     int slot, rc;
 
-    if (cmd->fn == pk_cmd_shutdown || cmd->fn == pk_cmd_save) {
+    if (cmd->flags & PK_CMD_NO_MULTI) {
         pk_reply_error(x->out, "ERR Command not allowed inside a transaction");
         m->aborted = 1;
         return;
     }
-    if (!pk_cluster_route_queued(x, cmd, &slot)) {
+    if (!pk_route_queued(x, cmd, &slot)) {
         m->aborted = 1;
         return;
     }
@@ -539,7 +361,7 @@ void pk_cmd_exec(pk_cmd_ctx *x)
         discard(c);
         return;
     }
-    if (!pk_cluster_route_exec(x, m->slot, m->writes)) {
+    if (!pk_route_exec(x, m->slot, m->writes)) {
         if (c->held == NULL) /* not held until a switch: redirected */
             discard(c);
         return;
@@ -556,7 +378,7 @@ void pk_cmd_exec(pk_cmd_ctx *x)
     if (t && gpart >= 0)
         grouped = pk_txn_group_begin(t, (uint32_t)gpart) == PK_OK;
     c->multi = NULL;
-    watch_clear(c); /* as Redis does before running: nothing to touch */
+    pk_watch_clear(c); /* as Redis does before running: nothing to touch */
     exec_run(x, m);
     /* A failure here is the transaction's sticky error: the commit
      * fails and EXEC's reply becomes its error (pk_server.c). */
@@ -584,12 +406,12 @@ void pk_cmd_watch(pk_cmd_ctx *x)
     for (int i = 1; i < x->argc; i++) {
         int64_t ttl = -2;
         int rc = PK_OK;
-        if (watching(c, &x->argv[i]))
+        if (pk_watch_has(c, &x->argv[i]))
             continue;
         rc = pk_key_pttl(t, PK_KEY(x, i), NOW(x), &ttl);
         if (rc == PK_OK)
-            rc = watch_add(x, &x->argv[i], pk_cmd_part(x, i),
-                           ttl > 0 ? NOW(x) + (uint64_t)ttl : 0);
+            rc = pk_watch_add(x, &x->argv[i], pk_cmd_part(x, i),
+                              ttl > 0 ? NOW(x) + (uint64_t)ttl : 0);
         if (rc != PK_OK) {
             pk_cmd_store_error(x, rc);
             return;
@@ -600,6 +422,6 @@ void pk_cmd_watch(pk_cmd_ctx *x)
 
 void pk_cmd_unwatch(pk_cmd_ctx *x)
 {
-    watch_clear(x->c);
+    pk_watch_clear(x->c);
     pk_reply_simple(x->out, "OK");
 }

@@ -31,7 +31,8 @@
  * map for keys of partitions this node no longer serves.  Expiry needs
  * no hook: WATCH notes the key's deadline, and EXEC fails once it passed.
  * A touched connection fails its next EXEC with a null array.  With
- * nothing watched the touch costs one compare per write.
+ * nothing watched the touch costs one compare per write.  The table and
+ * its touches are pk_watch.h.
  */
 #ifndef PK_SERVER_PK_MULTI_H
 #define PK_SERVER_PK_MULTI_H
@@ -43,8 +44,8 @@ typedef struct pk_cmd_ctx pk_cmd_ctx;
 typedef struct pk_conn pk_conn;
 typedef struct pk_server pk_server;
 
-/* 1 for the commands that run at once inside MULTI (EXEC, DISCARD,
- * MULTI, WATCH, QUIT, RESET), else 0: those are queued. */
+/* 1 for the commands that run at once inside MULTI (PK_CMD_TXN_NOW:
+ * EXEC, DISCARD, MULTI, WATCH, QUIT, RESET), else 0: those are queued. */
 int pk_multi_runs_now(const pk_cmd *cmd);
 
 /* Inside MULTI: checks cmd and queues a copy of x's arguments, replying
@@ -57,21 +58,9 @@ void pk_multi_reject(pk_conn *c);
 /* RESET and close: the transaction is discarded, nothing is watched. */
 void pk_multi_conn_reset(pk_conn *c);
 
-/* After write command cmd in x changed data: touches its keys. */
-void pk_watch_touch_cmd(pk_cmd_ctx *x, const pk_cmd *cmd);
-
-/* Touches every watched key of partition part (a replicated record). */
-void pk_watch_touch_part(pk_server *s, uint32_t part);
-
-/* Before FLUSHALL: touches every watched key that exists. */
-void pk_watch_touch_flush(pk_cmd_ctx *x);
-
 /* A new map: touches keys of partitions this node neither leads nor
  * follows any more. */
 void pk_watch_map_changed(pk_server *s);
-
-/* Frees the table (every connection is closed). */
-void pk_watch_free(pk_server *s);
 
 /* The commands. */
 void pk_cmd_multi(pk_cmd_ctx *x);

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "core/pk_err.h"
-#include "server/pk_cmd.h"
-#include "server/pk_multi.h"
+#include "server/pk_ctx.h"
+#include "server/pk_watch.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
 #include "store/pk_store_snap.h"

@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
-#include "server/pk_cmd.h"
-#include "server/pk_multi.h"
+#include "server/pk_ctx.h"
 #include "store/pk_store_log.h"
 
 #define ACK_TIMEOUT_MS 2000

@@ -28,7 +28,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hll.h"
 #include "proto/pk_rreply.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_salted_int.h"
 #include "server/pk_srv.h"
 #include "store/pk_key.h"

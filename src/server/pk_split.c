@@ -15,7 +15,7 @@
 #include "core/pk_pmap_move.h"
 #include "core/pk_range.h"
 #include "server/pk_agent.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "server/pk_move.h"
 #include "server/pk_repl.h"
 #include "server/pk_srv.h"

@@ -16,12 +16,10 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/pk_pmap.h"
 #include "proto/pk_reply.h"
 #include "proto/pk_resp.h"
-#include "server/pk_cluster.h"
 #include "server/pk_config.h"
-#include "server/pk_metrics.h"
-#include "server/pk_server.h"
 #include "store/pk_store.h"
 #include "store/pk_store_part.h"
 
@@ -30,6 +28,30 @@
 
 typedef struct pk_server pk_server;
 typedef struct pk_conn pk_conn;
+typedef struct pk_range pk_range;
+typedef struct pk_cmd pk_cmd; /* pk_ctx.h */
+
+/* A node's view of the cluster (pk_cluster.h: what follows from it). */
+typedef struct pk_cluster {
+    int enabled;                /* 1 once the node runs in a cluster */
+    char name[PK_NAME_MAX + 1]; /* this node's 40-hex id */
+    char addr[PK_ADDR_MAX + 1]; /* "host:port" others reach it at */
+    pk_pmap *map;               /* owned; NULL until the first map */
+    uint32_t self;              /* our id in map, or PK_NODE_NONE */
+    pk_range *ranges;           /* owned; the range scheme's key order */
+} pk_cluster;
+
+/* Command durations: partkv_command_duration_seconds (pk_metrics.h). */
+#define PK_LAT_BUCKETS 12
+
+/* Latency classes of partkv_command_duration_seconds. */
+enum { PK_LAT_READ, PK_LAT_WRITE, PK_LAT_OTHER, PK_LAT_CLASSES };
+
+typedef struct pk_latency {
+    uint64_t bucket[PK_LAT_CLASSES][PK_LAT_BUCKETS + 1]; /* last: +Inf */
+    uint64_t count[PK_LAT_CLASSES];
+    double sum_s[PK_LAT_CLASSES];
+} pk_latency;
 
 struct pk_conn {
     uv_tcp_t tcp; /* first member: handle->data is not needed */
@@ -260,10 +282,12 @@ int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
 /* pk_cmd_coord.c: the connection closed; an awaited answer is dropped */
 void pk_coord_conn_closed(pk_conn *c);
 
-/* pk_cmd.c */
+/* pk_cmd.c: the dispatcher, which lower modules call back into (a
+ * blocked command retried, EXEC's queued commands, a salted key's part).
+ * pk_cmd_run runs cmd (routed already), then touches the WATCHed keys it
+ * changed: dispatch and EXEC run every command through it. */
 void pk_cmd_dispatch(pk_cmd_ctx *x);
-/* Replies the error of a store call that returned rc != 0. */
-void pk_cmd_store_error(pk_cmd_ctx *x, int rc);
+void pk_cmd_run(pk_cmd_ctx *x, const pk_cmd *cmd);
 
 /*
  * Listens on tcp at port (0: a free one) of --bind for cb; *bound is the
