@@ -337,13 +337,47 @@ static int resp_line(pk_resp_parser *p, size_t *eol, const char *toobig)
     return *eol + 1 < p->len;
 }
 
+/*
+ * The usual "<lead><digits>\r\n" line at pos -- a positive count without
+ * leading zeros, of at most 18 digits, whole in the buffer -- read in one
+ * pass: 1 with *n and pos past the line, else 0 and nothing moved (the
+ * general path then reads it, and words any error).
+ */
+static int resp_short_line(pk_resp_parser *p, char lead, int64_t *n)
+{
+    const char *b = p->buf, *q = b + p->pos + 1, *end = b + p->len;
+    int64_t v = 0;
+    int digits = 0;
+
+    if (b[p->pos] != lead || q >= end || *q < '0' || *q > '9' ||
+        (*q == '0' && q + 1 < end && q[1] != '\r'))
+        return 0;
+    for (; q < end && *q >= '0' && *q <= '9' && digits < 18; q++, digits++)
+        v = v * 10 + (*q - '0');
+    if (end - q < 2 || *q != '\r')
+        return 0;
+    *n = v;
+    resp_skip(p, (size_t)(q + 2 - b));
+    return 1;
+}
+
 /* "*<n>\r\n": starts a multibulk command, or skips an empty one. */
 static int resp_header(pk_resp_parser *p)
 {
     size_t eol;
     int64_t n;
-    int rc = resp_line(p, &eol, "too big mbulk count string");
+    int rc;
 
+    if (resp_short_line(p, '*', &n)) {
+        if (n > (int64_t)p->lim.max_args)
+            return resp_fail(p, "invalid multibulk length");
+        if (n > 0) {
+            p->left = (size_t)n;
+            p->bulk = -1;
+        }
+        return 1;
+    }
+    rc = resp_line(p, &eol, "too big mbulk count string");
     if (rc <= 0)
         return rc;
     if (!pk__resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) ||
@@ -364,6 +398,11 @@ static int resp_bulk(pk_resp_parser *p)
     int64_t n;
     int rc;
 
+    if (p->bulk < 0 && resp_short_line(p, '$', &n)) {
+        if ((uint64_t)n > p->lim.max_bulk_len)
+            return resp_fail(p, "invalid bulk length");
+        p->bulk = n;
+    }
     if (p->bulk < 0) {
         rc = resp_line(p, &eol, "too big bulk count string");
         if (rc <= 0)

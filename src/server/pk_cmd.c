@@ -510,16 +510,19 @@ static void account(pk_cmd_ctx *x, const pk_cmd *cmd, uint64_t t0, size_t out0)
 
 void pk_cmd_dispatch(pk_cmd_ctx *x)
 {
-    const pk_cmd *cmd = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
+    const pk_cmd *cmd = x->c->cmd_seen;
     uint64_t t0;
     size_t out0;
 
+    if (cmd == NULL || name_cmp(x->argv[0].ptr, x->argv[0].len, cmd->name))
+        cmd = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
     x->have_part = 0;
     if (cmd == NULL) {
         pk_multi_reject(x->c);
         reply_unknown(x);
         return;
     }
+    x->c->cmd_seen = cmd;
     x->c->last_cmd = cmd->name;
     if ((cmd->arity > 0 && x->argc != cmd->arity) ||
         (cmd->arity < 0 && x->argc < -cmd->arity)) {

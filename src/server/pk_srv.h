@@ -118,8 +118,9 @@ struct pk_conn {
      * (BLPOP, BLMOVE, WAIT...) must not block then -- it answers at once,
      * as Redis does inside MULTI, as if its timeout had passed. */
     int in_exec;
-    pk_conn *prev, *next; /* all connections */
-    const char *last_cmd; /* name of the last command, static */
+    pk_conn *prev, *next;   /* all connections */
+    const char *last_cmd;   /* name of the last command, static */
+    const pk_cmd *cmd_seen; /* the last command found: a pipeline repeats it */
     /* Waiting in a blocking command (pk_block.c), or NULL. */
     struct bl_waiter *blk;
 };
