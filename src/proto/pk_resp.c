@@ -339,9 +339,10 @@ static int resp_line(pk_resp_parser *p, size_t *eol, const char *toobig)
 
 /*
  * The usual "<lead><digits>\r\n" line at pos -- a positive count without
- * leading zeros, of at most 18 digits, whole in the buffer -- read in one
- * pass: 1 with *n and pos past the line, else 0 and nothing moved (the
- * general path then reads it, and words any error).
+ * leading zeros, of at most 18 digits, whole in the buffer and within
+ * max_inline -- read in one pass: 1 with *n and pos past the line, else 0
+ * and nothing moved (the general path then reads it, and words any
+ * error, as it would have from any chunk of it).
  */
 static int resp_short_line(pk_resp_parser *p, char lead, int64_t *n)
 {
@@ -354,7 +355,9 @@ static int resp_short_line(pk_resp_parser *p, char lead, int64_t *n)
         return 0;
     for (; q < end && *q >= '0' && *q <= '9' && digits < 18; q++, digits++)
         v = v * 10 + (*q - '0');
-    if (end - q < 2 || *q != '\r')
+    /* The general path's window: a "\r" past max_inline is an error. */
+    if (end - q < 2 || *q != '\r' ||
+        (size_t)(q - (b + p->pos)) > p->lim.max_inline)
         return 0;
     *n = v;
     resp_skip(p, (size_t)(q + 2 - b));
