@@ -398,6 +398,7 @@ int pk_repl_init(pk_server *s)
     if (rp == NULL)
         return PK_ENOMEM;
     rp->srv = s;
+    rp->rcache = calloc(RP_RCACHE_SLOTS, sizeof(*rp->rcache)); /* or none */
     rp->start_ms = rp_now();
     pk__repl_leases_load(rp);
     uv_timer_init(&s->loop, &rp->tick);
@@ -438,6 +439,9 @@ void pk_repl_free(pk_server *s)
     free(rp->commit_seen);
     free(rp->commit_ep);
     free(rp->promise);
+    for (uint32_t i = 0; rp->rcache && i < RP_RCACHE_SLOTS; i++)
+        free(rp->rcache[i].v);
+    free(rp->rcache);
     free(rp);
     s->repl = NULL;
 }

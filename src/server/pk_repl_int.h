@@ -56,6 +56,23 @@ typedef struct rp_stream {
     struct rp_stream *next;
 } rp_stream;
 
+/* A record a pump round read (pk_repl_stream.c's round cache). */
+typedef struct rp_rec {
+    uint64_t seq;
+    const void *rec; /* in the round's transaction's map */
+    size_t len;
+} rp_rec;
+
+/* The records of partition part that round read, consecutive from v[0];
+ * to_end: up to the end of its log. */
+typedef struct rp_rcache {
+    uint64_t round;
+    uint32_t part;
+    int to_end;
+    rp_rec *v; /* owned */
+    size_t n, cap;
+} rp_rcache;
+
 typedef struct rp_ent {
     uint32_t part;
     char kind;
@@ -127,7 +144,14 @@ struct pk_repl {
     uint64_t *commit_seen; /* follower: the leader's commit position ... */
     uint64_t *commit_ep;   /* ... at this leader epoch */
     int commit_moved;      /* follower: a commit position came in */
+    /* Pump rounds (one per transaction a pump reads the log in) and the
+     * records each read, by partition: every follower of a partition
+     * wants the same ones, and the journal is read once for them all. */
+    uint64_t round;
+    rp_rcache *rcache; /* RP_RCACHE_SLOTS, owned */
 };
+
+#define RP_RCACHE_SLOTS 1024u
 
 /* Leases and promises run on the monotonic clock. */
 static inline uint64_t rp_now(void)

@@ -185,9 +185,12 @@ static void rt_end(pk_txn **rt)
  */
 static pk_txn *rt_get(pk_repl *rp, pk_txn **rt)
 {
-    if (*rt == NULL &&
-        (rp->srv->txn || pk_txn_begin(rp->srv->store, 0, rt) != PK_OK))
+    if (*rt != NULL)
+        return *rt;
+    if (rp->srv->txn || pk_txn_begin(rp->srv->store, 0, rt) != PK_OK)
         *rt = NULL;
+    else
+        rp->round++; /* the round cache's records are of older maps */
     return *rt;
 }
 
@@ -371,6 +374,7 @@ typedef struct log_ctx {
     msg *m;
     rp_stream *st;
     uint32_t p;
+    rp_rcache *c; /* where the records read go too, or NULL */
 } log_ctx;
 
 #define LOG_FULL 1
@@ -379,11 +383,59 @@ static int on_record(void *ctx, uint64_t seq, const void *rec, size_t len)
 {
     log_ctx *lc = ctx;
     pk_repl *rp = lc->st->rp;
+    rp_rcache *c = lc->c;
 
+    if (c && c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        rp_rec *v = realloc(c->v, cap * sizeof(*v));
+        if (v == NULL) {
+            c->round = 0; /* not kept: the next stream reads for itself */
+            lc->c = c = NULL;
+        } else {
+            c->v = v;
+            c->cap = cap;
+        }
+    }
+    if (c)
+        c->v[c->n++] = (rp_rec){seq, rec, len};
     if (msg_add(lc->m, 'L', lc->p, rp->lead_epoch[lc->p], seq, rec, len))
         return LOG_FULL;
     lc->st->sent[lc->p] = seq;
     return lc->m->bytes >= MSG_BYTES ? LOG_FULL : 0;
+}
+
+/*
+ * pk_store_log_read of p from seq from, through the round cache: the
+ * records another stream read this round are sent from it, and what is
+ * read from the log is kept for the next.
+ */
+static int log_read(pk_repl *rp, pk_txn *t, log_ctx *lc, uint64_t from)
+{
+    rp_rcache *c = &rp->rcache[lc->p % RP_RCACHE_SLOTS];
+    int rc;
+
+    if (c->round == rp->round && c->part == lc->p && c->n > 0 &&
+        c->v[0].seq <= from && from <= c->v[c->n - 1].seq + 1) {
+        for (size_t i = from - c->v[0].seq; i < c->n; i++) {
+            const rp_rec *r = &c->v[i];
+            lc->c = NULL; /* it has them */
+            if ((rc = on_record(lc, r->seq, r->rec, r->len)) != 0)
+                return rc;
+        }
+        if (c->to_end)
+            return PK_OK;
+        from = c->v[c->n - 1].seq + 1;
+    } else {
+        c->round = rp->round;
+        c->part = lc->p;
+        c->n = 0;
+        c->to_end = 0;
+    }
+    lc->c = c;
+    rc = pk_store_log_read(t, lc->p, from, on_record, lc);
+    if (rc == PK_OK && lc->c)
+        c->to_end = 1;
+    return rc;
 }
 
 static int on_chunk(void *ctx, const void *chunk, size_t len)
@@ -459,8 +511,9 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
             msg_add(m, 'C', p, le, c, "", 0);
         }
     }
-    log_ctx lc = {m, st, p};
-    rc = pk_store_log_read(t, p, st->sent[p] + 1, on_record, &lc);
+    log_ctx lc = {m, st, p, NULL};
+    rc = rp->rcache ? log_read(rp, t, &lc, st->sent[p] + 1)
+                    : pk_store_log_read(t, p, st->sent[p] + 1, on_record, &lc);
     if (rc == PK_ERANGE) {
         st->state[p] = PS_NEEDSNAP; /* trimmed: the next message */
         pk__repl_enqueue(st, p);

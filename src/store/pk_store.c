@@ -21,6 +21,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/pk_err.h"
@@ -200,13 +201,18 @@ fail:
  * Takes dir's lock file, partkv.lock, for as long as the store is open.
  * LMDB lets several processes open one environment; two nodes on one
  * directory (one restarted by hand while `cluster up` restarts it too)
- * would each take the other's records for their own.  PK_EBUSY when
- * another open store holds it, PK_EIO if it cannot be made.
+ * would each take the other's records for their own.  A process killed a
+ * moment ago holds the lock until its last thread is gone (one may be in
+ * the middle of faulting pages in), so a held lock is tried again for up
+ * to LOCK_WAIT_MS.  PK_EBUSY when another open store holds it, PK_EIO if
+ * it cannot be made.
  */
+#define LOCK_WAIT_MS 2000
+
 static int dir_lock(const char *dir, int *out)
 {
     char path[PATH_MAX];
-    int fd;
+    int fd, waited = 0;
 
     if (snprintf(path, sizeof(path), "%s/partkv.lock", dir) >=
         (int)sizeof(path)) {
@@ -215,9 +221,14 @@ static int dir_lock(const char *dir, int *out)
     if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
         return errno == ENOMEM ? PK_ENOMEM : PK_EIO;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int busy = errno == EWOULDBLOCK;
 
+        if (busy && waited < LOCK_WAIT_MS) {
+            nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+            waited += 20;
+            continue;
+        }
         close(fd);
         return busy ? PK_EBUSY : PK_EIO;
     }
@@ -348,7 +359,7 @@ static char *map_addr(pk_store *s, size_t mapsize)
 
 int64_t pk_store_prefault(pk_store *s, size_t ahead)
 {
-    const size_t chunk = 1 << 20;
+    const size_t chunk = 256 << 10; /* a SIGKILL waits for one call */
     MDB_envinfo ei;
     MDB_stat st;
     uint64_t used, end, at;
