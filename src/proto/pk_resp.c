@@ -350,7 +350,7 @@ static int resp_short_line(pk_resp_parser *p, char lead, int64_t *n)
     int64_t v = 0;
     int digits = 0;
 
-    if (b[p->pos] != lead || q >= end || *q < '0' || *q > '9' ||
+    if (q >= end || b[p->pos] != lead || *q < '0' || *q > '9' ||
         (*q == '0' && q + 1 < end && q[1] != '\r'))
         return 0;
     for (; q < end && *q >= '0' && *q <= '9' && digits < 18; q++, digits++)

@@ -427,6 +427,30 @@ static void test_too_big_lines(void **state)
     }
 }
 
+/* A header that ends exactly at the buffer's end: the bulk after it has
+ * not come, and nothing past the buffer is read meanwhile (under ASan). */
+static void test_header_at_buffer_end(void **state)
+{
+    pk_resp_parser *p;
+    text t = {0};
+    char *dst;
+    size_t got;
+
+    (void)state;
+    assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+    assert_int_equal(pk_resp_space(p, 1, &dst, &got), PK_OK);
+    assert_true(got >= 4);
+    memset(dst, '\n', got - 4); /* empty requests, skipped */
+    memcpy(dst + got - 4, "*1\r\n", 4);
+    pk_resp_commit(p, got);
+    assert_int_equal(drain(p, &t), 0);
+    assert_int_equal(pk_resp_feed(p, L("$4\r\nPING\r\n")), PK_OK);
+    assert_int_equal(drain(p, &t), 0);
+    assert_string_equal(t.s, "PING\n");
+    pk_resp_parser_free(p);
+    text_free(&t);
+}
+
 static void test_limits_boundaries(void **state)
 {
     (void)state;
@@ -686,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_protocol_errors),
         cmocka_unit_test(test_error_is_sticky),
         cmocka_unit_test(test_too_big_lines),
+        cmocka_unit_test(test_header_at_buffer_end),
         cmocka_unit_test(test_limits_boundaries),
         cmocka_unit_test(test_bad_limits),
         cmocka_unit_test(test_declared_huge_bulk_allocates_nothing),
