@@ -6,7 +6,7 @@ pkgs="make gcc clang pkg-config libxxhash-dev libssl-dev libcmocka-dev
       liblmdb-dev libuv1-dev libjansson-dev libcurl4-openssl-dev
       clang-format libclang-rt-14-dev redis-server redis-tools
       python3-redis python3-pytest python3-prometheus-client iproute2
-      etcd-server iptables"
+      etcd-server iptables openssl"
 missing=""
 for p in $pkgs; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then

@@ -12,6 +12,8 @@ int pk_cli_sim(int argc, char **argv);
 
 /* 1 when s is "host:port" with a port in 1..65535. */
 int pk_cli_host_port(const char *s);
+/* 1 for "etcd://HOST:PORT[,...]" or "etcds://..." (TLS). */
+int pk_cli_is_etcd(const char *s);
 
 /* Splits such a "host:port" into host (cap bytes) and *port; 0, or -1
  * when s is not one. */

@@ -13,7 +13,7 @@
  *                     [--merge-delay SECONDS] [--hotkeys-sample RATE]
  *                     [--hot-key-writes N] [--hot-key-time SECONDS]
  *                     [--unsalt-after SECONDS] [--hot-key-reads N]
- *                     [--salted-incr-reply total|local]
+ *                     [--salted-incr-reply total|local] [--tls]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -27,6 +27,11 @@
  * with its data.  The restart waits RESTART_MIN_MS, doubling up to
  * RESTART_MAX_MS while the node keeps dying within RESTART_QUICK_MS of its
  * start.  Nothing is restarted once SIGINT/SIGTERM is pending.
+ *
+ * --tls: a local CA and a node certificate in DIR/tls (tls_gen.h); every
+ * node serves TLS on ports P..P+N-1 (its plain port is a free one) and
+ * talks to the others over mutual TLS (--tls-cluster yes); clients may
+ * present a certificate (--tls-auth-clients optional).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +49,7 @@
 #include "cli/keyset.h"
 #include "cli/presplit.h"
 #include "cli/spawn.h"
+#include "cli/tls_gen.h"
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "core/pk_plan.h"
@@ -51,11 +57,12 @@
 #include "proto/pk_rreply.h"
 #include "server/pk_agent.h"
 #include "server/pk_sclient.h"
+#include "server/pk_tls.h"
 
 #define NODES_MAX 64
 #define REGISTER_TIMEOUT_MS 15000
 #define NODE_START_MS 10000 /* for a node's "ready" line */
-#define NODE_ARGS_MAX 56
+#define NODE_ARGS_MAX 64
 #define RESTART_MIN_MS 200
 #define RESTART_MAX_MS 5000
 #define RESTART_QUICK_MS 5000 /* dying sooner doubles the next delay */
@@ -84,6 +91,9 @@ typedef struct up_args {
                                 * --unsalt-after, --salted-incr-reply,
                                 * --hot-key-reads */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
+    int tls;                   /* --tls */
+    char tls_dir[4096];        /* its files: DIR/tls */
+    char tls_files[3][4200];   /* ca, cert, key */
 } up_args;
 
 /*
@@ -161,6 +171,35 @@ static int range_args(up_args *a)
     return 0;
 }
 
+/* --tls: the files (made on the first start), and our own connections to
+ * the nodes over TLS with the node certificate. */
+static int up_tls(up_args *a, pk_tls **out)
+{
+    static const char *const names[] = {PK_TLS_GEN_CA, PK_TLS_GEN_CERT,
+                                        PK_TLS_GEN_KEY};
+    pk_tls_files f = {0};
+    char err[256];
+
+    snprintf(a->tls_dir, sizeof(a->tls_dir), "%s/tls", a->dir);
+    for (int i = 0; i < 3; i++)
+        snprintf(a->tls_files[i], sizeof(a->tls_files[i]), "%s/%s", a->tls_dir,
+                 names[i]);
+    if (pk_tls_gen(a->tls_dir) != 0) {
+        fprintf(stderr, "partkv cluster up: cannot make certificates in %s\n",
+                a->tls_dir);
+        return -1;
+    }
+    f.ca = a->tls_files[0];
+    f.cert = a->tls_files[1];
+    f.key = a->tls_files[2];
+    if (pk_tls_open(&f, out, err, sizeof(err)) != 0) {
+        fprintf(stderr, "partkv cluster up: TLS: %s\n", err);
+        return -1;
+    }
+    pk_sclient_use_tls(*out);
+    return 0;
+}
+
 static int parse_up(int argc, char **argv, up_args *a)
 {
     static const struct option opts[] = {
@@ -190,6 +229,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"presplit", required_argument, NULL, 'T'},
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
+        {"tls", no_argument, NULL, 'L'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -224,7 +264,7 @@ static int parse_up(int argc, char **argv, up_args *a)
             a->dir = optarg;
             break;
         case 'c':
-            if (strncmp(optarg, "etcd://", 7) == 0 && optarg[7])
+            if (pk_cli_is_etcd(optarg))
                 a->coordinator = optarg;
             else if (strcmp(optarg, "embedded") != 0)
                 goto bad;
@@ -247,6 +287,9 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'X':
             a->split_sample = optarg;
+            break;
+        case 'L':
+            a->tls = 1;
             break;
         case 'Y': /* checked by each node */
             a->hot_sample = optarg;
@@ -410,7 +453,21 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
     argv[k++] = (char *)pk_self_exe();
     argv[k++] = "server";
     argv[k++] = "--port";
-    argv[k++] = n->port;
+    argv[k++] = a->tls ? "0" : n->port;
+    if (a->tls) { /* the node's port, for the cluster, is its TLS port */
+        argv[k++] = "--tls-port";
+        argv[k++] = n->port;
+        argv[k++] = "--tls-ca-cert-file";
+        argv[k++] = (char *)a->tls_files[0];
+        argv[k++] = "--tls-cert-file";
+        argv[k++] = (char *)a->tls_files[1];
+        argv[k++] = "--tls-key-file";
+        argv[k++] = (char *)a->tls_files[2];
+        argv[k++] = "--tls-cluster";
+        argv[k++] = "yes";
+        argv[k++] = "--tls-auth-clients";
+        argv[k++] = "optional";
+    }
     argv[k++] = "--dir";
     argv[k++] = n->dir;
     argv[k++] = "--cluster-secret";
@@ -779,6 +836,7 @@ static int cluster_up(int argc, char **argv)
     up_node *nodes = NULL;
     char secret[128], ids[NODES_MAX][PK_NAME_MAX + 1], acks[32] = "";
     pk_sclient *c = NULL;
+    pk_tls *tls = NULL;
     sigset_t set;
     int created = 0, status = 1;
 
@@ -794,6 +852,8 @@ static int cluster_up(int argc, char **argv)
                 a.dir);
         return 1;
     }
+    if (a.tls && up_tls(&a, &tls) != 0)
+        return 1;
     /* SIGINT/SIGTERM/SIGCHLD are blocked from here on and taken by
      * supervise() with sigtimedwait, or SIGINT/SIGTERM noticed by
      * stop_requested() while nodes start; children unblock them before
@@ -850,8 +910,12 @@ static int cluster_up(int argc, char **argv)
     for (unsigned long i = 0; i < a.nodes; i++)
         printf("  node %lu  127.0.0.1:%d  pid %d  id %s\n", i, kids[i].port,
                (int)kids[i].pid, ids[i]);
-    printf("try: redis-cli %s-p %d\nready\n", a.forward ? "" : "-c ",
-           kids[0].port);
+    if (a.tls)
+        printf("try: redis-cli --tls --cacert %s %s-p %d\nready\n",
+               a.tls_files[0], a.forward ? "" : "-c ", kids[0].port);
+    else
+        printf("try: redis-cli %s-p %d\nready\n", a.forward ? "" : "-c ",
+               kids[0].port);
     fflush(stdout);
     pk_sclient_free(c);
     c = NULL;
@@ -862,6 +926,8 @@ out:
     stop_all(kids, a.nodes);
     free(nodes);
     pk_presplit_free(&a.presplit);
+    pk_sclient_use_tls(NULL);
+    pk_tls_free(tls);
     return status;
 }
 

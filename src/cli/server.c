@@ -5,7 +5,7 @@
  *                 [--fsync always|everysec|no] [--requirepass PW]
  *                 [--protected-mode yes|no] [--proto-max-bulk-len N]
  *                 [--maxclients N] [--map-size BYTES]
- *                 [--coordinator embedded|etcd://HOST:PORT[,...] |
+ *                 [--coordinator embedded|etcd[s]://HOST:PORT[,...] |
  *                  --join HOST:PORT]
  *                 [--cluster-secret S] [--announce HOST:PORT]
  *                 [--route redirect|forward] [--announce-replicas yes|no]
@@ -16,6 +16,9 @@
  *                 [--hot-key-time SECONDS] [--unsalt-after SECONDS]
  *                 [--hot-key-reads N]
  *                 [--salted-incr-reply total|local]
+ *                 [--tls-port P --tls-cert-file F --tls-key-file F
+ *                  [--tls-ca-cert-file F] [--tls-auth-clients yes|no|optional]
+ *                  [--tls-cluster yes|no]]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,6 +53,20 @@ static int num(const char *flag, const char *s, unsigned long long lo,
     }
     *out = v;
     return 0;
+}
+
+static int yes_no(const char *flag, const char *s, int *out)
+{
+    if (strcmp(s, "yes") != 0 && strcmp(s, "no") != 0)
+        return bad(flag, s, "must be yes or no");
+    *out = strcmp(s, "yes") == 0;
+    return 0;
+}
+
+int pk_cli_is_etcd(const char *s)
+{
+    return (strncmp(s, "etcd://", 7) == 0 && s[7]) ||
+           (strncmp(s, "etcds://", 8) == 0 && s[8]);
 }
 
 int pk_cli_host_port(const char *s)
@@ -105,6 +122,12 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"unsalt-after", required_argument, NULL, '2'},
         {"salted-incr-reply", required_argument, NULL, '3'},
         {"hot-key-reads", required_argument, NULL, '4'},
+        {"tls-port", required_argument, NULL, '5'},
+        {"tls-cert-file", required_argument, NULL, '6'},
+        {"tls-key-file", required_argument, NULL, '7'},
+        {"tls-ca-cert-file", required_argument, NULL, '8'},
+        {"tls-auth-clients", required_argument, NULL, '9'},
+        {"tls-cluster", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -143,10 +166,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
             c->requirepass = *optarg ? optarg : NULL;
             break;
         case 'P':
-            if (strcmp(optarg, "yes") == 0 || strcmp(optarg, "no") == 0)
-                c->protected_mode = strcmp(optarg, "yes") == 0;
-            else
-                rc = bad("--protected-mode", optarg, "must be yes or no");
+            rc = yes_no("--protected-mode", optarg, &c->protected_mode);
             break;
         case 'B':
             rc = num("--proto-max-bulk-len", optarg, 1024, 1ull << 40, &v);
@@ -161,11 +181,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
             c->map_size = v;
             break;
         case 'C':
-            if (strcmp(optarg, "embedded") != 0 &&
-                (strncmp(optarg, "etcd://", 7) != 0 || !optarg[7]))
-                rc = bad(
-                    "--coordinator", optarg,
-                    "must be 'embedded' or etcd://HOST:PORT[,HOST:PORT...]");
+            if (strcmp(optarg, "embedded") != 0 && !pk_cli_is_etcd(optarg))
+                rc = bad("--coordinator", optarg,
+                         "must be 'embedded' or etcd://HOST:PORT[,...] "
+                         "(etcds:// for TLS)");
             c->coordinator = optarg;
             break;
         case 'J':
@@ -184,10 +203,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
                 rc = bad("--route", optarg, "must be redirect or forward");
             break;
         case 'N':
-            if (strcmp(optarg, "yes") == 0 || strcmp(optarg, "no") == 0)
-                c->announce_replicas = strcmp(optarg, "yes") == 0;
-            else
-                rc = bad("--announce-replicas", optarg, "must be yes or no");
+            rc = yes_no("--announce-replicas", optarg, &c->announce_replicas);
             break;
         case 'k':
             if (strcmp(optarg, "leader") == 0)
@@ -252,6 +268,33 @@ static int parse(int argc, char **argv, pk_server_config *c)
                 rc = bad("--salted-incr-reply", optarg,
                          "must be total or local");
             break;
+        case '5':
+            rc = num("--tls-port", optarg, 0, 65535, &v);
+            c->tls_port = (int)v;
+            break;
+        case '6':
+            c->tls.cert = optarg;
+            break;
+        case '7':
+            c->tls.key = optarg;
+            break;
+        case '8':
+            c->tls.ca = optarg;
+            break;
+        case '9':
+            if (strcmp(optarg, "yes") == 0)
+                c->tls.auth_clients = PK_TLS_AUTH_YES;
+            else if (strcmp(optarg, "no") == 0)
+                c->tls.auth_clients = PK_TLS_AUTH_NO;
+            else if (strcmp(optarg, "optional") == 0)
+                c->tls.auth_clients = PK_TLS_AUTH_OPTIONAL;
+            else
+                rc = bad("--tls-auth-clients", optarg,
+                         "must be yes, no or optional");
+            break;
+        case 'T':
+            rc = yes_no("--tls-cluster", optarg, &c->tls_cluster);
+            break;
         case 'A':
             c->announce = optarg;
             if (!pk_cli_host_port(optarg))
@@ -272,6 +315,15 @@ static int parse(int argc, char **argv, pk_server_config *c)
     if (rc == 0 && (c->coordinator || c->join) && !c->cluster_secret) {
         fprintf(stderr, "partkv server: cluster mode needs "
                         "--cluster-secret\n");
+        rc = -1;
+    }
+    if (rc == 0 && c->tls_port >= 0 && (!c->tls.cert || !c->tls.key)) {
+        fprintf(stderr, "partkv server: --tls-port needs --tls-cert-file "
+                        "and --tls-key-file\n");
+        rc = -1;
+    }
+    if (rc == 0 && c->tls_cluster && c->tls_port < 0) {
+        fprintf(stderr, "partkv server: --tls-cluster yes needs --tls-port\n");
         rc = -1;
     }
     if (rc == 0 && optind < argc) {

@@ -32,8 +32,9 @@ const char *pk_self_exe(void)
     return path;
 }
 
-/* Reads the child's stdout until the ready line or the deadline. */
-static int wait_ready(pk_child *c, long deadline)
+/* Reads the child's stdout until the ready line -- and the TLS line after
+ * it when tls -- or the deadline. */
+static int wait_ready(pk_child *c, int tls, long deadline)
 {
     char buf[512];
     size_t len = 0;
@@ -53,16 +54,22 @@ static int wait_ready(pk_child *c, long deadline)
         nl = strchr(buf, '\n');
         if (nl == NULL)
             continue;
-        if (sscanf(buf, "partkv: ready on %63[^:]:%d", c->host, &c->port) == 2)
+        if (sscanf(buf, "partkv: ready on %63[^:]:%d", c->host, &c->port) != 2)
+            return -1;
+        if (!tls)
             return 0;
-        return -1;
+        /* The cluster speaks on the TLS port. */
+        if (strchr(nl + 1, '\n') != NULL)
+            return sscanf(nl + 1, "partkv: tls on %*[^:]:%d", &c->port) == 1
+                       ? 0
+                       : -1;
     }
     return -1;
 }
 
 int pk_child_start(pk_child *c, char *const argv[], int timeout_ms)
 {
-    int fds[2];
+    int fds[2], tls = 0;
 
     memset(c, 0, sizeof(*c));
     c->out_fd = -1;
@@ -96,7 +103,9 @@ int pk_child_start(pk_child *c, char *const argv[], int timeout_ms)
     }
     close(fds[1]);
     c->out_fd = fds[0];
-    if (wait_ready(c, now_ms() + timeout_ms) != 0) {
+    for (int i = 0; argv[i]; i++)
+        tls |= strcmp(argv[i], "--tls-port") == 0;
+    if (wait_ready(c, tls, now_ms() + timeout_ms) != 0) {
         fprintf(stderr, "partkv: node %s did not become ready\n",
                 argv[2] ? argv[2] : "?");
         pk_child_stop(c, 1000);

@@ -752,6 +752,12 @@ void pk_coord_etcd_set_source(pk_coord *c, const char *ip)
     pk_etcd_http_set_source(((etcd *)c)->http, ip);
 }
 
+int pk_coord_etcd_set_tls(pk_coord *c, const char *cert, const char *key,
+                          const char *ca)
+{
+    return pk_etcd_http_set_tls(((etcd *)c)->http, cert, key, ca);
+}
+
 int pk_coord_etcd_open(struct uv_loop_s *loop, const char *endpoints,
                        pk_coord **out)
 {

@@ -56,4 +56,9 @@ int pk_coord_etcd_open(struct uv_loop_s *loop, const char *endpoints,
  * talks to etcd from it; NULL or "": any).  c must be an etcd coordinator. */
 void pk_coord_etcd_set_source(pk_coord *c, const char *ip);
 
+/* etcds:// (https) endpoints: the client certificate, key and CA to use
+ * (pk_etcd_http_set_tls).  0 or PK_ENOMEM. */
+int pk_coord_etcd_set_tls(pk_coord *c, const char *cert, const char *key,
+                          const char *ca);
+
 #endif

@@ -59,6 +59,9 @@ struct pk_etcd_http {
     sock *socks; /* sockets libcurl asked us to watch */
     int closing;
     char iface[80]; /* CURLOPT_INTERFACE "host!IP", or "" */
+    /* https: the client certificate, its key and the CA (owned, or NULL:
+     * none, and the system's CAs). */
+    char *cert, *key, *ca;
 };
 
 struct pk_etcd_stream {
@@ -364,6 +367,12 @@ static int xfer_new(pk_etcd_http *h, const char *path, const json_t *req,
     ok &= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
     if (h->iface[0])
         ok &= curl_easy_setopt(e, CURLOPT_INTERFACE, h->iface) == CURLE_OK;
+    if (h->cert)
+        ok &= curl_easy_setopt(e, CURLOPT_SSLCERT, h->cert) == CURLE_OK;
+    if (h->key)
+        ok &= curl_easy_setopt(e, CURLOPT_SSLKEY, h->key) == CURLE_OK;
+    if (h->ca)
+        ok &= curl_easy_setopt(e, CURLOPT_CAINFO, h->ca) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                            (long)CURL_HTTP_VERSION_1_1) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
@@ -629,6 +638,10 @@ static int add_endpoint(pk_etcd_http *h, const char *spec, size_t len)
     if (len >= 7 && strncmp(spec, "etcd://", 7) == 0) {
         spec += 7;
         len -= 7;
+    } else if (len >= 8 && strncmp(spec, "etcds://", 8) == 0) {
+        scheme = "https://";
+        spec += 8;
+        len -= 8;
     }
     if ((len > 7 && strncmp(spec, "http://", 7) == 0) ||
         (len > 8 && strncmp(spec, "https://", 8) == 0)) {
@@ -694,6 +707,9 @@ static void client_free(pk_etcd_http *h)
         free(h->urls[i]);
     }
     free(h->urls);
+    free(h->cert);
+    free(h->key);
+    free(h->ca);
     free(h);
     curl_global_cleanup();
 }
@@ -702,6 +718,22 @@ void pk_etcd_http_set_source(pk_etcd_http *h, const char *ip)
 {
     snprintf(h->iface, sizeof(h->iface), "%s%s", ip && *ip ? "host!" : "",
              ip && *ip ? ip : "");
+}
+
+static int set_path(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = src ? strdup(src) : NULL;
+    return src && *dst == NULL ? PK_ENOMEM : PK_OK;
+}
+
+int pk_etcd_http_set_tls(pk_etcd_http *h, const char *cert, const char *key,
+                         const char *ca)
+{
+    int rc = set_path(&h->cert, cert);
+
+    rc = rc ? rc : set_path(&h->key, key);
+    return rc ? rc : set_path(&h->ca, ca);
 }
 
 int pk_etcd_http_new(uv_loop_t *loop, const char *endpoints, pk_etcd_http **out)

@@ -69,7 +69,8 @@ typedef void (*pk_etcd_end_cb)(void *ctx, int rc);
 
 /*
  * Parses endpoints -- "host:port[,host:port...]", each optionally with
- * "etcd://", "http://" or "https://" in front -- and sets up a client on
+ * "etcd://", "http://", "etcds://" or "https://" (TLS) in front -- and
+ * sets up a client on
  * loop (borrowed; it must outlive the client).  Nothing is sent yet.
  * Returns 0, PK_EINVAL (no or bad endpoints), PK_ENOMEM or PK_EIO (libcurl
  * or libuv could not be set up).
@@ -88,6 +89,12 @@ void pk_etcd_http_free(pk_etcd_http *h);
 
 /* Requests leave from this local IP address (NULL or "": any). */
 void pk_etcd_http_set_source(pk_etcd_http *h, const char *ip);
+
+/* https endpoints: present this client certificate and key, and check
+ * the server's against this CA (NULL: none; the system's CAs).  The paths
+ * are copied.  0 or PK_ENOMEM. */
+int pk_etcd_http_set_tls(pk_etcd_http *h, const char *cert, const char *key,
+                         const char *ca);
 
 /* How many endpoints the client has (>= 1). */
 size_t pk_etcd_http_endpoints(const pk_etcd_http *h);

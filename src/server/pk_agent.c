@@ -29,6 +29,7 @@ struct pk_agent {
     int port;
     char secret[256];
     pk_sclient *cli;  /* NULL while disconnected */
+    char why[192];    /* the last reason a connect failed, logged once */
     uint64_t lease;   /* 0 while unregistered */
     uint64_t map_rev; /* mod_revision of the last map handed over */
     int64_t last_keepalive;
@@ -108,10 +109,19 @@ static int connect_and_register(pk_agent *a)
     int64_t id;
 
     if (pk_sclient_connect_from(a->srv->cfg.bind, a->host, a->port,
-                                CALL_TIMEOUT_MS, &a->cli) != PK_OK)
+                                CALL_TIMEOUT_MS, &a->cli) != PK_OK ||
+        call(a, &r, 2, auth, NULL) != PK_OK) {
+        /* Once per reason, not per retry. */
+        if (strcmp(a->why, pk_sclient_why()) != 0) {
+            snprintf(a->why, sizeof(a->why), "%s", pk_sclient_why());
+            fprintf(stderr,
+                    "partkv: cannot reach the coordinator at %s:%d: "
+                    "%s\n",
+                    a->host, a->port, a->why);
+        }
         return -1;
-    if (call(a, &r, 2, auth, NULL) != PK_OK)
-        return -1;
+    }
+    a->why[0] = '\0';
     if (r->type != PK_RR_STATUS) {
         fprintf(stderr, "partkv: coordinator refused the secret: %s\n",
                 r->str ? r->str : "?");

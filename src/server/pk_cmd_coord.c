@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/crypto.h>
 #include <uv.h>
 
 #include "coord/pk_coord.h"
@@ -227,8 +229,15 @@ void pk_cmd_pk_auth(pk_cmd_ctx *x)
     const char *want = x->srv->cfg.cluster_secret;
 
     if (want == NULL || x->argv[1].len != strlen(want) ||
-        memcmp(x->argv[1].ptr, want, x->argv[1].len) != 0) {
+        CRYPTO_memcmp(x->argv[1].ptr, want, x->argv[1].len) != 0) {
         pk_reply_error(x->out, "WRONGPASS invalid cluster secret");
+        return;
+    }
+    /* --tls-cluster: a node proves itself by its certificate too. */
+    if (x->srv->cfg.tls_cluster &&
+        (x->c->tls == NULL || !pk_tls_peer_verified(x->c->tls))) {
+        pk_reply_error(x->out, "NOAUTH PK.AUTH needs TLS with a certificate "
+                               "of the cluster's CA (--tls-cluster yes)");
         return;
     }
     x->c->internal = 1;

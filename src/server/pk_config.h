@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/pk_tls.h"
 #include "store/pk_store.h"
 
 struct pk_server;
@@ -89,6 +90,15 @@ typedef struct pk_server_config {
     /* Prometheus text on GET /metrics at this port of --bind (pk_metrics.h;
      * 0: a free one, logged; -1: off). */
     int metrics_port;
+    /* TLS clients connect to this port (0: a free one; -1: none), with
+     * these files (pk_tls.h). */
+    int tls_port;
+    pk_tls_files tls;
+    /* Nodes talk to each other (links, the agent, the controller) over
+     * TLS with their certificates, announce their TLS port, and take
+     * PK.AUTH only over TLS from a peer with a certificate our CA
+     * signed. */
+    int tls_cluster;
 } pk_server_config;
 
 /* Room for the table's parameters (a static_assert checks it). */

@@ -31,41 +31,14 @@
 #include "server/pk_repl.h"
 #include "server/pk_salted.h"
 #include "server/pk_srv.h"
+#include "server/pk_tls.h"
 
 static void process(pk_conn *c);
 static void resume_later(pk_conn *c);
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    pk_conn *c = (pk_conn *)h;
-    size_t got = 0;
-    char *p = NULL;
-
-    if (pk_resp_space(c->parser, suggested, &p, &got) != PK_OK) {
-        /* Query buffer limit reached or no memory: libuv reports
-         * UV_ENOBUFS to on_read, which closes the connection. */
-        got = 0;
-        p = NULL;
-    }
-    *buf = uv_buf_init(p, (unsigned)got);
-}
-
-static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
-{
-    pk_conn *c = (pk_conn *)st;
-
-    (void)buf;
-    if (nread < 0) {
-        pk_conn_close(c);
-        return;
-    }
-    if (nread == 0)
-        return;
-    pk_resp_commit(c->parser, (size_t)nread);
-    c->rx_seq = ++c->srv->rx_seq;
-    c->last_ms = c->srv->now_ms = pk_srv_wall_ms();
-    process(c);
-}
+static void tls_send(pk_conn *c);
+static void tls_flush(pk_conn *c);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
 static void read_start(pk_conn *c)
 {
@@ -81,6 +54,105 @@ static void read_stop(pk_conn *c)
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = 0;
     }
+}
+
+/* Output not yet on the socket: replies, bytes in flight, and on a TLS
+ * connection the ciphertext waiting behind them. */
+static size_t conn_pending(const pk_conn *c)
+{
+    return pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) +
+           (c->tls ? pk_tls_pending(c->tls) : 0);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    pk_conn *c = (pk_conn *)h;
+    size_t got = 0;
+    char *p = NULL;
+
+    if (c->tls) { /* ciphertext: on_read hands it over at once */
+        *buf = uv_buf_init(c->srv->tls_rbuf, PK_TLS_RBUF);
+        return;
+    }
+    if (pk_resp_space(c->parser, suggested, &p, &got) != PK_OK) {
+        /* Query buffer limit reached or no memory: libuv reports
+         * UV_ENOBUFS to on_read, which closes the connection. */
+        got = 0;
+        p = NULL;
+    }
+    *buf = uv_buf_init(p, (unsigned)got);
+}
+
+/* The TLS session failed: counted, logged at most once a second, and
+ * the connection closes after the alert, if any. */
+static void tls_failed(pk_conn *c)
+{
+    pk_server *s = c->srv;
+    uint64_t now = pk_srv_wall_ms();
+
+    s->tls_failures++;
+    if (now - s->tls_log_ms >= 1000) {
+        s->tls_log_ms = now;
+        fprintf(stderr, "partkv: TLS connection from %s failed: %s\n", c->addr,
+                pk_tls_error(c->tls));
+    }
+    c->closing_tls = c->closing = 1;
+}
+
+/*
+ * TLS: the ciphertext read goes in, every whole record comes out into the
+ * parser, and what the handshake answers goes out.  0, or -1 when the
+ * connection is done for (closed, or closing after an alert).
+ */
+static int tls_decrypt(pk_conn *c, const uv_buf_t *buf, size_t n)
+{
+    ssize_t k;
+
+    if (pk_tls_in(c->tls, buf->base, n) != PK_OK) {
+        pk_conn_close(c);
+        return -1;
+    }
+    for (;;) {
+        char *p = NULL;
+        size_t got = 0;
+        if (pk_resp_space(c->parser, PK_TLS_RBUF, &p, &got) != PK_OK) {
+            pk_conn_close(c); /* query buffer limit, as in on_alloc */
+            return -1;
+        }
+        if ((k = pk_tls_read(c->tls, p, got)) <= 0)
+            break;
+        pk_resp_commit(c->parser, (size_t)k);
+    }
+    if (k < 0) {
+        tls_failed(c);
+        read_stop(c);
+    }
+    if (c->closing && !c->in_iter)
+        tls_flush(c); /* a refusal waited for the handshake */
+    else
+        tls_send(c);
+    return k < 0 ? -1 : 0;
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    pk_conn *c = (pk_conn *)st;
+
+    if (nread < 0) {
+        pk_conn_close(c);
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (c->tls) {
+        if (tls_decrypt(c, buf, (size_t)nread) != 0)
+            return;
+    } else {
+        pk_resp_commit(c->parser, (size_t)nread);
+    }
+    c->rx_seq = ++c->srv->rx_seq;
+    c->last_ms = c->srv->now_ms = pk_srv_wall_ms();
+    process(c);
 }
 
 /* Enrols c in this iteration's group commit before its first command. */
@@ -105,8 +177,7 @@ static void process(pk_conn *c)
 
     while (!c->closing && !c->freed && !c->waiting_fwd && !c->waiting_ack &&
            !c->blk) {
-        if (pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) >
-            PK_CONN_OBUF_HIGH) {
+        if (conn_pending(c) > PK_CONN_OBUF_HIGH) {
             read_stop(c);
             c->blocked = 1;
             return;
@@ -156,9 +227,12 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     /* `out` holds only committed replies unless c ran commands in this
-     * iteration, in which case the check phase sends them. */
+     * iteration, in which case the check phase sends them; ciphertext is
+     * always theirs or the handshake's. */
     if (!c->in_iter)
         pk_conn_flush(c);
+    else if (c->tls)
+        tls_send(c);
 }
 
 static void on_idle(uv_idle_t *h);
@@ -203,43 +277,92 @@ static void on_idle(uv_idle_t *h)
         uv_idle_start(&s->idle, on_idle);
 }
 
-void pk_conn_flush(pk_conn *c)
+/* After the last byte went out: close, or take the commands that
+ * backpressure held. */
+static void drained(pk_conn *c)
 {
-    size_t n;
-    int w;
-
-    if (c->freed || c->writing || c->waiting_ack)
-        return;
-    n = pk_obuf_pending(&c->out);
-    if (n) {
-        uv_buf_t b = uv_buf_init(c->out.data + c->out.head, (unsigned)n);
-        w = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        if (w > 0)
-            pk_obuf_consume(&c->out, (size_t)w);
-        else if (w != UV_EAGAIN) {
-            pk_conn_close(c);
-            return;
-        }
-        n = pk_obuf_pending(&c->out);
-    }
-    if (n) {
-        pk_obuf tmp = c->wire;
-        uv_buf_t b;
-        c->wire = c->out;
-        c->out = tmp;
-        b = uv_buf_init(c->wire.data + c->wire.head, (unsigned)n);
-        c->wreq.data = c;
-        c->writing = 1;
-        if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
-            c->writing = 0;
-            pk_conn_close(c);
-        }
-        return;
-    }
     if (c->closing)
         pk_conn_close(c);
     else if (c->blocked)
         resume_later(c);
+}
+
+/*
+ * Writes wire (free while no write runs): at once as far as the socket
+ * takes it, the rest by a uv_write.  1 while that write runs or after the
+ * connection closed, 0 when all of it is out.
+ */
+static int wire_send(pk_conn *c)
+{
+    size_t n = pk_obuf_pending(&c->wire);
+    uv_buf_t b = uv_buf_init(c->wire.data + c->wire.head, (unsigned)n);
+    int w;
+
+    if (n == 0)
+        return 0;
+    w = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (w < 0 && w != UV_EAGAIN) {
+        pk_conn_close(c);
+        return 1;
+    }
+    pk_obuf_consume(&c->wire, w > 0 ? (size_t)w : 0);
+    if ((n = pk_obuf_pending(&c->wire)) == 0)
+        return 0;
+    b = uv_buf_init(c->wire.data + c->wire.head, (unsigned)n);
+    c->wreq.data = c;
+    c->writing = 1;
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
+        c->writing = 0;
+        pk_conn_close(c);
+    }
+    return 1;
+}
+
+/* Sends the ciphertext pk_tls holds. */
+static void tls_send(pk_conn *c)
+{
+    if (c->freed || c->writing)
+        return;
+    if (pk_tls_drain(c->tls, &c->wire) != PK_OK) {
+        pk_conn_close(c);
+        return;
+    }
+    if (!wire_send(c) && (pk_obuf_pending(&c->out) == 0 || c->closing_tls))
+        drained(c);
+}
+
+/* TLS: the replies are encrypted as they leave `out`. */
+static void tls_flush(pk_conn *c)
+{
+    size_t n = pk_obuf_pending(&c->out);
+
+    if (n && !c->closing_tls) {
+        ssize_t k = pk_tls_write(c->tls, c->out.data + c->out.head, n);
+        if (k < 0)
+            tls_failed(c);
+        else
+            pk_obuf_consume(&c->out, (size_t)k);
+    }
+    tls_send(c);
+}
+
+void pk_conn_flush(pk_conn *c)
+{
+    if (c->freed || c->waiting_ack)
+        return;
+    if (c->tls) {
+        tls_flush(c);
+        return;
+    }
+    if (c->writing)
+        return;
+    if (pk_obuf_pending(&c->out) > 0) { /* wire is empty: they trade */
+        pk_obuf tmp = c->wire;
+        c->wire = c->out;
+        c->out = tmp;
+    }
+    if (!wire_send(c))
+        drained(c);
 }
 
 pk_arg *pk_conn_args_copy(int argc, const pk_arg *argv)
@@ -372,6 +495,7 @@ static void on_close(uv_handle_t *h)
     pk_conn *c = (pk_conn *)h;
 
     pk_resp_parser_free(c->parser);
+    pk_tls_conn_free(c->tls);
     pk_obuf_free(&c->out);
     pk_obuf_free(&c->wire);
     free(c);
@@ -455,6 +579,10 @@ static void refuse(pk_conn *c, const char *err)
     c->closing = 1;
     pk_reply_error(&c->out, err);
     pk_conn_flush(c);
+    if (c->tls && !c->freed) { /* the error goes out after the handshake */
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+        c->reading = 1;
+    }
 }
 
 static const char denied[] =
@@ -464,7 +592,7 @@ static const char denied[] =
     "password with --requirepass or disable protected mode with "
     "--protected-mode no.";
 
-void pk_conn_accept(uv_stream_t *listener, int status)
+static void accept_on(uv_stream_t *listener, int status, int tls)
 {
     pk_server *s = listener->data;
     struct sockaddr_storage peer, local;
@@ -483,7 +611,8 @@ void pk_conn_accept(uv_stream_t *listener, int status)
     }
     uv_tcp_init(&s->loop, &c->tcp);
     c->srv = s;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+    if ((tls && (c->tls = pk_tls_conn_server(s->tls)) == NULL) ||
+        uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         uv_close((uv_handle_t *)&c->tcp, on_close);
         return;
     }
@@ -517,4 +646,14 @@ void pk_conn_accept(uv_stream_t *listener, int status)
         return;
     }
     read_start(c);
+}
+
+void pk_conn_accept(uv_stream_t *listener, int status)
+{
+    accept_on(listener, status, 0);
+}
+
+void pk_conn_accept_tls(uv_stream_t *listener, int status)
+{
+    accept_on(listener, status, 1);
 }

@@ -9,6 +9,7 @@
 #include "core/pk_err.h"
 #include "proto/pk_rreply.h"
 #include "server/pk_srv.h"
+#include "server/pk_tls.h"
 
 /*
  * A multi-key command split by owner (forward mode): one single-key
@@ -57,6 +58,7 @@ typedef struct pk_link {
     pk_obuf pending; /* requests not yet handed to the socket */
     pk_obuf wire;    /* requests in flight in wreq */
     pk_rreply_reader *rd;
+    pk_tls_conn *tls; /* --tls-cluster: owned; else NULL */
     pk_fwd *head, *tail;
     struct pk_link *next;
 } pk_link;
@@ -123,6 +125,7 @@ static void on_link_close(uv_handle_t *h)
     pk_obuf_free(&l->pending);
     pk_obuf_free(&l->wire);
     pk_rreply_reader_free(l->rd);
+    pk_tls_conn_free(l->tls);
     free(l);
 }
 
@@ -252,6 +255,30 @@ static int is_moved(const pk_rr *r, char *to, size_t cap)
 static int enqueue(pk_server *s, pk_conn *c, const char *addr, pk_obuf *cmd,
                    int retried, pk_scatter *sc, size_t idx);
 
+#define TLS_FAILED 1 /* the link failed with the session's error */
+
+/* TLS: ciphertext in, its plaintext to the reader; the handshake's
+ * answers and requests it held go out.  PK_OK, a reader's error, or
+ * TLS_FAILED. */
+static int tls_feed(pk_link *l, const char *buf, size_t n)
+{
+    char plain[PK_TLS_RBUF];
+    ssize_t k;
+    int rc = pk_tls_in(l->tls, buf, n);
+
+    while (rc == PK_OK &&
+           (k = pk_tls_read(l->tls, plain, sizeof(plain))) != 0) {
+        if (k < 0) {
+            link_fail(l, pk_tls_error(l->tls));
+            return TLS_FAILED;
+        }
+        rc = pk_rreply_feed(l->rd, plain, (size_t)k);
+    }
+    if (rc == PK_OK)
+        link_write(l);
+    return rc;
+}
+
 static void on_link_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
     pk_link *l = (pk_link *)st;
@@ -263,9 +290,13 @@ static void on_link_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         link_fail(l, uv_strerror((int)n));
         return;
     }
-    if (n > 0)
+    if (n > 0 && l->tls)
+        rc = tls_feed(l, buf->base, (size_t)n);
+    else if (n > 0)
         rc = pk_rreply_feed(l->rd, buf->base, (size_t)n);
     free(buf->base);
+    if (rc == TLS_FAILED)
+        return;
     while (rc == PK_OK && (rc = pk_rreply_next(l->rd, &r)) == 1) {
         pk_fwd *f = l->head;
         char to[64];
@@ -312,17 +343,41 @@ static void on_link_write(uv_write_t *req, int status)
     link_write(l);
 }
 
+/* TLS: the requests go into the session, its ciphertext into wire. */
+static int tls_wire(pk_link *l)
+{
+    size_t n = pk_obuf_pending(&l->pending);
+    ssize_t k = pk_tls_write(l->tls, l->pending.data + l->pending.head, n);
+
+    if (k < 0) {
+        link_fail(l, pk_tls_error(l->tls));
+        return -1;
+    }
+    pk_obuf_consume(&l->pending, (size_t)k);
+    if (pk_tls_drain(l->tls, &l->wire) != PK_OK) {
+        link_fail(l, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static void link_write(pk_link *l)
 {
     pk_obuf tmp;
     uv_buf_t b;
 
-    if (!l->connected || l->writing || l->closed ||
-        pk_obuf_pending(&l->pending) == 0)
+    if (!l->connected || l->writing || l->closed)
         return;
-    tmp = l->wire;
-    l->wire = l->pending;
-    l->pending = tmp;
+    if (l->tls) {
+        if (tls_wire(l) != 0 || pk_obuf_pending(&l->wire) == 0)
+            return;
+    } else {
+        if (pk_obuf_pending(&l->pending) == 0)
+            return;
+        tmp = l->wire;
+        l->wire = l->pending;
+        l->pending = tmp;
+    }
     b = uv_buf_init(l->wire.data + l->wire.head,
                     (unsigned)pk_obuf_pending(&l->wire));
     l->wreq.data = l;
@@ -366,6 +421,12 @@ static int link_open(pk_server *s, const char *addr, int kind, pk_link **out)
     }
     l->srv = s;
     l->kind = kind;
+    if (s->cfg.tls_cluster &&
+        (l->tls = pk_tls_conn_client(s->tls, host)) == NULL) {
+        pk_rreply_reader_free(l->rd);
+        free(l);
+        return PK_ENOMEM;
+    }
     snprintf(l->addr, sizeof(l->addr), "%s", addr);
     pk_obuf_init(&l->pending);
     pk_obuf_init(&l->wire);

@@ -31,6 +31,7 @@
 #include "core/pk_err.h"
 #include "proto/pk_reply.h"
 #include "proto/pk_rreply.h"
+#include "server/pk_tls.h"
 
 #define PK_SCLIENT_RECV 16384 /* bytes read per recv() */
 
@@ -40,7 +41,27 @@ struct pk_sclient {
     int failed;           /* sticky error once out of step, else 0 */
     pk_rreply_reader *rd; /* owned */
     pk_obuf out;          /* the request being sent */
+    pk_tls_conn *tls;     /* owned, under pk_sclient_use_tls; else NULL */
+    pk_obuf cout;         /* TLS: its ciphertext being sent */
 };
+
+static int sc_handshake(pk_sclient *c, int64_t deadline);
+
+/* Why this thread's last connect or call failed (pk_sclient_why). */
+static _Thread_local char sc_why[192];
+
+const char *pk_sclient_why(void)
+{
+    return sc_why[0] ? sc_why : "unknown";
+}
+
+/* Set once, before any thread connects (pk_sclient_use_tls). */
+static pk_tls *sc_tls;
+
+void pk_sclient_use_tls(pk_tls *t)
+{
+    sc_tls = t;
+}
 
 static int64_t sc_now_ms(void)
 {
@@ -125,6 +146,7 @@ int pk_sclient_connect_from(const char *src, const char *host, int port,
     pk_sclient *c;
     int rc, fd = -1;
 
+    sc_why[0] = '\0';
     if (!host || !out || port < 1 || port > 65535 || timeout_ms == 0)
         return PK_EINVAL;
     c = calloc(1, sizeof(*c));
@@ -133,6 +155,7 @@ int pk_sclient_connect_from(const char *src, const char *host, int port,
     c->fd = -1;
     c->timeout_ms = timeout_ms;
     pk_obuf_init(&c->out);
+    pk_obuf_init(&c->cout);
     rc = pk_rreply_reader_new(NULL, &c->rd);
     if (rc < 0)
         goto fail;
@@ -149,9 +172,16 @@ int pk_sclient_connect_from(const char *src, const char *host, int port,
         fd = sc_dial(ai, src, deadline);
     freeaddrinfo(res);
     rc = PK_EIO;
+    snprintf(sc_why, sizeof(sc_why), "no address accepted a connection");
     if (fd < 0)
         goto fail;
     c->fd = fd;
+    if (sc_tls && ((c->tls = pk_tls_conn_client(sc_tls, host)) == NULL ||
+                   sc_handshake(c, deadline) != PK_OK)) {
+        snprintf(sc_why, sizeof(sc_why), "%s",
+                 c->tls ? pk_tls_error(c->tls) : "out of memory");
+        goto fail;
+    }
     *out = c;
     return PK_OK;
 fail:
@@ -172,18 +202,20 @@ void pk_sclient_free(pk_sclient *c)
     if (c->fd >= 0)
         close(c->fd);
     pk_rreply_reader_free(c->rd);
+    pk_tls_conn_free(c->tls);
     pk_obuf_free(&c->out);
+    pk_obuf_free(&c->cout);
     free(c);
 }
 
-/* Sends all of out.  Returns PK_OK or PK_EIO. */
-static int sc_send(pk_sclient *c, int64_t deadline)
+/* Sends all of ob.  Returns PK_OK or PK_EIO. */
+static int sc_send_buf(pk_sclient *c, pk_obuf *ob, int64_t deadline)
 {
-    while (pk_obuf_pending(&c->out) > 0) {
-        ssize_t n = send(c->fd, c->out.data + c->out.head,
-                         pk_obuf_pending(&c->out), MSG_NOSIGNAL);
+    while (pk_obuf_pending(ob) > 0) {
+        ssize_t n =
+            send(c->fd, ob->data + ob->head, pk_obuf_pending(ob), MSG_NOSIGNAL);
         if (n > 0) {
-            pk_obuf_consume(&c->out, (size_t)n);
+            pk_obuf_consume(ob, (size_t)n);
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             if (sc_wait(c->fd, POLLOUT, deadline) < 0)
                 return PK_EIO;
@@ -194,16 +226,77 @@ static int sc_send(pk_sclient *c, int64_t deadline)
     return PK_OK;
 }
 
+/* Sends the request: as it is, or through the TLS session. */
+static int sc_send(pk_sclient *c, int64_t deadline)
+{
+    ssize_t k;
+
+    if (c->tls == NULL)
+        return sc_send_buf(c, &c->out, deadline);
+    k = pk_tls_write(c->tls, c->out.data + c->out.head,
+                     pk_obuf_pending(&c->out));
+    if (k < 0)
+        return PK_EIO;
+    pk_obuf_consume(&c->out, (size_t)k);
+    if (pk_tls_drain(c->tls, &c->cout) != PK_OK)
+        return PK_ENOMEM;
+    return sc_send_buf(c, &c->cout, deadline);
+}
+
+/* One recv() (waiting for it), its bytes -- their plaintext under TLS --
+ * to the reader.  Returns PK_OK or an error code. */
+static int sc_fill(pk_sclient *c, int64_t deadline)
+{
+    char buf[PK_SCLIENT_RECV];
+    ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+    int rc;
+
+    if (n == 0) {
+        snprintf(sc_why, sizeof(sc_why), "the server closed the connection");
+        return PK_EIO;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return sc_wait(c->fd, POLLIN, deadline);
+    if (n < 0)
+        return errno == EINTR ? PK_OK : PK_EIO;
+    if (c->tls == NULL)
+        return pk_rreply_feed(c->rd, buf, (size_t)n);
+    if ((rc = pk_tls_in(c->tls, buf, (size_t)n)) != PK_OK)
+        return rc;
+    while ((n = pk_tls_read(c->tls, buf, sizeof(buf))) > 0)
+        if ((rc = pk_rreply_feed(c->rd, buf, (size_t)n)) < 0)
+            return rc;
+    if (n < 0) /* an alert: the server refused our certificate, say */
+        snprintf(sc_why, sizeof(sc_why), "%s", pk_tls_error(c->tls));
+    return n < 0 ? PK_EIO : PK_OK;
+}
+
+/* The TLS handshake, bounded by the deadline.  PK_OK or PK_EIO. */
+static int sc_handshake(pk_sclient *c, int64_t deadline)
+{
+    for (;;) {
+        int rc;
+        if (pk_tls_write(c->tls, NULL, 0) < 0)
+            return PK_EIO;
+        if (pk_tls_drain(c->tls, &c->cout) != PK_OK)
+            return PK_ENOMEM;
+        if ((rc = sc_send_buf(c, &c->cout, deadline)) != PK_OK)
+            return rc;
+        if (pk_tls_ready(c->tls))
+            return PK_OK;
+        if ((rc = sc_fill(c, deadline)) != PK_OK)
+            return rc;
+    }
+}
+
 /* Reads until the reader has a reply other than a push message.  Returns
  * PK_OK or an error code. */
 static int sc_recv(pk_sclient *c, int64_t deadline, struct pk_rr **reply)
 {
-    char buf[PK_SCLIENT_RECV];
     struct pk_rr *r;
 
     for (;;) {
         int rc = pk_rreply_next(c->rd, &r);
-        ssize_t n;
 
         if (rc == 1 && r->type == PK_RR_PUSH) {
             pk_rr_free(r);
@@ -213,19 +306,8 @@ static int sc_recv(pk_sclient *c, int64_t deadline, struct pk_rr **reply)
             *reply = r;
         if (rc != 0)
             return rc == 1 ? PK_OK : rc;
-        n = recv(c->fd, buf, sizeof(buf), 0);
-        if (n > 0) {
-            rc = pk_rreply_feed(c->rd, buf, (size_t)n);
-            if (rc < 0)
-                return rc;
-        } else if (n == 0) {
-            return PK_EIO; /* the server closed the connection */
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (sc_wait(c->fd, POLLIN, deadline) < 0)
-                return PK_EIO;
-        } else if (errno != EINTR) {
-            return PK_EIO;
-        }
+        if ((rc = sc_fill(c, deadline)) != PK_OK)
+            return rc;
     }
 }
 

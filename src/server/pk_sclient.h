@@ -76,6 +76,16 @@ void pk_sclient_set_timeout(pk_sclient *c, int timeout_ms);
 /* Closes the connection and frees the client; NULL does nothing. */
 void pk_sclient_free(pk_sclient *c);
 
+struct pk_tls; /* server/pk_tls.h */
+/* Every later connection of the process speaks TLS with t's client
+ * context (NULL: plain TCP again).  Call before threads connect. */
+void pk_sclient_use_tls(struct pk_tls *t);
+
+/* Why this thread's last pk_sclient_connect or call failed, as far as
+ * known: the connect, the TLS handshake or a TLS alert, the server's
+ * close; static, per thread. */
+const char *pk_sclient_why(void);
+
 /* pk_sclient_connect from a given local IPv4 address (src NULL: any). */
 int pk_sclient_connect_from(const char *src, const char *host, int port,
                             int timeout_ms, pk_sclient **out);

@@ -30,8 +30,10 @@
 #include "server/pk_multi.h"
 #include "server/pk_repl.h"
 #include "server/pk_salted.h"
+#include "server/pk_sclient.h"
 #include "server/pk_split.h"
 #include "server/pk_srv.h"
+#include "server/pk_tls.h"
 #include "server/pk_watch.h"
 #include "store/pk_store_log.h"
 #include "store/pk_store_part.h"
@@ -80,6 +82,7 @@ void pk_server_config_default(pk_server_config *c)
     c->unsalt_after_ms = 300000;
     c->hotkeys_sample = 0.01;
     c->metrics_port = -1;
+    c->tls_port = -1;
     c->split_size = 64ull << 20;
 }
 
@@ -474,7 +477,7 @@ static int start_cluster(pk_server *s)
 {
     const pk_server_config *c = &s->cfg;
     char host[256], path[4096];
-    int port = s->port, rc;
+    int port = c->tls_cluster ? s->tls_port : s->port, rc;
 
     if (c->coordinator == NULL && c->join == NULL && c->proxy_of == NULL)
         return 0;
@@ -496,12 +499,12 @@ static int start_cluster(pk_server *s)
         snprintf(s->cluster.addr, sizeof(s->cluster.addr), "%s", c->announce);
     else
         snprintf(s->cluster.addr, sizeof(s->cluster.addr), "%s:%d",
-                 strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1", s->port);
+                 strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1", port);
     snprintf(host, sizeof(host), "%s",
              strcmp(c->bind, "0.0.0.0") ? c->bind : "127.0.0.1");
     if (c->proxy_of) {
         /* host and port name the node to follow */
-    } else if (c->coordinator && strncmp(c->coordinator, "etcd://", 7) == 0) {
+    } else if (c->coordinator && strncmp(c->coordinator, "etcd", 4) == 0) {
         /* Every node is an etcd client and serves PK.COORD from it: its
          * agent and controller talk to the node itself. */
         rc = pk_coord_etcd_open(&s->loop, c->coordinator, &s->coord);
@@ -512,6 +515,10 @@ static int start_cluster(pk_server *s)
         }
         if (strcmp(c->bind, "0.0.0.0") != 0)
             pk_coord_etcd_set_source(s->coord, c->bind);
+        if (c->tls_port >= 0 &&
+            pk_coord_etcd_set_tls(s->coord, c->tls.cert, c->tls.key,
+                                  c->tls.ca) != PK_OK)
+            return -1;
     } else if (c->coordinator) {
         snprintf(path, sizeof(path), "%s/coord.state", c->dir);
         rc = pk_coord_embedded_open(path, NULL, &s->coord);
@@ -586,10 +593,51 @@ int pk_srv_listen(pk_server *s, uv_tcp_t *tcp, int port, uv_connection_cb cb,
     return 0;
 }
 
+/* SIGHUP: the certificate files again (pk_tls_reload). */
+static void on_sighup(uv_signal_t *h, int signum)
+{
+    pk_server *s = h->data;
+    char err[256];
+
+    (void)signum;
+    if (pk_tls_reload(s->tls, err, sizeof(err)) != 0)
+        fprintf(stderr,
+                "partkv: TLS files not reloaded, the old ones "
+                "stay: %s\n",
+                err);
+    else
+        fprintf(stderr, "partkv: TLS files reloaded\n");
+}
+
+static int listen_tls(pk_server *s)
+{
+    char err[256];
+
+    /* Peers present certificates even where clients need not. */
+    if (s->cfg.tls_cluster && s->cfg.tls.auth_clients == PK_TLS_AUTH_NO)
+        s->cfg.tls.auth_clients = PK_TLS_AUTH_OPTIONAL;
+    if (pk_tls_open(&s->cfg.tls, &s->tls, err, sizeof(err)) != 0) {
+        fprintf(stderr, "partkv: TLS: %s\n", err);
+        return -1;
+    }
+    if ((s->tls_rbuf = malloc(PK_TLS_RBUF)) == NULL ||
+        pk_srv_listen(s, &s->tls_listener, s->cfg.tls_port, pk_conn_accept_tls,
+                      " (TLS)", &s->tls_port) != 0)
+        return -1;
+    uv_signal_init(&s->loop, &s->sighup);
+    s->sighup.data = s;
+    uv_signal_start(&s->sighup, on_sighup, SIGHUP);
+    if (s->cfg.tls_cluster)
+        pk_sclient_use_tls(s->tls);
+    return 0;
+}
+
 static int listen_on(pk_server *s)
 {
-    return pk_srv_listen(s, &s->listener, s->cfg.port, pk_conn_accept, "",
-                         &s->port);
+    if (pk_srv_listen(s, &s->listener, s->cfg.port, pk_conn_accept, "",
+                      &s->port) != 0)
+        return -1;
+    return s->cfg.tls_port >= 0 ? listen_tls(s) : 0;
 }
 
 static void init_handles(pk_server *s)
@@ -708,6 +756,8 @@ int pk_server_run(const pk_server_config *cfg)
     s->next_id = 1;
     printf("partkv: ready on %s:%d pid %d\n", cfg->bind, s->port,
            (int)uv_os_getpid());
+    if (s->tls) /* after the ready line, which tools read first */
+        printf("partkv: tls on %s:%d\n", cfg->bind, s->tls_port);
     fflush(stdout);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     status = 0;
@@ -724,6 +774,8 @@ out:
     pk_split_free(s);
     pk_hot_free(s);
     pk_metrics_free(s);
+    pk_tls_free(s->tls);
+    free(s->tls_rbuf);
     for (uint32_t p = 0; s->rates && p < PK_SLOTS; p++)
         free(s->rates[p].finder);
     free(s->rates);

@@ -61,12 +61,14 @@ struct pk_conn {
     pk_obuf wire;           /* replies in flight in a uv_write */
     uv_write_t wreq;
     uint64_t id;
-    int proto;   /* 2 or 3 */
-    int authed;  /* 1 when no password is set */
-    int reading; /* uv_read_start active */
-    int closing; /* close after pending output is flushed */
-    int writing; /* wreq in flight */
-    int freed;   /* uv_close issued */
+    int proto;               /* 2 or 3 */
+    int authed;              /* 1 when no password is set */
+    struct pk_tls_conn *tls; /* owned, on a TLS port; else NULL */
+    int closing_tls;         /* the TLS session failed: nothing more out */
+    int reading;             /* uv_read_start active */
+    int closing;             /* close after pending output is flushed */
+    int writing;             /* wreq in flight */
+    int freed;               /* uv_close issued */
     uint64_t created_ms, last_ms;
     char name[PK_NAME_LEN];
     char addr[64];  /* peer "ip:port" */
@@ -143,6 +145,8 @@ typedef struct pk_part_rate {
     uint64_t cpu_us, net_in, net_out;
 } pk_part_rate;
 
+#define PK_TLS_RBUF 16384u /* ciphertext read at a time, and plaintext */
+
 struct pk_server {
     uv_loop_t loop;
     uv_tcp_t listener;
@@ -186,6 +190,16 @@ struct pk_server {
     uint64_t start_ms;
     int port; /* bound port */
     int shutting_down;
+    /* TLS (pk_tls.h): the contexts, NULL without --tls-port; the TLS
+     * listener and its bound port; one read buffer for every TLS
+     * connection (its ciphertext goes into pk_tls at once); SIGHUP. */
+    struct pk_tls *tls;
+    uv_tcp_t tls_listener;
+    int tls_port;
+    char *tls_rbuf;
+    uv_signal_t sighup;
+    uint64_t tls_failures; /* handshakes or records that failed */
+    uint64_t tls_log_ms;   /* when the last one was logged */
     /* Stats. */
     uint64_t total_conns, total_cmds, rejected_conns, expired_keys;
     uint64_t hits, misses, commit_failures, commits;
@@ -228,6 +242,8 @@ typedef struct pk_cmd_ctx {
 
 /* pk_conn.c */
 void pk_conn_accept(uv_stream_t *listener, int status);
+/* The same on the TLS port. */
+void pk_conn_accept_tls(uv_stream_t *listener, int status);
 void pk_conn_flush(pk_conn *c);
 void pk_conn_close(pk_conn *c);
 /* A forwarded reply arrived: send what is committed, run what waits. */

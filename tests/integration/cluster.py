@@ -27,7 +27,7 @@ SUMMARY_RE = re.compile(
     r"data in (?P<dir>.*) \((?P<map>new|existing) map\)$")
 NODE_RE = re.compile(
     r"^  node (\d+)  (\S+):(\d+)  pid (\d+)  id ([0-9a-f]{40})$")
-TRY_RE = re.compile(r"^try: redis-cli (?:-c )?-p (\d+)$")
+TRY_RE = re.compile(r"^try: redis-cli (?:--tls --cacert \S+ )?(?:-c )?-p (\d+)$")
 
 NODES_PREFIX = "/partkv/default/nodes/"
 MAP_KEY = "/partkv/default/map"
