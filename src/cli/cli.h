@@ -12,6 +12,19 @@ int pk_cli_sim(int argc, char **argv);
 
 /* 1 when s is "host:port" with a port in 1..65535. */
 int pk_cli_host_port(const char *s);
+struct pk_server_config;
+/* --NAME VAL if NAME is one of the TLS flags (tls-port, tls-cert-file,
+ * tls-key-file, tls-ca-cert-file, tls-auth-clients, tls-cluster): 1 when
+ * taken, -1 after a one-line message for a bad value, 0 for another
+ * flag. */
+int pk_cli_tls_flag(const char *name, const char *val,
+                    struct pk_server_config *c);
+/* The TLS flags agree with each other; -1 after a one-line message. */
+int pk_cli_tls_check(const char *prog, const struct pk_server_config *c);
+/* --tls for the tools: PARTKV_TLS_CA_CERT_FILE (and optionally
+ * PARTKV_TLS_CERT_FILE, PARTKV_TLS_KEY_FILE) in the environment make every
+ * connection to a node TLS.  0, or -1 after a one-line message. */
+int pk_cli_tls_env(void);
 /* 1 for "etcd://HOST:PORT[,...]" or "etcds://..." (TLS). */
 int pk_cli_is_etcd(const char *s);
 

@@ -852,7 +852,9 @@ static int cluster_up(int argc, char **argv)
                 a.dir);
         return 1;
     }
-    if (a.tls && up_tls(&a, &tls) != 0)
+    if (!a.tls)
+        pk_sclient_use_tls(NULL); /* not PARTKV_TLS_*: the nodes are ours */
+    else if (up_tls(&a, &tls) != 0)
         return 1;
     /* SIGINT/SIGTERM/SIGCHLD are blocked from here on and taken by
      * supervise() with sigtimedwait, or SIGINT/SIGTERM noticed by

@@ -56,6 +56,9 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (strcmp(argv[1], "server") != 0 && strcmp(argv[1], "proxy") != 0 &&
+        pk_cli_tls_env() != 0)
+        return 2;
     if (strcmp(argv[1], "sim") == 0)
         return pk_cli_sim(argc - 1, argv + 1);
     if (strcmp(argv[1], "server") == 0)

@@ -1,7 +1,8 @@
 /*
  * partkv proxy --cluster HOST:PORT [--port P] [--bind ADDR]
- *              [--hot-key-reads N] [--hotkeys-sample RATE]: a routing
- * tier that owns nothing.  It follows the map any cluster node holds
+ *              [--hot-key-reads N] [--hotkeys-sample RATE]
+ *              [--tls-port P --tls-cert-file F ... [--tls-cluster yes]]: a
+ * routing tier that owns nothing.  It follows the map any cluster node holds
  * (PK.MAP) and forwards every keyed command to its owner, so a plain
  * Redis client sees one keyspace; a read of a key read more than N times
  * a second (default 5000, 0: never) goes to any replica of its
@@ -66,8 +67,14 @@ int pk_cli_proxy(int argc, char **argv)
             }
             c.hotkeys_sample = f;
         } else {
-            fprintf(stderr, "partkv proxy: bad or incomplete option '%s'\n",
-                    argv[i]);
+            int t = v && strncmp(argv[i], "--", 2) == 0
+                        ? pk_cli_tls_flag(argv[i] + 2, v, &c)
+                        : 0;
+            if (t == 1)
+                continue;
+            if (t == 0)
+                fprintf(stderr, "partkv proxy: bad or incomplete option '%s'\n",
+                        argv[i]);
             return 2;
         }
     }
@@ -75,5 +82,7 @@ int pk_cli_proxy(int argc, char **argv)
         fprintf(stderr, "partkv proxy: --cluster HOST:PORT is required\n");
         return 2;
     }
+    if (pk_cli_tls_check("partkv proxy", &c) != 0)
+        return 2;
     return pk_server_run(&c);
 }

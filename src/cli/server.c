@@ -63,6 +63,54 @@ static int yes_no(const char *flag, const char *s, int *out)
     return 0;
 }
 
+int pk_cli_tls_flag(const char *name, const char *val, pk_server_config *c)
+{
+    unsigned long long v;
+
+    if (strcmp(name, "tls-port") == 0) {
+        if (num("--tls-port", val, 0, 65535, &v) != 0)
+            return -1;
+        c->tls_port = (int)v;
+    } else if (strcmp(name, "tls-cert-file") == 0) {
+        c->tls.cert = val;
+    } else if (strcmp(name, "tls-key-file") == 0) {
+        c->tls.key = val;
+    } else if (strcmp(name, "tls-ca-cert-file") == 0) {
+        c->tls.ca = val;
+    } else if (strcmp(name, "tls-auth-clients") == 0) {
+        if (strcmp(val, "yes") == 0)
+            c->tls.auth_clients = PK_TLS_AUTH_YES;
+        else if (strcmp(val, "no") == 0)
+            c->tls.auth_clients = PK_TLS_AUTH_NO;
+        else if (strcmp(val, "optional") == 0)
+            c->tls.auth_clients = PK_TLS_AUTH_OPTIONAL;
+        else
+            return bad("--tls-auth-clients", val,
+                       "must be yes, no or optional");
+    } else if (strcmp(name, "tls-cluster") == 0) {
+        return yes_no("--tls-cluster", val, &c->tls_cluster) == 0 ? 1 : -1;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+int pk_cli_tls_check(const char *prog, const pk_server_config *c)
+{
+    if (c->tls_port >= 0 && (!c->tls.cert || !c->tls.key)) {
+        fprintf(stderr,
+                "%s: --tls-port needs --tls-cert-file and "
+                "--tls-key-file\n",
+                prog);
+        return -1;
+    }
+    if (c->tls_cluster && c->tls_port < 0) {
+        fprintf(stderr, "%s: --tls-cluster yes needs --tls-port\n", prog);
+        return -1;
+    }
+    return 0;
+}
+
 int pk_cli_is_etcd(const char *s)
 {
     return (strncmp(s, "etcd://", 7) == 0 && s[7]) ||
@@ -131,11 +179,11 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
-    int ch, rc = 0;
+    int ch, idx = 0, rc = 0;
 
     opterr = 0;
     optind = 1;
-    while (rc == 0 && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while (rc == 0 && (ch = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         switch (ch) {
         case 'p':
             rc = num("--port", optarg, 0, 65535, &v);
@@ -269,31 +317,12 @@ static int parse(int argc, char **argv, pk_server_config *c)
                          "must be total or local");
             break;
         case '5':
-            rc = num("--tls-port", optarg, 0, 65535, &v);
-            c->tls_port = (int)v;
-            break;
         case '6':
-            c->tls.cert = optarg;
-            break;
         case '7':
-            c->tls.key = optarg;
-            break;
         case '8':
-            c->tls.ca = optarg;
-            break;
         case '9':
-            if (strcmp(optarg, "yes") == 0)
-                c->tls.auth_clients = PK_TLS_AUTH_YES;
-            else if (strcmp(optarg, "no") == 0)
-                c->tls.auth_clients = PK_TLS_AUTH_NO;
-            else if (strcmp(optarg, "optional") == 0)
-                c->tls.auth_clients = PK_TLS_AUTH_OPTIONAL;
-            else
-                rc = bad("--tls-auth-clients", optarg,
-                         "must be yes, no or optional");
-            break;
         case 'T':
-            rc = yes_no("--tls-cluster", optarg, &c->tls_cluster);
+            rc = pk_cli_tls_flag(opts[idx].name, optarg, c) == 1 ? 0 : -1;
             break;
         case 'A':
             c->announce = optarg;
@@ -317,15 +346,8 @@ static int parse(int argc, char **argv, pk_server_config *c)
                         "--cluster-secret\n");
         rc = -1;
     }
-    if (rc == 0 && c->tls_port >= 0 && (!c->tls.cert || !c->tls.key)) {
-        fprintf(stderr, "partkv server: --tls-port needs --tls-cert-file "
-                        "and --tls-key-file\n");
+    if (rc == 0 && pk_cli_tls_check("partkv server", c) != 0)
         rc = -1;
-    }
-    if (rc == 0 && c->tls_cluster && c->tls_port < 0) {
-        fprintf(stderr, "partkv server: --tls-cluster yes needs --tls-port\n");
-        rc = -1;
-    }
     if (rc == 0 && optind < argc) {
         fprintf(stderr, "partkv server: unexpected argument '%s'\n",
                 argv[optind]);

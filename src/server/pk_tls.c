@@ -63,11 +63,12 @@ static SSL_CTX *make_ctx(const pk_tls *t, int server, char *err, size_t cap)
                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);
     what = t->cert;
-    if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
+    if (t->cert && SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
         goto fail;
     what = t->key;
-    if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1 ||
-        SSL_CTX_check_private_key(ctx) != 1)
+    if (t->cert &&
+        (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1 ||
+         SSL_CTX_check_private_key(ctx) != 1))
         goto fail;
     what = t->ca ? t->ca : "the system's CA certificates";
     if (load_ca(ctx, t->ca) != 1)
@@ -113,9 +114,10 @@ static char *dup_or_null(const char *s)
 
 int pk_tls_reload(pk_tls *t, char *err, size_t cap)
 {
-    SSL_CTX *srv = make_ctx(t, 1, err, cap), *cli;
+    SSL_CTX *srv = NULL, *cli;
 
-    if (srv == NULL)
+    /* Without a certificate only a client, which presents none. */
+    if (t->cert && (srv = make_ctx(t, 1, err, cap)) == NULL)
         return -1;
     if ((cli = make_ctx(t, 0, err, cap)) == NULL) {
         SSL_CTX_free(srv);
@@ -135,19 +137,20 @@ int pk_tls_open(const pk_tls_files *f, pk_tls **out, char *err, size_t cap)
 {
     pk_tls *t = calloc(1, sizeof(*t));
 
-    if (t == NULL || f->cert == NULL || f->key == NULL) {
+    if (t == NULL || (f->cert == NULL) != (f->key == NULL)) {
         snprintf(err, cap,
-                 t ? "TLS needs --tls-cert-file and --tls-key-file"
+                 t ? "a certificate needs its key, a key its certificate"
                    : "out of memory");
         free(t);
         return -1;
     }
     pthread_mutex_init(&t->lock, NULL);
-    t->cert = strdup(f->cert);
-    t->key = strdup(f->key);
+    t->cert = dup_or_null(f->cert);
+    t->key = dup_or_null(f->key);
     t->ca = dup_or_null(f->ca);
     t->auth = f->auth_clients;
-    if (t->cert == NULL || t->key == NULL || (f->ca && t->ca == NULL)) {
+    if ((f->cert && t->cert == NULL) || (f->key && t->key == NULL) ||
+        (f->ca && t->ca == NULL)) {
         snprintf(err, cap, "out of memory");
         pk_tls_free(t);
         return -1;
@@ -200,7 +203,7 @@ static pk_tls_conn *conn_new(pk_tls *t, int server)
 
 pk_tls_conn *pk_tls_conn_server(pk_tls *t)
 {
-    pk_tls_conn *c = conn_new(t, 1);
+    pk_tls_conn *c = t->srv ? conn_new(t, 1) : NULL;
 
     if (c)
         SSL_set_accept_state(c->ssl);

@@ -40,8 +40,9 @@ typedef struct pk_tls_files {
 typedef struct pk_tls pk_tls;
 typedef struct pk_tls_conn pk_tls_conn;
 
-/* Reads the files into a server and a client context.  The paths are
- * copied.  0, or -1 with a one-line reason in err. */
+/* Reads the files into a server and a client context (without cert and
+ * key: a client context alone, which presents no certificate).  The paths
+ * are copied.  0, or -1 with a one-line reason in err. */
 int pk_tls_open(const pk_tls_files *f, pk_tls **out, char *err, size_t cap);
 
 /* Reads the same files again; on failure the old contexts stay.  0 or -1
@@ -50,7 +51,8 @@ int pk_tls_reload(pk_tls *t, char *err, size_t cap);
 
 void pk_tls_free(pk_tls *t);
 
-/* A connection accepted on a TLS port; NULL when out of memory. */
+/* A connection accepted on a TLS port; NULL when out of memory or t has
+ * no certificate. */
 pk_tls_conn *pk_tls_conn_server(pk_tls *t);
 
 /* A connection we open to host (its certificate must name it, unless

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 import server as pkserver
-from cluster import Cluster
+from cluster import Cluster, Proxy
 from etcd import Etcd
 
 TLS_RE = re.compile(r"^partkv: tls on (\S+):(\d+)$")
@@ -406,3 +406,44 @@ def test_etcd_over_tls_with_client_certificates(certs):
             s.stop()
     finally:
         e.stop()
+
+
+def test_proxy_and_tools_over_tls(tcl):
+    """A proxy in front of a TLS cluster (mutual TLS to the nodes, TLS to
+    its clients), and the partkv tools with PARTKV_TLS_CA_CERT_FILE."""
+    f = tcl.files()
+    n = tcl.nodes[0]
+    px = Proxy(n.addr, extra=[
+        "--tls-port", "0", "--tls-cert-file", f["node"], "--tls-key-file",
+        f["key"], "--tls-ca-cert-file", f["ca"], "--tls-cluster", "yes",
+        "--tls-auth-clients", "no"])
+    px.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not any(TLS_RE.match(l) for l in px._out_lines):
+            assert time.monotonic() < deadline, px.logs()
+            time.sleep(0.05)
+        port = int(next(TLS_RE.match(l) for l in px._out_lines
+                        if TLS_RE.match(l)).group(2))
+        c = redis.Redis(port=port, ssl=True, ssl_ca_certs=f["ca"],
+                        socket_timeout=10)
+        deadline = time.monotonic() + 10
+        while True:  # until the proxy holds the map
+            try:
+                assert c.mset({"px:%d" % i: i for i in range(50)})
+                break
+            except redis.ResponseError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert c.mget(["px:%d" % i for i in range(50)]) == [
+            str(i).encode() for i in range(50)]
+    finally:
+        px.stop()
+    exe = pkserver.partkv_path()
+    r = subprocess.run([exe, "cluster", "status", "--cluster", n.addr],
+                       capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, PARTKV_TLS_CA_CERT_FILE=f["ca"]))
+    assert r.returncode == 0 and "3 nodes (3 up)" in r.stdout, r.stderr
+    r = subprocess.run([exe, "cluster", "status", "--cluster", n.addr],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
