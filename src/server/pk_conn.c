@@ -295,11 +295,12 @@ static void drained(pk_conn *c)
 static int wire_send(pk_conn *c)
 {
     size_t n = pk_obuf_pending(&c->wire);
-    uv_buf_t b = uv_buf_init(c->wire.data + c->wire.head, (unsigned)n);
+    uv_buf_t b;
     int w;
 
     if (n == 0)
         return 0;
+    b = uv_buf_init(c->wire.data + c->wire.head, (unsigned)n);
     w = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (w < 0 && w != UV_EAGAIN) {
         pk_conn_close(c);

@@ -347,7 +347,8 @@ static void on_link_write(uv_write_t *req, int status)
 static int tls_wire(pk_link *l)
 {
     size_t n = pk_obuf_pending(&l->pending);
-    ssize_t k = pk_tls_write(l->tls, l->pending.data + l->pending.head, n);
+    ssize_t k =
+        pk_tls_write(l->tls, n ? l->pending.data + l->pending.head : NULL, n);
 
     if (k < 0) {
         link_fail(l, pk_tls_error(l->tls));
