@@ -14,6 +14,7 @@
  *                     [--hot-key-writes N] [--hot-key-time SECONDS]
  *                     [--unsalt-after SECONDS] [--hot-key-reads N]
  *                     [--salted-incr-reply total|local] [--tls]
+ *                     [--enable-debug-command yes|no]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -91,6 +92,7 @@ typedef struct up_args {
                                 * --unsalt-after, --salted-incr-reply,
                                 * --hot-key-reads */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
+    const char *debug;         /* --enable-debug-command, or NULL */
     int tls;                   /* --tls */
     char tls_dir[4096];        /* its files: DIR/tls */
     char tls_files[3][4200];   /* ca, cert, key */
@@ -230,6 +232,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"presplit-keys", required_argument, NULL, 'K'},
         {"presplit-sample", required_argument, NULL, 'X'},
         {"tls", no_argument, NULL, 'L'},
+        {"enable-debug-command", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -290,6 +293,9 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'L':
             a->tls = 1;
+            break;
+        case 'G': /* checked by each node */
+            a->debug = optarg;
             break;
         case 'Y': /* checked by each node */
             a->hot_sample = optarg;
@@ -494,7 +500,8 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
                 {"--hot-key-time", a->salting[1]},
                 {"--unsalt-after", a->salting[2]},
                 {"--salted-incr-reply", a->salting[3]},
-                {"--hot-key-reads", a->salting[4]}};
+                {"--hot-key-reads", a->salting[4]},
+                {"--enable-debug-command", a->debug}};
     for (size_t j = 0; j < sizeof(pass) / sizeof(pass[0]); j++)
         if (pass[j].val) {
             argv[k++] = (char *)pass[j].flag;

@@ -19,6 +19,7 @@
  *                 [--tls-port P --tls-cert-file F --tls-key-file F
  *                  [--tls-ca-cert-file F] [--tls-auth-clients yes|no|optional]
  *                  [--tls-cluster yes|no]]
+ *                 [--enable-debug-command yes|no]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -176,6 +177,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"tls-ca-cert-file", required_argument, NULL, '8'},
         {"tls-auth-clients", required_argument, NULL, '9'},
         {"tls-cluster", required_argument, NULL, 'T'},
+        {"enable-debug-command", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -323,6 +325,10 @@ static int parse(int argc, char **argv, pk_server_config *c)
         case '9':
         case 'T':
             rc = pk_cli_tls_flag(opts[idx].name, optarg, c) == 1 ? 0 : -1;
+            break;
+        case 'D':
+            rc = yes_no("--enable-debug-command", optarg,
+                        &c->enable_debug_command);
             break;
         case 'A':
             c->announce = optarg;

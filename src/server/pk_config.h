@@ -99,6 +99,8 @@ typedef struct pk_server_config {
      * PK.AUTH only over TLS from a peer with a certificate our CA
      * signed. */
     int tls_cluster;
+    /* Test hooks (PK.REPL FAILCOMMITS) are allowed. */
+    int enable_debug_command;
 } pk_server_config;
 
 /* Room for the table's parameters (a static_assert checks it). */

@@ -260,10 +260,13 @@ static int alloc_arrays(pk_repl *rp, uint32_t np)
     rp->cdue_set = calloc(np, 1);
     rp->commit_seen = calloc(np, sizeof(uint64_t));
     rp->commit_ep = calloc(np, sizeof(uint64_t));
-    if (!rp->commit_want || !rp->commit_seen || !rp->commit_ep || !rp->cdue ||
-        !rp->cdue_set || !rp->handoff || !rp->released || !rp->follow_epoch ||
-        !rp->fence_epoch || !rp->released_ms || !rp->fenced_from ||
-        !rp->lead_epoch || !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
+    rp->early = calloc(np, sizeof(uint32_t));
+    rp->early_set = calloc(np, 1);
+    if (!rp->early || !rp->early_set || !rp->commit_want || !rp->commit_seen ||
+        !rp->commit_ep || !rp->cdue || !rp->cdue_set || !rp->handoff ||
+        !rp->released || !rp->follow_epoch || !rp->fence_epoch ||
+        !rp->released_ms || !rp->fenced_from || !rp->lead_epoch ||
+        !rp->prev_epoch || !rp->promo_pos || !rp->stepped) {
         rp->np = 0;
         return PK_ENOMEM;
     }
@@ -278,6 +281,7 @@ void pk_repl_map_changed(pk_server *s)
     uint32_t self = s->cluster.self;
     pk_txn *t = NULL;
     int settle = 0;
+    uint32_t stepped = 0;
 
     if (rp == NULL || m == NULL)
         return;
@@ -324,7 +328,10 @@ void pk_repl_map_changed(pk_server *s)
                                                           : rp->prev_epoch[p];
             rp->promo_pos[p] = last;
             rp->lead_epoch[p] = le;
-            rp->stepped[p] = 0;
+            /* Led at le before an unclean stop (pk_repl_int.h). */
+            rp->stepped[p] =
+                rp->crashed && pt->nreplicas >= 2 && rp->follow_epoch[p] == le;
+            stepped += rp->stepped[p];
             rp->handoff[p] = 0;
             if (rp->follow_epoch[p] != le || rp->fence_epoch[p] < le) {
                 rp->follow_epoch[p] = le;
@@ -359,6 +366,11 @@ void pk_repl_map_changed(pk_server *s)
                 st->epoch[p] = 0;
     if (t)
         pk_txn_abort(t);
+    if (stepped)
+        fprintf(stderr,
+                "partkv: the last run stopped uncleanly: %u partitions it "
+                "led step down to be promoted at a new epoch\n",
+                stepped);
     if (settle) /* what we followed is ready to serve and export */
         pk_srv_settle(s);
     if (rp->state_dirty)
@@ -400,6 +412,7 @@ int pk_repl_init(pk_server *s)
     rp->srv = s;
     rp->rcache = calloc(RP_RCACHE_SLOTS, sizeof(*rp->rcache)); /* or none */
     rp->start_ms = rp_now();
+    rp->crashed = pk__repl_running_mark(rp);
     pk__repl_leases_load(rp);
     uv_timer_init(&s->loop, &rp->tick);
     rp->tick.data = rp;
@@ -416,6 +429,8 @@ void pk_repl_free(pk_server *s)
 
     if (rp == NULL)
         return;
+    if (!rp->unclean)
+        pk__repl_running_clear(rp);
     while (rp->streams) {
         rp_stream *st = rp->streams;
         rp->streams = st->next;
@@ -438,6 +453,8 @@ void pk_repl_free(pk_server *s)
     free(rp->cdue_set);
     free(rp->commit_seen);
     free(rp->commit_ep);
+    free(rp->early);
+    free(rp->early_set);
     free(rp->promise);
     for (uint32_t i = 0; rp->rcache && i < RP_RCACHE_SLOTS; i++)
         free(rp->rcache[i].v);
@@ -480,9 +497,12 @@ void pk_repl_info(pk_server *s, pk_obuf *b)
                      (unsigned long long)(now - st->last_send_ms) / 1000);
         pk_obuf_append(b, line, (size_t)k);
     }
-    k = snprintf(line, sizeof(line), "partkv_acks:%s\r\n\r\n",
+    k = snprintf(line, sizeof(line),
+                 "partkv_acks:%s\r\npartkv_records_sent_before_commit:%llu"
+                 "\r\n\r\n",
                  s->cfg.acks == PK_ACKS_LEADER ? "leader"
                  : s->cfg.acks == PK_ACKS_ALL  ? "all"
-                                               : "quorum");
+                                               : "quorum",
+                 (unsigned long long)(rp ? rp->early_records : 0));
     pk_obuf_append(b, line, (size_t)k);
 }

@@ -76,6 +76,17 @@ void pk_repl_map_changed(pk_server *s);
  * the connection's replies wait for that partition's log position. */
 void pk_repl_note(pk_cmd_ctx *x, int write);
 
+/* Check phase, before the commit: the records of the open transaction go
+ * to the followers now, so that they write them while we commit
+ * (Raft's parallel append).  A write is acknowledged once a quorum of
+ * copies has it, ours committed among them: the loop runs our commit
+ * before any follower's answer. */
+void pk_repl_precommit(pk_server *s);
+
+/* 1 while records of the open transaction have gone out (the commit
+ * under way failing then may leave the write applied by the others). */
+int pk_repl_sent_early(const pk_server *s);
+
 /* Check phase, after a successful commit: state persisted, streams fed. */
 void pk_repl_committed(pk_server *s);
 

@@ -340,6 +340,26 @@ static void repl_stepped(pk_cmd_ctx *x, pk_repl *rp)
             pk_reply_int(x->out, p);
 }
 
+/* PK.REPL FAILCOMMITS n: the node's next n commits of an iteration fail
+ * as a full disk would fail them -- for tests of that path, and only
+ * with --enable-debug-command yes (as Redis guards DEBUG). */
+static void repl_failcommits(pk_cmd_ctx *x)
+{
+    uint64_t n;
+
+    if (!x->srv->cfg.enable_debug_command) {
+        pk_reply_error(x->out, "ERR PK.REPL FAILCOMMITS not allowed: start "
+                               "the node with --enable-debug-command yes");
+        return;
+    }
+    if (!u64_arg(&x->argv[2], &n) || n > UINT32_MAX) {
+        pk_reply_notint(x);
+        return;
+    }
+    x->srv->fail_commits = (uint32_t)n;
+    pk_reply_simple(x->out, "OK");
+}
+
 void pk_cmd_pk_repl(pk_cmd_ctx *x)
 {
     pk_repl *rp = x->srv->repl;
@@ -361,6 +381,8 @@ void pk_cmd_pk_repl(pk_cmd_ctx *x)
         repl_handoff(x, rp);
     else if (pk_arg_eq(&x->argv[1], "stepped") && x->argc == 2)
         repl_stepped(x, rp);
+    else if (pk_arg_eq(&x->argv[1], "failcommits") && x->argc == 3)
+        repl_failcommits(x);
     else
         pk_reply_syntax(x);
 }

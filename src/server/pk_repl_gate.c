@@ -252,12 +252,21 @@ void pk_repl_conn_closed(pk_server *s, pk_conn *c)
     c->nneeds = c->nwrites = 0;
 }
 
+/* The commit that records went out before has ended. */
+static void early_done(pk_repl *rp)
+{
+    for (uint32_t i = 0; i < rp->nearly; i++)
+        rp->early_set[rp->early[i]] = 0;
+    rp->nearly = 0;
+}
+
 void pk_repl_committed(pk_server *s)
 {
     pk_repl *rp = s->repl;
 
     if (rp == NULL || rp->np == 0)
         return;
+    early_done(rp);
     /* An imported snapshot must be on disk before the file names the
      * epoch it belongs to (with --fsync always the commit did it). */
     if (rp->snapped && s->cfg.fsync != PK_FSYNC_ALWAYS)
@@ -282,7 +291,27 @@ void pk_repl_commit_failed(pk_server *s)
         pk__repl_state_load(rp);
         rp->state_dirty = 0;
         rp->snapped = 0;
+        /* Records that went out before the commit are on followers and
+         * not in our log: the next ones must not take their positions.
+         * We stop leading those partitions (the controller promotes at a
+         * new epoch), and so after a restart too. */
+        for (uint32_t i = 0; i < rp->nearly; i++)
+            pk__repl_step_down(rp, rp->early[i]);
+        if (rp->nearly) {
+            fprintf(stderr,
+                    "partkv: a commit failed after records of %u "
+                    "partitions went to followers; leaving them to be "
+                    "promoted\n",
+                    rp->nearly);
+            rp->unclean = 1;
+        }
+        early_done(rp);
     }
+}
+
+int pk_repl_sent_early(const pk_server *s)
+{
+    return s->repl && s->repl->nearly > 0;
 }
 
 /* Replicas (followers) that hold every write this connection made. */

@@ -149,6 +149,21 @@ struct pk_repl {
      * wants the same ones, and the journal is read once for them all. */
     uint64_t round;
     rp_rcache *rcache; /* RP_RCACHE_SLOTS, owned */
+    /* Parallel append (pk_repl_precommit): records of the iteration's
+     * transaction go out before its commit.  pre: the pump reads that
+     * transaction; early: the partitions whose records (or snapshots)
+     * went out so, till the commit ends. */
+    int pre;
+    uint32_t *early;
+    uint8_t *early_set;
+    uint32_t nearly;
+    uint64_t early_records; /* sent before their commit, since start */
+    /* The last run did not stop cleanly (repl.running was there): a
+     * partition we led at the same epoch then may have records on
+     * followers that never reached our log, so we step down from it
+     * (the controller promotes at a new epoch) instead of writing their
+     * positions again.  unclean: this run leaves the file in place. */
+    int crashed, unclean;
 };
 
 #define RP_RCACHE_SLOTS 1024u
@@ -218,6 +233,8 @@ void pk__repl_stream_free(rp_stream *st);
 /* A follower was fenced at a newer epoch: we stop serving p and release
  * it to our other followers. */
 void pk__repl_step_down(pk_repl *rp, uint32_t p);
+/* Records (or a snapshot) of p went out before their commit. */
+void pk__repl_early(pk_repl *rp, uint32_t p);
 /* Every stream sends what its window allows. */
 void pk__repl_pump_all(pk_repl *rp);
 /* Queues what a stream has not sent (records of expiry, releases). */
@@ -235,5 +252,10 @@ int pk__repl_state_save(pk_repl *rp);
 void pk__repl_state_load(pk_repl *rp);
 /* Room for node id node in promise and fence_map.  0 or ENOMEM. */
 int pk__repl_node_room(pk_repl *rp, uint32_t node);
+/* Creates repl.running; 1 if it was there (the last run stopped
+ * uncleanly), else 0. */
+int pk__repl_running_mark(pk_repl *rp);
+/* Removes it: this run stops cleanly. */
+void pk__repl_running_clear(pk_repl *rp);
 
 #endif

@@ -22,6 +22,37 @@ static void state_path(pk_repl *rp, char *p, size_t n)
 }
 
 /*
+ * repl.running: there while the node runs, removed when it stops cleanly
+ * (every record it sent was committed first).  Found at start, it says
+ * the last run ended otherwise: records sent before a commit that never
+ * came may be on followers (pk_repl_precommit).
+ */
+static void running_path(pk_repl *rp, char *p, size_t n)
+{
+    snprintf(p, n, "%s/repl.running", rp->srv->cfg.dir);
+}
+
+int pk__repl_running_mark(pk_repl *rp)
+{
+    char path[4096];
+    int fd, was;
+
+    running_path(rp, path, sizeof(path));
+    was = access(path, F_OK) == 0;
+    if ((fd = open(path, O_WRONLY | O_CREAT, 0644)) >= 0)
+        close(fd);
+    return was;
+}
+
+void pk__repl_running_clear(pk_repl *rp)
+{
+    char path[4096];
+
+    running_path(rp, path, sizeof(path));
+    unlink(path);
+}
+
+/*
  * repl.leases: the wall-clock ms until which read leases this node granted
  * may run.  Written before a lease that runs later is granted (no fsync:
  * it must survive the process, and a machine takes longer to boot than a

@@ -180,13 +180,15 @@ static void rt_end(pk_txn **rt)
  * The transaction a pump reads the log in: a write transaction that is
  * aborted afterwards, since its partition counters come from the store's
  * cache while a read transaction rebuilds them from the journal.  NULL
- * while the iteration's own transaction is open: its records are not
- * committed yet, and the check phase pumps after the commit.
+ * while the iteration's own transaction is open (the check phase pumps
+ * in it before its commit, pk_repl_precommit, and after).
  */
 static pk_txn *rt_get(pk_repl *rp, pk_txn **rt)
 {
     if (*rt != NULL)
         return *rt;
+    if (rp->pre) /* borrowed: pk_repl_precommit */
+        return *rt = rp->srv->txn;
     if (rp->srv->txn || pk_txn_begin(rp->srv->store, 0, rt) != PK_OK)
         *rt = NULL;
     else
@@ -398,6 +400,10 @@ static int on_record(void *ctx, uint64_t seq, const void *rec, size_t len)
     }
     if (c)
         c->v[c->n++] = (rp_rec){seq, rec, len};
+    if (rp->pre) {
+        pk__repl_early(rp, lc->p);
+        rp->early_records++;
+    }
     if (msg_add(lc->m, 'L', lc->p, rp->lead_epoch[lc->p], seq, rec, len))
         return LOG_FULL;
     lc->st->sent[lc->p] = seq;
@@ -484,6 +490,8 @@ static int fill(rp_stream *st, msg *m, uint32_t p, pk_txn **rt)
         rc = pk_store_log_last(t, p, &last);
         if (rc == PK_OK)
             rc = pk_store_part_export(t, p, on_chunk, &snap);
+        if (rc == PK_OK && rp->pre)
+            pk__repl_early(rp, p);
         if (rc == PK_OK) {
             st->state[p] = PS_SNAP;
             st->sent[p] = last;
@@ -539,7 +547,7 @@ static void pump(rp_stream *st, pk_txn **rt)
     pk_server *s = rp->srv;
     uint64_t now = rp_now();
 
-    if (s->txn)
+    if (s->txn && !rp->pre)
         return; /* uncommitted records: the check phase pumps */
     while (st->active && st->inflight < WINDOW &&
            (st->nqueue || now - st->last_send_ms >= HEARTBEAT_MS)) {
@@ -606,6 +614,28 @@ static void pump(rp_stream *st, pk_txn **rt)
         if (taken == 0 && m.n == 0)
             break; /* one heartbeat */
     }
+}
+
+void pk__repl_early(pk_repl *rp, uint32_t p)
+{
+    if (rp->early_set[p])
+        return;
+    rp->early_set[p] = 1;
+    rp->early[rp->nearly++] = p;
+}
+
+void pk_repl_precommit(pk_server *s)
+{
+    pk_repl *rp = s->repl;
+    pk_txn *rt = s->txn;
+
+    if (rp == NULL || rp->np == 0 || rp->closing || s->txn == NULL)
+        return;
+    rp->pre = rp->in_pump = 1;
+    rp->round++; /* the round cache points into this transaction */
+    for (rp_stream *st = rp->streams; st; st = st->next)
+        pump(st, &rt);
+    rp->pre = rp->in_pump = 0;
 }
 
 void pk__repl_pump_all(pk_repl *rp)

@@ -131,17 +131,35 @@ pk_txn *pk_srv_txn(pk_cmd_ctx *x)
  */
 static void fail_iteration(pk_server *s, int rc)
 {
+    /* Records that went out before the commit may yet be applied by the
+     * followers, one of which the controller promotes. */
+    const char *what = pk_repl_sent_early(s)
+                           ? "ERR write not committed here, but its records "
+                             "reached replicas: it may or may not be "
+                             "applied: %s"
+                           : "ERR write not committed, nothing was changed: "
+                             "%s";
+
     pk_hotread_commit_failed(s);
     for (pk_conn *c = s->iter; c; c = c->iter_next) {
         pk_repl_forget_needs(c);
         c->out.len = c->out.head + c->iter_mark;
         for (uint32_t i = 0; i < c->iter_cmds; i++)
-            pk_reply_errorf(&c->out,
-                            "ERR write not committed, nothing was "
-                            "changed: %s",
-                            pk_strerror(rc));
+            pk_reply_errorf(&c->out, what, pk_strerror(rc));
     }
     s->commit_failures++;
+}
+
+/* The iteration's commit; --enable-debug-command lets PK.REPL FAILCOMMITS
+ * make the next ones fail (tests of that path). */
+static int commit_iteration(pk_server *s)
+{
+    if (s->fail_commits > 0) {
+        s->fail_commits--;
+        pk_txn_abort(s->txn);
+        return PK_EIO;
+    }
+    return pk_txn_commit(s->txn);
 }
 
 static void on_settle(uv_timer_t *t);
@@ -157,7 +175,9 @@ static void on_check(uv_check_t *h)
         !pk_store_log_settling(s->store))
         uv_timer_start(&s->settle_timer, on_settle, 0, 0);
     if (s->txn) {
-        int rc = pk_txn_commit(s->txn);
+        int rc;
+        pk_repl_precommit(s); /* the followers write while we commit */
+        rc = commit_iteration(s);
         s->txn = NULL;
         s->commits++;
         if (rc != PK_OK) {

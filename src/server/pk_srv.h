@@ -203,6 +203,7 @@ struct pk_server {
     /* Stats. */
     uint64_t total_conns, total_cmds, rejected_conns, expired_keys;
     uint64_t hits, misses, commit_failures, commits;
+    uint32_t fail_commits; /* PK.REPL FAILCOMMITS: the next ones fail */
     uint64_t ops_last, ops_rate;
     pk_part_rate *rates;   /* owned, PK_SLOTS entries */
     struct pk_wtab *watch; /* WATCHed keys (pk_multi.c), owned, or NULL */

@@ -36,7 +36,7 @@ class _Reader:
 
 def decode(buf):
     """{"epoch", "scheme", "nodes": [addr], "parts": [{"id", "replicas",
-    "lo", "hi", "flags", "retired"}], "salts": {key: {"parts", "folding",
+    "leader_epoch", "lo", "hi", "flags", "retired"}], "salts": {key: {"parts", "folding",
     "tags"}}}"""
     r = _Reader(buf)
     assert r.take(4) == b"PKMP" and r.be(2) == 1
@@ -57,7 +57,7 @@ def decode(buf):
         nrep, nlrn = f & 7, (f >> 3) & 7
         if f & 0x40:
             r.take(5)
-        r.vu()
+        lepoch = r.vu()
         reps = [r.be(2) for _ in range(nrep)]
         [r.be(2) for _ in range(nlrn)]
         lo = hi = None
@@ -68,7 +68,8 @@ def decode(buf):
                 hi = r.take(r.vu())
             if flags & 1:
                 pflags = r.be(1)
-        parts.append({"id": p, "replicas": reps, "lo": lo, "hi": hi,
+        parts.append({"id": p, "replicas": reps, "leader_epoch": lepoch,
+                      "lo": lo, "hi": hi,
                       "flags": pflags, "retired": hi is not None and lo == hi})
     salts = {}
     if flags & 2:
