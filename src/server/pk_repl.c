@@ -412,7 +412,8 @@ int pk_repl_init(pk_server *s)
     rp->srv = s;
     rp->rcache = calloc(RP_RCACHE_SLOTS, sizeof(*rp->rcache)); /* or none */
     rp->start_ms = rp_now();
-    rp->crashed = pk__repl_running_mark(rp);
+    rp->parallel = s->cfg.fsync == PK_FSYNC_ALWAYS;
+    rp->crashed = rp->parallel && pk__repl_running_mark(rp);
     pk__repl_leases_load(rp);
     uv_timer_init(&s->loop, &rp->tick);
     rp->tick.data = rp;
@@ -429,7 +430,7 @@ void pk_repl_free(pk_server *s)
 
     if (rp == NULL)
         return;
-    if (!rp->unclean)
+    if (rp->parallel && !rp->unclean)
         pk__repl_running_clear(rp);
     while (rp->streams) {
         rp_stream *st = rp->streams;

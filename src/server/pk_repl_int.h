@@ -150,15 +150,18 @@ struct pk_repl {
     uint64_t round;
     rp_rcache *rcache; /* RP_RCACHE_SLOTS, owned */
     /* Parallel append (pk_repl_precommit): records of the iteration's
-     * transaction go out before its commit.  pre: the pump reads that
-     * transaction; early: the partitions whose records (or snapshots)
-     * went out so, till the commit ends. */
-    int pre;
+     * transaction go out before its commit -- with --fsync always, whose
+     * commit (an fdatasync) they then overlap; under everysec a commit
+     * is a write to memory, nothing to overlap, and records leave after
+     * it.  pre: the pump reads that transaction; early: the partitions
+     * whose records (or snapshots) went out so, till the commit ends. */
+    int parallel, pre;
     uint32_t *early;
     uint8_t *early_set;
     uint32_t nearly;
     uint64_t early_records; /* sent before their commit, since start */
-    /* The last run did not stop cleanly (repl.running was there): a
+    /* (parallel only) The last run did not stop cleanly (repl.running
+     * was there): a
      * partition we led at the same epoch then may have records on
      * followers that never reached our log, so we step down from it
      * (the controller promotes at a new epoch) instead of writing their

@@ -629,7 +629,8 @@ void pk_repl_precommit(pk_server *s)
     pk_repl *rp = s->repl;
     pk_txn *rt = s->txn;
 
-    if (rp == NULL || rp->np == 0 || rp->closing || s->txn == NULL)
+    if (rp == NULL || rp->np == 0 || rp->closing || s->txn == NULL ||
+        !rp->parallel)
         return;
     rp->pre = rp->in_pump = 1;
     rp->round++; /* the round cache points into this transaction */
