@@ -109,12 +109,17 @@ test-fault: all
 	PARTKV=$(abspath $(BUILD)/partkv) /usr/bin/python3 -m pytest -q -rsx tests/fault
 
 # The fault-cycle tests with long schedules: 40 cycles each (make test
-# runs 10); and the long schedules of the fault harness (tests/fault).
+# runs 10), also with --fsync always (parallel append: leaders send
+# records before their commit); and the long schedules of the fault
+# harness (tests/fault).
 test-faults: deps
 	@$(MAKE) --no-print-directory all
 	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_CYCLES=40 \
 	    /usr/bin/python3 -m pytest -q -s tests/integration/test_replication.py \
 	    -k fault_cycles
+	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_CYCLES=40 \
+	    PARTKV_FAULT_FSYNC=always /usr/bin/python3 -m pytest -q -s \
+	    tests/integration/test_replication.py -k fault_cycles
 	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_LONG=1 \
 	    /usr/bin/python3 -m pytest -q -s tests/fault
 

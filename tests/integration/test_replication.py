@@ -22,6 +22,9 @@ from replfault import (SlotClient, Workers, final_reads, lost_writes,
                        node_pid, signal_node, wait_all_served)
 
 CYCLES = int(os.environ.get("PARTKV_FAULT_CYCLES", "10"))
+# --fsync for the fault cycles' nodes (make test-faults also runs them
+# with "always": the leaders then send records before their commit).
+FAULT_FSYNC = os.environ.get("PARTKV_FAULT_FSYNC")
 
 
 def up(cluster_factory, acks="quorum", nodes=3, replicas=3, extra=()):
@@ -420,7 +423,8 @@ def test_fault_cycles(cluster_factory, tmp_path, faults):
     the mixed schedule, also stopped past their lease (a failover);
     afterwards every acknowledged write reads back, no value appears that
     nobody wrote, and the histories are linearizable."""
-    c = up(cluster_factory)
+    c = up(cluster_factory,
+           extra=["--fsync", FAULT_FSYNC] if FAULT_FSYNC else [])
     stop_ratio = 0.0 if faults == "kill" else 0.4
     keys = ["lin%d" % i for i in range(12)]
     hist = History()
