@@ -50,6 +50,7 @@ struct pk_resp_parser {
     size_t *offs; /* owned, argv_cap entries: argument offsets from start */
     size_t argc;
     size_t argv_cap;
+    int unauth;   /* the unauthenticated limits apply */
     int failed;   /* sticky PK_EPROTO or PK_ENOMEM, else 0 */
     char err[64]; /* reply text after PK_EPROTO */
 };
@@ -97,6 +98,20 @@ void pk_resp_parser_free(pk_resp_parser *p)
 const char *pk_resp_error(const pk_resp_parser *p)
 {
     return p->failed == PK_EPROTO ? p->err : NULL;
+}
+
+void pk_resp_set_unauth(pk_resp_parser *p, int on)
+{
+    p->unauth = on != 0;
+}
+
+int pk_resp_pending(const pk_resp_parser *p, pk_arg *name)
+{
+    if (p->failed || p->left == 0 || p->argc == 0)
+        return 0;
+    name->ptr = p->buf + p->start + p->offs[0];
+    name->len = p->argv[0].len;
+    return 1;
 }
 
 size_t pk_resp_buffered(const pk_resp_parser *p)
@@ -374,6 +389,8 @@ static int resp_header(pk_resp_parser *p)
     if (resp_short_line(p, '*', &n)) {
         if (n > (int64_t)p->lim.max_args)
             return resp_fail(p, "invalid multibulk length");
+        if (p->unauth && n > PK_RESP_UNAUTH_ARGS)
+            return resp_fail(p, "unauthenticated multibulk length");
         if (n > 0) {
             p->left = (size_t)n;
             p->bulk = -1;
@@ -386,6 +403,8 @@ static int resp_header(pk_resp_parser *p)
     if (!pk__resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) ||
         n > (int64_t)p->lim.max_args)
         return resp_fail(p, "invalid multibulk length");
+    if (p->unauth && n > PK_RESP_UNAUTH_ARGS)
+        return resp_fail(p, "unauthenticated multibulk length");
     resp_skip(p, eol + 2);
     if (n > 0) {
         p->left = (size_t)n;
@@ -404,6 +423,8 @@ static int resp_bulk(pk_resp_parser *p)
     if (p->bulk < 0 && resp_short_line(p, '$', &n)) {
         if ((uint64_t)n > p->lim.max_bulk_len)
             return resp_fail(p, "invalid bulk length");
+        if (p->unauth && n > PK_RESP_UNAUTH_BULK)
+            return resp_fail(p, "unauthenticated bulk length");
         p->bulk = n;
     }
     if (p->bulk < 0) {
@@ -421,6 +442,8 @@ static int resp_bulk(pk_resp_parser *p)
         if (!pk__resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) || n < 0 ||
             (uint64_t)n > p->lim.max_bulk_len)
             return resp_fail(p, "invalid bulk length");
+        if (p->unauth && n > PK_RESP_UNAUTH_BULK)
+            return resp_fail(p, "unauthenticated bulk length");
         resp_skip(p, eol + 2);
         p->bulk = n;
     }
@@ -538,6 +561,13 @@ int pk_resp_next(pk_resp_parser *p, int *argc, const pk_arg **argv)
 
     if (p->failed)
         return p->failed;
+    /* The limits were turned on while a command was partly received. */
+    if (p->unauth && p->left > 0) {
+        if (p->argc + p->left > PK_RESP_UNAUTH_ARGS)
+            return resp_fail(p, "unauthenticated multibulk length");
+        if (p->bulk > PK_RESP_UNAUTH_BULK)
+            return resp_fail(p, "unauthenticated bulk length");
+    }
     for (;;) {
         if (p->left == 0) {
             p->start = p->pos;

@@ -43,6 +43,15 @@
  * As in Redis, the two bytes after a bulk payload and the byte after a
  * "\r" ending a count/length line are skipped without being checked.
  *
+ * Unauthenticated mode (pk_resp_set_unauth): Redis 7.0 refuses, from a
+ * connection that has not authenticated, a multibulk count above 10
+ * ("unauthenticated multibulk length") and a bulk length above 16384
+ * ("unauthenticated bulk length"), so that such a peer never makes the
+ * server buffer more than a few small arguments.  The connection says
+ * before each pk_resp_next whether it is authenticated; the parser only
+ * applies the limits.  Inline requests keep their one limit, max_inline,
+ * as in Redis.
+ *
  * A parser belongs to one connection and is not thread-safe; distinct
  * parsers are independent.
  */
@@ -69,6 +78,11 @@ typedef struct pk_resp_limits {
 
 /* The defaults listed above. */
 pk_resp_limits pk_resp_limits_default(void);
+
+/* Redis 7.0's fixed limits for unauthenticated connections
+ * (networking.c, processMultibulkBuffer). */
+#define PK_RESP_UNAUTH_ARGS 10
+#define PK_RESP_UNAUTH_BULK 16384
 
 /* One argument: a borrowed view of len bytes at ptr. */
 typedef struct pk_arg {
@@ -153,6 +167,26 @@ void pk_resp_commit(pk_resp_parser *p, size_t n);
  * request is also given back).
  */
 int pk_resp_next(pk_resp_parser *p, int *argc, const pk_arg **argv);
+
+/*
+ * Turns the unauthenticated limits on (on != 0) or off; a new parser has
+ * them off.  They apply to every count and bulk length read while on,
+ * and also to the command being received when they are turned on: its
+ * count and a bulk length already read are checked at the next
+ * pk_resp_next, so that a server that learns only from a command's name
+ * that its sender may not run it (pk_resp_pending) can refuse a large
+ * one before its body arrives.  Commands already returned are not
+ * affected.
+ */
+void pk_resp_set_unauth(pk_resp_parser *p, int on);
+
+/*
+ * While a multibulk command is partly received and its first argument
+ * (the command name) is complete, *name receives it (borrowed, valid
+ * until the next call on p other than pk_resp_pending) and 1 is
+ * returned; else 0 and *name is left untouched.
+ */
+int pk_resp_pending(const pk_resp_parser *p, pk_arg *name);
 
 /*
  * After PK_EPROTO, the error reply Redis sends, without the leading '-' and
