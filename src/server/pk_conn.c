@@ -24,6 +24,7 @@
 
 #include "core/pk_err.h"
 #include "server/pk_block.h"
+#include "server/pk_cmd.h"
 #include "server/pk_ft.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
@@ -97,6 +98,30 @@ static void iter_join(pk_conn *c)
     s->iter = c;
 }
 
+/*
+ * Takes the next command with Redis's unauthenticated limits while c has
+ * not authenticated -- read from c->authed each time, so whatever sets it
+ * (AUTH, HELLO, PK.AUTH, an ACL) needs to do nothing else.  An internal
+ * command (PK.REPL...) from a connection without the cluster secret gets
+ * the same limits once its name is in: a large frame is refused at its
+ * header, its body never buffered.
+ */
+static int next_command(pk_conn *c, pk_cmd_ctx *x)
+{
+    pk_arg name;
+    int rc;
+
+    pk_resp_set_unauth(c->parser, !c->authed);
+    rc = pk_resp_next(c->parser, &x->argc, &x->argv);
+    if (rc == 0 && c->authed && !c->internal && c->srv->cfg.cluster_secret &&
+        pk_resp_pending(c->parser, &name) &&
+        pk_cmd_internal(name.ptr, name.len)) {
+        pk_resp_set_unauth(c->parser, 1);
+        rc = pk_resp_next(c->parser, &x->argc, &x->argv);
+    }
+    return rc;
+}
+
 /* Runs every complete buffered command, until backpressure or close. */
 static void process(pk_conn *c)
 {
@@ -111,7 +136,7 @@ static void process(pk_conn *c)
             c->blocked = 1;
             return;
         }
-        rc = pk_resp_next(c->parser, &x.argc, &x.argv);
+        rc = next_command(c, &x);
         if (rc == 0)
             break;
         iter_join(c);
