@@ -24,6 +24,7 @@
 
 #include "core/pk_err.h"
 #include "server/pk_block.h"
+#include "server/pk_climit.h"
 #include "server/pk_cmd.h"
 #include "server/pk_ft.h"
 #include "server/pk_link.h"
@@ -130,6 +131,8 @@ static void process(pk_conn *c)
 
     while (!c->closing && !c->freed && !c->waiting_fwd && !c->waiting_ack &&
            !c->blk) {
+        if (pk_climit_check(c))
+            return;
         if (pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) >
             PK_CONN_OBUF_HIGH) {
             read_stop(c);
@@ -158,6 +161,8 @@ static void process(pk_conn *c)
             break;
         }
     }
+    if (pk_climit_check(c))
+        return;
     /* While a forwarded reply is outstanding, nothing more is read: the
      * client's pipeline waits in the socket, not in our memory.  A
      * blocked connection is read on, so that its close is seen (the

@@ -68,6 +68,8 @@ struct pk_conn {
     int writing; /* wreq in flight */
     int freed;   /* uv_close issued */
     uint64_t created_ms, last_ms;
+    /* Over its soft output buffer limit since (pk_climit.c), or 0. */
+    uint64_t obuf_soft_ms;
     char name[PK_NAME_LEN];
     char addr[64];  /* peer "ip:port" */
     char laddr[64]; /* local "ip:port" */

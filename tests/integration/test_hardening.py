@@ -260,3 +260,162 @@ def test_no_password_no_secret_parses_internal_frames(server):
         assert isinstance(rep, RespError)
         assert rep.message.startswith("NOAUTH PK.REPL")
         assert c.call("PING") == "PONG"
+
+
+# -- item 3: client-output-buffer-limit -------------------------------------
+
+OBUF = "client-output-buffer-limit"
+OBUF_DEFAULT = ("normal 0 0 0 slave 268435456 67108864 60 "
+                "pubsub 33554432 8388608 60")
+
+
+def obuf_failed(why):
+    return ("ERR CONFIG SET failed (possibly related to argument '%s') - %s"
+            % (OBUF, why))
+
+
+def get_obuf(c):
+    rep = c.call("CONFIG", "GET", OBUF)
+    assert rep[0] == OBUF
+    return rep[1]
+
+
+def test_obuf_config_default_and_set(raw):
+    assert get_obuf(raw) == OBUF_DEFAULT
+    assert raw.call("CONFIG", "SET", OBUF, "replica 1mb 512kb 10") == "OK"
+    assert get_obuf(raw) == ("normal 0 0 0 slave 1048576 524288 10 "
+                             "pubsub 33554432 8388608 60")
+    assert raw.call("CONFIG", "SET", OBUF,
+                    "NORMAL 1k 2kb 3 slave 4m 5gb 6 pubsub 7 8b 9") == "OK"
+    assert get_obuf(raw) == ("normal 1000 2048 3 slave 4000000 5368709120 6 "
+                             "pubsub 7 8 9")
+    # "" names no class and changes nothing.
+    assert raw.call("CONFIG", "SET", OBUF, "") == "OK"
+    assert raw.call("CONFIG", "SET", OBUF, OBUF_DEFAULT) == "OK"
+    assert get_obuf(raw) == OBUF_DEFAULT
+    assert raw.call("CONFIG", "GET", "client-output-*") == [OBUF,
+                                                           OBUF_DEFAULT]
+
+
+@pytest.mark.parametrize("value,why", [
+    ("normal 0 0", "Wrong number of arguments in buffer limit "
+     "configuration."),
+    ("normal 0 0 0 pubsub", "Wrong number of arguments in buffer limit "
+     "configuration."),
+    ("master 0 0 0", "Invalid client class specified in buffer limit "
+     "configuration."),
+    ("normal 0 0 0 nobody 0 0 0", "Invalid client class specified in "
+     "buffer limit configuration."),
+    ("normal x 0 0", "Error in hard, soft or soft_seconds setting in "
+     "buffer limit configuration."),
+    ("normal 0 -1 0", "Error in hard, soft or soft_seconds setting in "
+     "buffer limit configuration."),
+    ("normal 0 0 -1", "Error in hard, soft or soft_seconds setting in "
+     "buffer limit configuration."),
+    ("normal 0 0 1s", "Error in hard, soft or soft_seconds setting in "
+     "buffer limit configuration."),
+    ("normal 1tb 0 0", "Error in hard, soft or soft_seconds setting in "
+     "buffer limit configuration."),
+])
+def test_obuf_config_errors(raw, value, why):
+    assert raw.call("CONFIG", "SET", OBUF, value) == RespError(
+        obuf_failed(why))
+    assert get_obuf(raw) == OBUF_DEFAULT  # all or nothing
+
+
+def test_obuf_flag(server_factory):
+    srv = server_factory(extra=["--" + OBUF, "normal 1mb 256kb 5 pubsub 0 0 0"])
+    with srv.raw() as c:
+        assert get_obuf(c) == ("normal 1048576 262144 5 slave 268435456 "
+                               "67108864 60 pubsub 0 0 0")
+
+
+@pytest.mark.partkv_only
+def test_obuf_flag_refused(partkv):
+    p = partkv("server", "--" + OBUF, "normal 1mb", check=False, timeout=30)
+    assert p.returncode == 2
+    assert "Wrong number of arguments in buffer limit" in p.stderr
+
+
+def client_ids(c):
+    out = c.call("CLIENT", "LIST")
+    return {int(f.split("=", 1)[1]) for line in out.splitlines()
+            for f in line.split() if f.startswith("id=")}
+
+
+def flood(srv, n=400):
+    """A client that sends n GETs of a 100 kB value and reads nothing;
+    returns it and its id."""
+    c = srv.raw(timeout=5)
+    cid = c.call("CLIENT", "ID")
+    c.send_raw(mbulk("GET", "big") * n)
+    return c, cid
+
+
+def assert_logged(srv):
+    deadline = time.monotonic() + 5
+    while "for overcoming of output buffer limits." not in srv.logs(100000):
+        assert time.monotonic() < deadline, srv.logs()
+        time.sleep(0.1)
+
+
+def wait_gone(admin, cid, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cid not in client_ids(admin):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_obuf_hard_limit_closes_a_client_that_never_reads(server, raw):
+    assert raw.call("CONFIG", "SET", OBUF, "normal 256kb 0 0") == "OK"
+    assert raw.call("SET", "big", "x" * 100000) == "OK"
+    c, cid = flood(server)
+    try:
+        assert wait_gone(raw, cid, 10), "client %d still listed" % cid
+        assert c.closed_by_peer(10)
+        assert_logged(server)
+    finally:
+        c.close()
+    assert raw.call("PING") == "PONG"
+
+
+def test_obuf_soft_limit_closes_after_its_seconds(server, raw):
+    assert raw.call("CONFIG", "SET", OBUF, "normal 0 256kb 1") == "OK"
+    assert raw.call("SET", "big", "x" * 100000) == "OK"
+    c, cid = flood(server)
+    t0 = time.monotonic()
+    try:
+        time.sleep(0.5)
+        assert cid in client_ids(raw)  # over the soft limit, not for long
+        assert wait_gone(raw, cid, 10), "client %d still listed" % cid
+        assert time.monotonic() - t0 > 1.0
+        assert_logged(server)
+    finally:
+        c.close()
+
+
+def test_obuf_default_limits_keep_a_slow_reader(server, raw):
+    """normal 0 0 0: a client that does not read for a while is held back
+    (backpressure), not closed, and then gets every reply."""
+    assert raw.call("SET", "big", "x" * 100000) == "OK"
+    c, cid = flood(server, n=200)
+    try:
+        time.sleep(2.5)
+        assert cid in client_ids(raw)
+        for _ in range(200):
+            assert len(c.read()) == 100000
+        assert c.call("PING") == "PONG"
+    finally:
+        c.close()
+
+
+def test_obuf_limit_spares_a_client_that_reads(server, raw):
+    """With a limit, a client that reads its replies as they come is
+    never over it."""
+    assert raw.call("CONFIG", "SET", OBUF, "normal 1mb 512kb 1") == "OK"
+    assert raw.call("SET", "big", "x" * 100000) == "OK"
+    with server.raw() as c:
+        for _ in range(300):
+            assert len(c.call("GET", "big")) == 100000
