@@ -246,9 +246,14 @@ int pk_resp_space(pk_resp_parser *p, size_t want, char **buf, size_t *got)
     end = resp_big_end(p);
     if (end && end - p->len < want)
         want = end - p->len;
-    rc = resp_grow(p, want);
-    if (rc < 0)
-        return rc;
+    /* A buffer still half free for want is not grown: a partial request
+     * at its start (a client dripping bytes) would otherwise be copied
+     * into one twice the size at the next read, and its pages touched. */
+    if (p->cap == p->len || p->cap - p->len < want / 2) {
+        rc = resp_grow(p, want);
+        if (rc < 0)
+            return rc;
+    }
     *buf = p->buf + p->len;
     *got = p->cap - p->len < room ? p->cap - p->len : room;
     return PK_OK;

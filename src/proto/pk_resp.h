@@ -123,10 +123,12 @@ int pk_resp_feed(pk_resp_parser *p, const void *data, size_t len);
 /*
  * Zero-copy input, for a libuv alloc_cb / read_cb pair: pk_resp_space
  * makes room at the end of the query buffer and *buf / *got receive where
- * and how much (at least 1 byte, usually at least want, never more than
- * max_query_buf allows); after reading n <= *got bytes there, the caller
- * calls pk_resp_commit(p, n).  The region stays valid until the next call
- * on p other than pk_resp_commit.  Less than want may be offered while a
+ * and how much (at least 1 byte, usually at least want / 2, never more
+ * than max_query_buf allows; a buffer with that much room is not grown,
+ * so a client that sends a few bytes at a time keeps its first buffer,
+ * whose untouched pages cost nothing); after reading n <= *got bytes there, the
+ * caller calls pk_resp_commit(p, n).  The region stays valid until the next
+ * call on p other than pk_resp_commit.  Less than want may be offered while a
  * large bulk argument is pending, so that the buffer ends where the
  * argument does.
  *

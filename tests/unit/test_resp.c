@@ -907,6 +907,38 @@ static void test_unauth_turned_on_mid_command(void **state)
     }
 }
 
+/* A client that drips a request a byte per read keeps its first buffer
+ * (bench/hostile-conns.py: each read grew and copied it before). */
+static void test_drip_keeps_first_buffer(void **state)
+{
+    (void)state;
+    static const char head[] = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$16384\r\n";
+    pk_resp_parser *p;
+    const pk_arg *argv;
+    size_t got, mem;
+    char *buf;
+    int argc;
+
+    assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+    assert_int_equal(pk_resp_space(p, 65536, &buf, &got), PK_OK);
+    assert_true(got >= 65536);
+    memcpy(buf, head, sizeof(head) - 1);
+    pk_resp_commit(p, sizeof(head) - 1);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), 0);
+    mem = pk_resp_memory(p);
+    for (int i = 0; i < 16384; i++) {
+        assert_int_equal(pk_resp_space(p, 65536, &buf, &got), PK_OK);
+        buf[0] = 'x';
+        pk_resp_commit(p, 1);
+        assert_int_equal(pk_resp_next(p, &argc, &argv), 0);
+        assert_int_equal(pk_resp_memory(p), mem);
+    }
+    assert_int_equal(pk_resp_feed(p, L("\r\n")), PK_OK);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), 1);
+    assert_int_equal(argv[2].len, 16384);
+    pk_resp_parser_free(p);
+}
+
 /* pk_resp_pending answers only once a name is whole. */
 static void test_pending_name(void **state)
 {
@@ -958,6 +990,7 @@ int main(void)
         cmocka_unit_test(test_unauth_switch_between_commands),
         cmocka_unit_test(test_unauth_turned_on_mid_command),
         cmocka_unit_test(test_pending_name),
+        cmocka_unit_test(test_drip_keeps_first_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
