@@ -7,8 +7,7 @@
 
 int pk_climit_class(const pk_conn *c)
 {
-    (void)c;
-    return PK_CLIENT_NORMAL;
+    return c->internal ? PK_CLIENT_REPLICA : PK_CLIENT_NORMAL;
 }
 
 /* Whether any class has a limit, so that the sweep can skip the walk. */

@@ -11,11 +11,15 @@
  * than blocked; a hard limit above the backpressure mark is only reached
  * by one large reply, as the mark stops a pipeline before it.
  *
- * Classes in partkv: every client connection is "normal".  partkv has no
- * SUBSCRIBE, so none is "pubsub"; replication streams to followers go out
- * on the leader's own outgoing links (pk_link.c, a window of messages in
- * flight), not on server-side connections, so none is "replica".  Both
- * classes' limits are still kept and shown as Redis does.
+ * Classes in partkv: a connection that presented the cluster secret
+ * (PK.AUTH: another node, sending forwarded commands, replication and
+ * move traffic, and reading the replies) is "replica", the class Redis
+ * gives its node-to-node streams, so that a limit meant for clients
+ * does not cut the cluster's own links; every other connection is
+ * "normal".  partkv has no SUBSCRIBE, so none is "pubsub", whose limits
+ * are still kept and shown as Redis does.  (The replication streams
+ * themselves leave a leader on its own outgoing links, pk_link.c, with a
+ * window of messages in flight, not on these connections.)
  *
  * Internal to src/server; runs on the loop thread.
  */

@@ -419,3 +419,29 @@ def test_obuf_limit_spares_a_client_that_reads(server, raw):
     with server.raw() as c:
         for _ in range(300):
             assert len(c.call("GET", "big")) == 100000
+
+
+@pytest.mark.partkv_only
+def test_obuf_node_links_are_replica_class(server_factory):
+    """A connection that presented the cluster secret (another node) has
+    the replica class's limits: a limit for normal clients spares it."""
+    srv = server_factory(extra=["--cluster-secret", SECRET])
+    with srv.raw() as admin:
+        assert admin.call("CONFIG", "SET", OBUF, "normal 256kb 0 0") == "OK"
+        assert admin.call("SET", "big", "x" * 100000) == "OK"
+        node = srv.raw(timeout=10)
+        try:
+            assert node.call("PK.AUTH", SECRET) == "OK"
+            cid = node.call("CLIENT", "ID")
+            node.send_raw(mbulk("GET", "big") * 200)
+            time.sleep(1.5)
+            assert cid in client_ids(admin)
+            for _ in range(200):
+                assert len(node.read()) == 100000
+        finally:
+            node.close()
+        c, cid = flood(srv)
+        try:
+            assert wait_gone(admin, cid, 10)
+        finally:
+            c.close()
