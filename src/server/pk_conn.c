@@ -12,7 +12,10 @@
  * its buffered commands waiting, until the socket drains; then it is put on
  * srv->resume and its commands run in the next iteration (an idle handle
  * keeps the loop from sleeping meanwhile).  Memory per connection is thus
- * bounded by the parser's limits plus about two high-water marks.
+ * bounded by the parser's limits plus about two high-water marks.  A
+ * class with output buffer limits (pk_climit.h) closes a client over
+ * them instead; a connection that has not authenticated has Redis's
+ * smaller parser limits (next_command).
  *
  * Replies produced in an iteration are uncommitted until its check phase,
  * so output is only ever sent from the check phase, or from a write
@@ -105,7 +108,8 @@ static void iter_join(pk_conn *c)
  * (AUTH, HELLO, PK.AUTH, an ACL) needs to do nothing else.  An internal
  * command (PK.REPL...) from a connection without the cluster secret gets
  * the same limits once its name is in: a large frame is refused at its
- * header, its body never buffered.
+ * header, its body never buffered (one that came whole in one read, at
+ * most 64 KiB, is parsed and answered NOAUTH by its command).
  */
 static int next_command(pk_conn *c, pk_cmd_ctx *x)
 {
