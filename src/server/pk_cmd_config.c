@@ -274,9 +274,9 @@ static int lookup(const pk_arg *a, const char **as)
 }
 
 /* Redis's memtoull(): digits and an optional unit (b k kb m mb g gb,
- * any case), no sign.  Unlike Redis, an overflow is an error rather
- * than a wrapped value. */
-static int parse_mem(const pk_arg *a, int64_t *out)
+ * any case), no sign.  Unlike Redis, an overflow of 64 bits is an error
+ * rather than a wrapped value. */
+static int parse_mem_u64(const pk_arg *a, uint64_t *out)
 {
     static const struct {
         const char *unit;
@@ -298,13 +298,24 @@ static int parse_mem(const pk_arg *a, int64_t *out)
     for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
         pk_arg rest = {a->ptr + d, a->len - d};
         if (name_is(units[u].unit, &rest)) {
-            if (v > (uint64_t)INT64_MAX / units[u].mul)
+            if (v > UINT64_MAX / units[u].mul)
                 return 0;
-            *out = (int64_t)(v * units[u].mul);
+            *out = v * units[u].mul;
             return 1;
         }
     }
     return 0;
+}
+
+/* parse_mem_u64 for the table's signed values: at most INT64_MAX. */
+static int parse_mem(const pk_arg *a, int64_t *out)
+{
+    uint64_t v;
+
+    if (!parse_mem_u64(a, &v) || v > (uint64_t)INT64_MAX)
+        return 0;
+    *out = (int64_t)v;
+    return 1;
 }
 
 /* Redis's "save" syntax: "" or pairs "seconds changes" (seconds >= 1,
@@ -399,20 +410,22 @@ int pk_config_obuf_parse(const char *s, size_t len,
             i = end + 1;
             if (pass == 1 && ntok % 4 == 0) {
                 int c = obuf_class(&tok[0]);
-                int64_t hard, soft, secs;
+                uint64_t hard, soft;
+                int64_t secs;
                 if (c < 0) {
                     *why = "Invalid client class specified in buffer "
                            "limit configuration.";
                     return PK_EINVAL;
                 }
-                if (!parse_mem(&tok[1], &hard) || !parse_mem(&tok[2], &soft) ||
+                if (!parse_mem_u64(&tok[1], &hard) ||
+                    !parse_mem_u64(&tok[2], &soft) ||
                     !obuf_seconds(&tok[3], &secs) || secs < 0) {
                     *why = "Error in hard, soft or soft_seconds setting in "
                            "buffer limit configuration.";
                     return PK_EINVAL;
                 }
-                v[c].hard = (uint64_t)hard;
-                v[c].soft = (uint64_t)soft;
+                v[c].hard = hard;
+                v[c].soft = soft;
                 v[c].soft_s = secs;
                 set[c] = 1;
             }
