@@ -46,6 +46,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     size_t got = 0;
     char *p = NULL;
 
+    /* Until it authenticates, a client gets Redis's 16 KiB reads: its
+     * requests are small, and a hostile one is refused at its header. */
+    if (!c->authed && suggested > PK_RESP_UNAUTH_BULK)
+        suggested = PK_RESP_UNAUTH_BULK;
     if (pk_resp_space(c->parser, suggested, &p, &got) != PK_OK) {
         /* Query buffer limit reached or no memory: libuv reports
          * UV_ENOBUFS to on_read, which closes the connection. */
