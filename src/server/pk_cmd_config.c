@@ -387,54 +387,74 @@ static int obuf_seconds(const pk_arg *a, int64_t *out)
     return *end == '\0';
 }
 
+/* The token at *i of s (len bytes), split at single spaces as Redis's
+ * sdssplitlen does; *i moves past it and its space. */
+static pk_arg obuf_token(const char *s, size_t len, size_t *i)
+{
+    const char *sp = memchr(s + *i, ' ', len - *i);
+    size_t end = sp ? (size_t)(sp - s) : len;
+    pk_arg t = {s + *i, end - *i};
+
+    *i = end + 1;
+    return t;
+}
+
+/* How many tokens: "" has none, and two spaces make an empty one. */
+static size_t obuf_ntokens(const char *s, size_t len)
+{
+    size_t n = 0, i = 0;
+
+    while (len > 0 && i <= len) {
+        obuf_token(s, len, &i);
+        n++;
+    }
+    return n;
+}
+
+/* One group "<class> <hard> <soft> <seconds>" into *out: its class, or
+ * -1 with Redis's reason in *why. */
+static int obuf_group(const pk_arg t[4], pk_obuf_limit *out, const char **why)
+{
+    int c = obuf_class(&t[0]);
+
+    if (c < 0) {
+        *why = "Invalid client class specified in buffer limit "
+               "configuration.";
+        return -1;
+    }
+    if (!parse_mem_u64(&t[1], &out->hard) ||
+        !parse_mem_u64(&t[2], &out->soft) ||
+        !obuf_seconds(&t[3], &out->soft_s) || out->soft_s < 0) {
+        *why = "Error in hard, soft or soft_seconds setting in buffer "
+               "limit configuration.";
+        return -1;
+    }
+    return c;
+}
+
 int pk_config_obuf_parse(const char *s, size_t len,
                          pk_obuf_limit lim[PK_CLIENT_CLASSES], const char **why)
 {
     pk_obuf_limit v[PK_CLIENT_CLASSES];
-    int set[PK_CLIENT_CLASSES] = {0}, ntok = 0;
-    pk_arg tok[4];
-    size_t i = 0;
+    int set[PK_CLIENT_CLASSES] = {0};
+    size_t n = obuf_ntokens(s, len), i = 0;
 
-    /* Redis splits at every single space (sdssplitlen): "" is no token,
-     * and two spaces make an empty one. */
-    for (int pass = 0; pass < 2; pass++) {
-        ntok = 0;
-        for (i = 0; len > 0 && i <= len;) {
-            const char *sp = memchr(s + i, ' ', len - i);
-            size_t end = sp ? (size_t)(sp - s) : len;
-            if (pass == 1) {
-                tok[ntok % 4].ptr = s + i;
-                tok[ntok % 4].len = end - i;
-            }
-            ntok++;
-            i = end + 1;
-            if (pass == 1 && ntok % 4 == 0) {
-                int c = obuf_class(&tok[0]);
-                uint64_t hard, soft;
-                int64_t secs;
-                if (c < 0) {
-                    *why = "Invalid client class specified in buffer "
-                           "limit configuration.";
-                    return PK_EINVAL;
-                }
-                if (!parse_mem_u64(&tok[1], &hard) ||
-                    !parse_mem_u64(&tok[2], &soft) ||
-                    !obuf_seconds(&tok[3], &secs) || secs < 0) {
-                    *why = "Error in hard, soft or soft_seconds setting in "
-                           "buffer limit configuration.";
-                    return PK_EINVAL;
-                }
-                v[c].hard = hard;
-                v[c].soft = soft;
-                v[c].soft_s = secs;
-                set[c] = 1;
-            }
-        }
-        if (pass == 0 && ntok % 4 != 0) {
-            *why = "Wrong number of arguments in buffer limit "
-                   "configuration.";
+    if (n % 4 != 0) {
+        *why = "Wrong number of arguments in buffer limit configuration.";
+        return PK_EINVAL;
+    }
+    /* Every group is checked before any class changes, as in Redis. */
+    for (size_t g = 0; g < n / 4; g++) {
+        pk_arg t[4];
+        pk_obuf_limit one;
+        int c;
+
+        for (int k = 0; k < 4; k++)
+            t[k] = obuf_token(s, len, &i);
+        if ((c = obuf_group(t, &one, why)) < 0)
             return PK_EINVAL;
-        }
+        v[c] = one;
+        set[c] = 1;
     }
     for (int c = 0; c < PK_CLIENT_CLASSES; c++)
         if (set[c])
