@@ -5,6 +5,7 @@
  *                 [--fsync always|everysec|no] [--requirepass PW]
  *                 [--protected-mode yes|no] [--proto-max-bulk-len N]
  *                 [--maxclients N] [--map-size BYTES]
+ *                 [--client-output-buffer-limit 'CLASS HARD SOFT SECS ...']
  *                 [--coordinator embedded|etcd[s]://HOST:PORT[,...] |
  *                  --join HOST:PORT]
  *                 [--cluster-secret S] [--announce HOST:PORT]
@@ -30,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "core/pk_err.h"
 #include "server/pk_server.h"
 
 static int bad(const char *flag, const char *val, const char *want)
@@ -152,6 +154,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"protected-mode", required_argument, NULL, 'P'},
         {"proto-max-bulk-len", required_argument, NULL, 'B'},
         {"maxclients", required_argument, NULL, 'm'},
+        {"client-output-buffer-limit", required_argument, NULL, 'O'},
         {"map-size", required_argument, NULL, 'M'},
         {"coordinator", required_argument, NULL, 'C'},
         {"join", required_argument, NULL, 'J'},
@@ -226,6 +229,18 @@ static int parse(int argc, char **argv, pk_server_config *c)
             rc = num("--maxclients", optarg, 1, 1000000, &v);
             c->maxclients = (int)v;
             break;
+        case 'O': {
+            const char *why;
+            if (pk_config_obuf_parse(optarg, strlen(optarg), c->obuf_limits,
+                                     &why) != PK_OK) {
+                fprintf(stderr,
+                        "partkv server: --client-output-buffer-limit '%s': "
+                        "%s\n",
+                        optarg, why);
+                rc = -1;
+            }
+            break;
+        }
         case 'M':
             rc = num("--map-size", optarg, 1ull << 20, 1ull << 44, &v);
             c->map_size = v;

@@ -50,6 +50,7 @@ struct pk_resp_parser {
     size_t *offs; /* owned, argv_cap entries: argument offsets from start */
     size_t argc;
     size_t argv_cap;
+    int unauth;   /* the unauthenticated limits apply */
     int failed;   /* sticky PK_EPROTO or PK_ENOMEM, else 0 */
     char err[64]; /* reply text after PK_EPROTO */
 };
@@ -97,6 +98,20 @@ void pk_resp_parser_free(pk_resp_parser *p)
 const char *pk_resp_error(const pk_resp_parser *p)
 {
     return p->failed == PK_EPROTO ? p->err : NULL;
+}
+
+void pk_resp_set_unauth(pk_resp_parser *p, int on)
+{
+    p->unauth = on != 0;
+}
+
+int pk_resp_pending(const pk_resp_parser *p, pk_arg *name)
+{
+    if (p->failed || p->left == 0 || p->argc == 0)
+        return 0;
+    name->ptr = p->buf + p->start + p->offs[0];
+    name->len = p->argv[0].len;
+    return 1;
 }
 
 size_t pk_resp_buffered(const pk_resp_parser *p)
@@ -231,9 +246,14 @@ int pk_resp_space(pk_resp_parser *p, size_t want, char **buf, size_t *got)
     end = resp_big_end(p);
     if (end && end - p->len < want)
         want = end - p->len;
-    rc = resp_grow(p, want);
-    if (rc < 0)
-        return rc;
+    /* A buffer still half free for want is not grown: a partial request
+     * at its start (a client dripping bytes) would otherwise be copied
+     * into one twice the size at the next read, and its pages touched. */
+    if (p->cap == p->len || p->cap - p->len < want / 2) {
+        rc = resp_grow(p, want);
+        if (rc < 0)
+            return rc;
+    }
     *buf = p->buf + p->len;
     *got = p->cap - p->len < room ? p->cap - p->len : room;
     return PK_OK;
@@ -374,6 +394,8 @@ static int resp_header(pk_resp_parser *p)
     if (resp_short_line(p, '*', &n)) {
         if (n > (int64_t)p->lim.max_args)
             return resp_fail(p, "invalid multibulk length");
+        if (p->unauth && n > PK_RESP_UNAUTH_ARGS)
+            return resp_fail(p, "unauthenticated multibulk length");
         if (n > 0) {
             p->left = (size_t)n;
             p->bulk = -1;
@@ -386,6 +408,8 @@ static int resp_header(pk_resp_parser *p)
     if (!pk__resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) ||
         n > (int64_t)p->lim.max_args)
         return resp_fail(p, "invalid multibulk length");
+    if (p->unauth && n > PK_RESP_UNAUTH_ARGS)
+        return resp_fail(p, "unauthenticated multibulk length");
     resp_skip(p, eol + 2);
     if (n > 0) {
         p->left = (size_t)n;
@@ -404,6 +428,8 @@ static int resp_bulk(pk_resp_parser *p)
     if (p->bulk < 0 && resp_short_line(p, '$', &n)) {
         if ((uint64_t)n > p->lim.max_bulk_len)
             return resp_fail(p, "invalid bulk length");
+        if (p->unauth && n > PK_RESP_UNAUTH_BULK)
+            return resp_fail(p, "unauthenticated bulk length");
         p->bulk = n;
     }
     if (p->bulk < 0) {
@@ -421,6 +447,8 @@ static int resp_bulk(pk_resp_parser *p)
         if (!pk__resp_int(p->buf + p->pos + 1, eol - p->pos - 1, &n) || n < 0 ||
             (uint64_t)n > p->lim.max_bulk_len)
             return resp_fail(p, "invalid bulk length");
+        if (p->unauth && n > PK_RESP_UNAUTH_BULK)
+            return resp_fail(p, "unauthenticated bulk length");
         resp_skip(p, eol + 2);
         p->bulk = n;
     }
@@ -538,6 +566,13 @@ int pk_resp_next(pk_resp_parser *p, int *argc, const pk_arg **argv)
 
     if (p->failed)
         return p->failed;
+    /* The limits were turned on while a command was partly received. */
+    if (p->unauth && p->left > 0) {
+        if (p->argc + p->left > PK_RESP_UNAUTH_ARGS)
+            return resp_fail(p, "unauthenticated multibulk length");
+        if (p->bulk > PK_RESP_UNAUTH_BULK)
+            return resp_fail(p, "unauthenticated bulk length");
+    }
     for (;;) {
         if (p->left == 0) {
             p->start = p->pos;

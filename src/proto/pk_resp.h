@@ -43,6 +43,15 @@
  * As in Redis, the two bytes after a bulk payload and the byte after a
  * "\r" ending a count/length line are skipped without being checked.
  *
+ * Unauthenticated mode (pk_resp_set_unauth): Redis 7.0 refuses, from a
+ * connection that has not authenticated, a multibulk count above 10
+ * ("unauthenticated multibulk length") and a bulk length above 16384
+ * ("unauthenticated bulk length"), so that such a peer never makes the
+ * server buffer more than a few small arguments.  The connection says
+ * before each pk_resp_next whether it is authenticated; the parser only
+ * applies the limits.  Inline requests keep their one limit, max_inline,
+ * as in Redis.
+ *
  * A parser belongs to one connection and is not thread-safe; distinct
  * parsers are independent.
  */
@@ -69,6 +78,11 @@ typedef struct pk_resp_limits {
 
 /* The defaults listed above. */
 pk_resp_limits pk_resp_limits_default(void);
+
+/* Redis 7.0's fixed limits for unauthenticated connections
+ * (networking.c, processMultibulkBuffer). */
+#define PK_RESP_UNAUTH_ARGS 10
+#define PK_RESP_UNAUTH_BULK 16384
 
 /* One argument: a borrowed view of len bytes at ptr. */
 typedef struct pk_arg {
@@ -109,10 +123,12 @@ int pk_resp_feed(pk_resp_parser *p, const void *data, size_t len);
 /*
  * Zero-copy input, for a libuv alloc_cb / read_cb pair: pk_resp_space
  * makes room at the end of the query buffer and *buf / *got receive where
- * and how much (at least 1 byte, usually at least want, never more than
- * max_query_buf allows); after reading n <= *got bytes there, the caller
- * calls pk_resp_commit(p, n).  The region stays valid until the next call
- * on p other than pk_resp_commit.  Less than want may be offered while a
+ * and how much (at least 1 byte, usually at least want / 2, never more
+ * than max_query_buf allows; a buffer with that much room is not grown,
+ * so a client that sends a few bytes at a time keeps its first buffer,
+ * whose untouched pages cost nothing); after reading n <= *got bytes there, the
+ * caller calls pk_resp_commit(p, n).  The region stays valid until the next
+ * call on p other than pk_resp_commit.  Less than want may be offered while a
  * large bulk argument is pending, so that the buffer ends where the
  * argument does.
  *
@@ -153,6 +169,26 @@ void pk_resp_commit(pk_resp_parser *p, size_t n);
  * request is also given back).
  */
 int pk_resp_next(pk_resp_parser *p, int *argc, const pk_arg **argv);
+
+/*
+ * Turns the unauthenticated limits on (on != 0) or off; a new parser has
+ * them off.  They apply to every count and bulk length read while on,
+ * and also to the command being received when they are turned on: its
+ * count and a bulk length already read are checked at the next
+ * pk_resp_next, so that a server that learns only from a command's name
+ * that its sender may not run it (pk_resp_pending) can refuse a large
+ * one before its body arrives.  Commands already returned are not
+ * affected.
+ */
+void pk_resp_set_unauth(pk_resp_parser *p, int on);
+
+/*
+ * While a multibulk command is partly received and its first argument
+ * (the command name) is complete, *name receives it (borrowed, valid
+ * until the next call on p other than pk_resp_pending) and 1 is
+ * returned; else 0 and *name is left untouched.
+ */
+int pk_resp_pending(const pk_resp_parser *p, pk_arg *name);
 
 /*
  * After PK_EPROTO, the error reply Redis sends, without the leading '-' and

@@ -390,6 +390,22 @@ const pk_cmd *pk_cmd_find(const char *name, size_t len)
     return NULL;
 }
 
+int pk_cmd_internal(const char *name, size_t len)
+{
+    /* Each answers NOAUTH or NOPERM without c->internal (pk_cmd_coord.c,
+     * pk_move_dst.c, pk_repl_follow.c, pk_hotread.c, pk_split.c,
+     * pk_ft_global.c, pk_salted.c). */
+    static const char *const names[] = {
+        "pk.coord",     "pk.ftgapply", "pk.merge", "pk.move",    "pk.rawkeys",
+        "pk.readindex", "pk.repl",     "pk.split", "pk.unsplit",
+    };
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (name_cmp(name, len, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int pk_cmd_scan_opt(pk_cmd_ctx *x, int i, pk_scan_opts *o)
 {
     const pk_arg *a = &x->argv[i], *v;

@@ -19,6 +19,11 @@
 /* The command named by a (any case), or NULL. */
 const pk_cmd *pk_cmd_find(const char *name, size_t len);
 
+/* Whether the command named by a (any case) runs only for a connection
+ * that presented the cluster secret (PK.AUTH): node-to-node commands,
+ * whose frames may be large (PK.REPL PUSH, PK.MOVE). */
+int pk_cmd_internal(const char *name, size_t len);
+
 /* The whole table, sorted; *n receives its length. */
 const pk_cmd *pk_cmd_table(size_t *n);
 

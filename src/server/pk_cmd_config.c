@@ -17,11 +17,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/pk_err.h"
 #include "server/pk_cmd.h"
 #include "server/pk_config.h"
 #include "store/pk_glob.h"
 
-enum cfg_kind { K_BOOL, K_INT, K_MEM, K_ENUM, K_SAVE, K_STR };
+enum cfg_kind { K_BOOL, K_INT, K_MEM, K_ENUM, K_SAVE, K_STR, K_OBUF };
 enum cfg_how {
     H_ACCEPT, /* validated, recorded and reported; no effect on partkv */
     H_LIVE,   /* recorded and copied into srv->cfg */
@@ -38,7 +39,8 @@ enum cfg_src {
     S_MAXCLIENTS,
     S_BULK,
     S_QBUF,
-    S_PROTECTED
+    S_PROTECTED,
+    S_OBUF
 };
 
 #define HIDDEN 1 /* CONFIG GET reports it for its exact name only */
@@ -93,6 +95,7 @@ static const cfg_param params[] = {
     BOOL("appendonly", NULL, X, S_SLOT, 0),
     STR("bind", S_BIND),
     INT("busy-reply-threshold", "lua-time-limit", A, S_SLOT, 0, LONG_MAX, 5000),
+    {"client-output-buffer-limit", NULL, K_OBUF, L, S_OBUF, 0, 0, 0, 0, NULL},
     MEM("client-query-buffer-limit", NULL, L, S_QBUF, MB, LONG_MAX, 1024 * MB),
     BOOL("cluster-enabled", NULL, X, S_SLOT, 0),
     INT("databases", NULL, X, S_SLOT, 1, INT_MAX, 1),
@@ -166,6 +169,8 @@ static int64_t live_get(const pk_server *s, int src)
         return (int64_t)s->cfg.proto_max_bulk_len;
     case S_QBUF:
         return (int64_t)s->cfg.client_query_buffer_limit;
+    case S_OBUF: /* lives in s->cfg.obuf_limits alone */
+        return 0;
     default:
         return s->cfg.protected_mode;
     }
@@ -225,6 +230,10 @@ static const char *value_str(const pk_server *s, size_t i, char *buf, size_t n)
 
     if (p->kind == K_SAVE)
         return s->conf.save;
+    if (p->kind == K_OBUF) {
+        pk_config_obuf_format(s->cfg.obuf_limits, buf, n);
+        return buf;
+    }
     if (p->kind == K_STR) {
         const char *str = p->src == S_BIND  ? s->cfg.bind
                           : p->src == S_DIR ? s->cfg.dir
@@ -265,9 +274,9 @@ static int lookup(const pk_arg *a, const char **as)
 }
 
 /* Redis's memtoull(): digits and an optional unit (b k kb m mb g gb,
- * any case), no sign.  Unlike Redis, an overflow is an error rather
- * than a wrapped value. */
-static int parse_mem(const pk_arg *a, int64_t *out)
+ * any case), no sign.  Unlike Redis, an overflow of 64 bits is an error
+ * rather than a wrapped value. */
+static int parse_mem_u64(const pk_arg *a, uint64_t *out)
 {
     static const struct {
         const char *unit;
@@ -289,13 +298,24 @@ static int parse_mem(const pk_arg *a, int64_t *out)
     for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
         pk_arg rest = {a->ptr + d, a->len - d};
         if (name_is(units[u].unit, &rest)) {
-            if (v > (uint64_t)INT64_MAX / units[u].mul)
+            if (v > UINT64_MAX / units[u].mul)
                 return 0;
-            *out = (int64_t)(v * units[u].mul);
+            *out = v * units[u].mul;
             return 1;
         }
     }
     return 0;
+}
+
+/* parse_mem_u64 for the table's signed values: at most INT64_MAX. */
+static int parse_mem(const pk_arg *a, int64_t *out)
+{
+    uint64_t v;
+
+    if (!parse_mem_u64(a, &v) || v > (uint64_t)INT64_MAX)
+        return 0;
+    *out = (int64_t)v;
+    return 1;
 }
 
 /* Redis's "save" syntax: "" or pairs "seconds changes" (seconds >= 1,
@@ -328,10 +348,145 @@ static int parse_save(const pk_arg *a, char out[PK_CONFIG_SAVE_LEN])
     return (ntok & 1) == 0;
 }
 
-/* Parses a for row i into *v (or save); on failure writes Redis's reason
- * to err (size n) and returns 0. */
-static int parse_value(size_t i, const pk_arg *a, int64_t *v,
-                       char save[PK_CONFIG_SAVE_LEN], char *err, size_t n)
+void pk_config_obuf_default(pk_obuf_limit lim[PK_CLIENT_CLASSES])
+{
+    static const pk_obuf_limit def[PK_CLIENT_CLASSES] = {
+        {0, 0, 0},
+        {256ull * MB, 64ull * MB, 60},
+        {32ull * MB, 8ull * MB, 60},
+    };
+
+    memcpy(lim, def, sizeof(def));
+}
+
+/* Redis's getClientTypeByName(), without "master" (which Redis refuses
+ * for limits): the class, or -1. */
+static int obuf_class(const pk_arg *a)
+{
+    static const char *const names[] = {"normal", "slave", "replica", "pubsub"};
+    static const int classes[] = {PK_CLIENT_NORMAL, PK_CLIENT_REPLICA,
+                                  PK_CLIENT_REPLICA, PK_CLIENT_PUBSUB};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (pk_arg_eq(a, names[i]))
+            return classes[i];
+    return -1;
+}
+
+/* strtoll(tok, &end, 10) with *end == '\0', as Redis reads the soft
+ * seconds: blanks and a sign may lead, and an empty token reads as 0. */
+static int obuf_seconds(const pk_arg *a, int64_t *out)
+{
+    char buf[32], *end;
+
+    if (a->len >= sizeof(buf) || memchr(a->ptr, '\0', a->len))
+        return 0;
+    memcpy(buf, a->ptr, a->len);
+    buf[a->len] = '\0';
+    *out = strtoll(buf, &end, 10);
+    return *end == '\0';
+}
+
+/* The token at *i of s (len bytes), split at single spaces as Redis's
+ * sdssplitlen does; *i moves past it and its space. */
+static pk_arg obuf_token(const char *s, size_t len, size_t *i)
+{
+    const char *sp = memchr(s + *i, ' ', len - *i);
+    size_t end = sp ? (size_t)(sp - s) : len;
+    pk_arg t = {s + *i, end - *i};
+
+    *i = end + 1;
+    return t;
+}
+
+/* How many tokens: "" has none, and two spaces make an empty one. */
+static size_t obuf_ntokens(const char *s, size_t len)
+{
+    size_t n = 0, i = 0;
+
+    while (len > 0 && i <= len) {
+        obuf_token(s, len, &i);
+        n++;
+    }
+    return n;
+}
+
+/* One group "<class> <hard> <soft> <seconds>" into *out: its class, or
+ * -1 with Redis's reason in *why. */
+static int obuf_group(const pk_arg t[4], pk_obuf_limit *out, const char **why)
+{
+    int c = obuf_class(&t[0]);
+
+    if (c < 0) {
+        *why = "Invalid client class specified in buffer limit "
+               "configuration.";
+        return -1;
+    }
+    if (!parse_mem_u64(&t[1], &out->hard) ||
+        !parse_mem_u64(&t[2], &out->soft) ||
+        !obuf_seconds(&t[3], &out->soft_s) || out->soft_s < 0) {
+        *why = "Error in hard, soft or soft_seconds setting in buffer "
+               "limit configuration.";
+        return -1;
+    }
+    return c;
+}
+
+int pk_config_obuf_parse(const char *s, size_t len,
+                         pk_obuf_limit lim[PK_CLIENT_CLASSES], const char **why)
+{
+    pk_obuf_limit v[PK_CLIENT_CLASSES];
+    int set[PK_CLIENT_CLASSES] = {0};
+    size_t n = obuf_ntokens(s, len), i = 0;
+
+    if (n % 4 != 0) {
+        *why = "Wrong number of arguments in buffer limit configuration.";
+        return PK_EINVAL;
+    }
+    /* Every group is checked before any class changes, as in Redis. */
+    for (size_t g = 0; g < n / 4; g++) {
+        pk_arg t[4];
+        pk_obuf_limit one;
+        int c;
+
+        for (int k = 0; k < 4; k++)
+            t[k] = obuf_token(s, len, &i);
+        if ((c = obuf_group(t, &one, why)) < 0)
+            return PK_EINVAL;
+        v[c] = one;
+        set[c] = 1;
+    }
+    for (int c = 0; c < PK_CLIENT_CLASSES; c++)
+        if (set[c])
+            lim[c] = v[c];
+    return PK_OK;
+}
+
+void pk_config_obuf_format(const pk_obuf_limit lim[PK_CLIENT_CLASSES],
+                           char *buf, size_t n)
+{
+    static const char *const names[] = {"normal", "slave", "pubsub"};
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int c = 0; c < PK_CLIENT_CLASSES && used < n; c++)
+        used += (size_t)snprintf(
+            buf + used, n - used, "%s%s %llu %llu %lld", c ? " " : "", names[c],
+            (unsigned long long)lim[c].hard, (unsigned long long)lim[c].soft,
+            (long long)lim[c].soft_s);
+}
+
+/* The new values of parameters not held in an int64_t, each set at most
+ * once per CONFIG SET (neither has an alias, duplicates are refused). */
+typedef struct cfg_scratch {
+    char save[PK_CONFIG_SAVE_LEN];
+    pk_obuf_limit obuf[PK_CLIENT_CLASSES];
+} cfg_scratch;
+
+/* Parses a for row i into *v (or the scratch); on failure writes Redis's
+ * reason to err (size n) and returns 0. */
+static int parse_value(const pk_server *s, size_t i, const pk_arg *a,
+                       int64_t *v, cfg_scratch *sc, char *err, size_t n)
 {
     static const pk_arg invalid = {"\x01", 1};
     const cfg_param *p = &params[i];
@@ -363,10 +518,18 @@ static int parse_value(size_t i, const pk_arg *a, int64_t *v,
         return 0;
     }
     case K_SAVE:
-        if (parse_save(a, save))
+        if (parse_save(a, sc->save))
             return 1;
         snprintf(err, n, "Invalid save parameters");
         return 0;
+    case K_OBUF: {
+        const char *why;
+        memcpy(sc->obuf, s->cfg.obuf_limits, sizeof(sc->obuf));
+        if (pk_config_obuf_parse(a->ptr, a->len, sc->obuf, &why) == PK_OK)
+            return 1;
+        snprintf(err, n, "%s", why);
+        return 0;
+    }
     case K_MEM:
         if (!parse_mem(a, v)) {
             snprintf(err, n, "argument must be a memory value");
@@ -401,7 +564,8 @@ static void config_set(pk_cmd_ctx *x)
     int npairs = (x->argc - 2) / 2, row[MAX_PAIRS];
     const char *as[MAX_PAIRS];
     int64_t val[MAX_PAIRS];
-    char save[PK_CONFIG_SAVE_LEN], err[256];
+    cfg_scratch sc;
+    char err[256];
     const pk_arg *bad = NULL;
     const char *why = NULL;
 
@@ -440,12 +604,13 @@ static void config_set(pk_cmd_ctx *x)
                         arg_width(bad), bad->ptr, why);
         return;
     }
-    /* A duplicate was refused above and "save" has no alias, so it
-     * appears at most once and one scratch buffer holds its new value.
-     * A name and its alias may both appear: the last one wins. */
+    /* A duplicate was refused above and "save" and
+     * "client-output-buffer-limit" have no alias, so each appears at most
+     * once and one scratch holds its new value.  A name and its alias
+     * may both appear: the last one wins. */
     for (int k = 0; k < npairs; k++) {
-        if (!parse_value((size_t)row[k], &x->argv[3 + 2 * k], &val[k], save,
-                         err, sizeof(err))) {
+        if (!parse_value(x->srv, (size_t)row[k], &x->argv[3 + 2 * k], &val[k],
+                         &sc, err, sizeof(err))) {
             pk_reply_errorf(x->out,
                             "ERR CONFIG SET failed (possibly related to "
                             "argument '%s') - %s",
@@ -455,7 +620,9 @@ static void config_set(pk_cmd_ctx *x)
     }
     for (int k = 0; k < npairs; k++) {
         if (params[row[k]].kind == K_SAVE)
-            memcpy(x->srv->conf.save, save, sizeof(save));
+            memcpy(x->srv->conf.save, sc.save, sizeof(sc.save));
+        else if (params[row[k]].kind == K_OBUF)
+            memcpy(x->srv->cfg.obuf_limits, sc.obuf, sizeof(sc.obuf));
         else
             value_set(x->srv, (size_t)row[k], val[k]);
     }
@@ -483,7 +650,7 @@ static void config_get(pk_cmd_ctx *x)
 {
     unsigned char seen[NPARAMS] = {0};
     size_t pos, n = 0;
-    char buf[32];
+    char buf[PK_CONFIG_OBUF_LEN];
 
     pk_reply_defer(x->out, &pos);
     for (int a = 2; a < x->argc; a++) {

@@ -8,7 +8,8 @@
  * that runs a node.
  *
  * The runtime parameters are of three kinds: those partkv acts on (maxclients,
- * proto-max-bulk-len, client-query-buffer-limit, protected-mode) are
+ * proto-max-bulk-len, client-query-buffer-limit, protected-mode,
+ * client-output-buffer-limit) are
  * copied into the server's pk_server_config when set; those describing
  * Redis's own memory layouts and tuning (hash-max-listpack-entries,
  * lazyfree-*, ...) are validated as Redis does, recorded here and
@@ -34,6 +35,25 @@ typedef enum pk_acks {
     PK_ACKS_ALL = 2,
 } pk_acks;
 
+/*
+ * Output buffer limits of one class of clients (client-output-buffer-limit,
+ * enforced by pk_climit.c): a connection whose replies not yet taken by
+ * the socket reach hard bytes, or stay at or above soft bytes for more
+ * than soft_s seconds, is closed.  0 turns a limit off.
+ */
+typedef struct pk_obuf_limit {
+    uint64_t hard, soft; /* bytes */
+    int64_t soft_s;      /* seconds, >= 0 */
+} pk_obuf_limit;
+
+/* Redis's classes in Redis's order, which CONFIG GET keeps. */
+enum {
+    PK_CLIENT_NORMAL,
+    PK_CLIENT_REPLICA, /* "replica" or "slave"; shown as "slave" */
+    PK_CLIENT_PUBSUB,
+    PK_CLIENT_CLASSES
+};
+
 typedef struct pk_server_config {
     const char *bind;        /* listen address, default "127.0.0.1" */
     int port;                /* 0 picks an ephemeral port */
@@ -45,6 +65,9 @@ typedef struct pk_server_config {
     size_t client_query_buffer_limit; /* a connection's unparsed bytes */
     uint64_t map_size;                /* LMDB map size in bytes, 0 = default */
     int maxclients;
+    /* By class; default Redis's "normal 0 0 0 replica 256mb 64mb 60
+     * pubsub 32mb 8mb 60". */
+    pk_obuf_limit obuf_limits[PK_CLIENT_CLASSES];
     /* Cluster mode: set coordinator to "embedded" to host the coordinator,
      * or join to "host:port" of the node that hosts it. */
     const char *coordinator;
@@ -116,5 +139,29 @@ typedef struct pk_config_state {
 
 /* Fills s->conf with the defaults; reads nothing but s->cfg. */
 void pk_config_init(struct pk_server *s);
+
+/* Redis's defaults of client-output-buffer-limit into lim. */
+void pk_config_obuf_default(pk_obuf_limit lim[PK_CLIENT_CLASSES]);
+
+/*
+ * Parses a client-output-buffer-limit value -- groups of "<class> <hard>
+ * <soft> <soft seconds>" split at single spaces, class normal, replica,
+ * slave or pubsub (any case), sizes with Redis's units (1mb, 64k) -- as
+ * Redis's CONFIG SET and command line read it (len bytes at s, borrowed).
+ * The classes named are replaced in lim; the others keep their values.
+ *
+ * Returns PK_OK; PK_EINVAL with lim untouched and *why set to Redis's
+ * reason (a static string), e.g. "Wrong number of arguments in buffer
+ * limit configuration.".
+ */
+int pk_config_obuf_parse(const char *s, size_t len,
+                         pk_obuf_limit lim[PK_CLIENT_CLASSES],
+                         const char **why);
+
+/* The value as CONFIG GET shows it, "normal 0 0 0 slave 268435456 ...",
+ * into buf of n bytes (PK_CONFIG_OBUF_LEN is always enough). */
+#define PK_CONFIG_OBUF_LEN 256
+void pk_config_obuf_format(const pk_obuf_limit lim[PK_CLIENT_CLASSES],
+                           char *buf, size_t n);
 
 #endif

@@ -12,7 +12,10 @@
  * its buffered commands waiting, until the socket drains; then it is put on
  * srv->resume and its commands run in the next iteration (an idle handle
  * keeps the loop from sleeping meanwhile).  Memory per connection is thus
- * bounded by the parser's limits plus about two high-water marks.
+ * bounded by the parser's limits plus about two high-water marks.  A
+ * class with output buffer limits (pk_climit.h) closes a client over
+ * them instead; a connection that has not authenticated has Redis's
+ * smaller parser limits (next_command).
  *
  * Replies produced in an iteration are uncommitted until its check phase,
  * so output is only ever sent from the check phase, or from a write
@@ -24,6 +27,8 @@
 
 #include "core/pk_err.h"
 #include "server/pk_block.h"
+#include "server/pk_climit.h"
+#include "server/pk_cmd.h"
 #include "server/pk_ft.h"
 #include "server/pk_link.h"
 #include "server/pk_move.h"
@@ -56,9 +61,7 @@ static void read_stop(pk_conn *c)
     }
 }
 
-/* Output not yet on the socket: replies, bytes in flight, and on a TLS
- * connection the ciphertext waiting behind them. */
-static size_t conn_pending(const pk_conn *c)
+size_t pk_conn_pending(const pk_conn *c)
 {
     return pk_obuf_pending(&c->out) + pk_obuf_pending(&c->wire) +
            (c->tls ? pk_tls_pending(c->tls) : 0);
@@ -74,6 +77,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         *buf = uv_buf_init(c->srv->tls_rbuf, PK_TLS_RBUF);
         return;
     }
+    /* Until it authenticates, a client gets Redis's 16 KiB reads: its
+     * requests are small, and a hostile one is refused at its header. */
+    if (!c->authed && suggested > PK_RESP_UNAUTH_BULK)
+        suggested = PK_RESP_UNAUTH_BULK;
     if (pk_resp_space(c->parser, suggested, &p, &got) != PK_OK) {
         /* Query buffer limit reached or no memory: libuv reports
          * UV_ENOBUFS to on_read, which closes the connection. */
@@ -169,6 +176,31 @@ static void iter_join(pk_conn *c)
     s->iter = c;
 }
 
+/*
+ * Takes the next command with Redis's unauthenticated limits while c has
+ * not authenticated -- read from c->authed each time, so whatever sets it
+ * (AUTH, HELLO, PK.AUTH, an ACL) needs to do nothing else.  An internal
+ * command (PK.REPL...) from a connection without the cluster secret gets
+ * the same limits once its name is in: a large frame is refused at its
+ * header, its body never buffered (one that came whole in one read, at
+ * most 64 KiB, is parsed and answered NOAUTH by its command).
+ */
+static int next_command(pk_conn *c, pk_cmd_ctx *x)
+{
+    pk_arg name;
+    int rc;
+
+    pk_resp_set_unauth(c->parser, !c->authed);
+    rc = pk_resp_next(c->parser, &x->argc, &x->argv);
+    if (rc == 0 && c->authed && !c->internal && c->srv->cfg.cluster_secret &&
+        pk_resp_pending(c->parser, &name) &&
+        pk_cmd_internal(name.ptr, name.len)) {
+        pk_resp_set_unauth(c->parser, 1);
+        rc = pk_resp_next(c->parser, &x->argc, &x->argv);
+    }
+    return rc;
+}
+
 /* Runs every complete buffered command, until backpressure or close. */
 static void process(pk_conn *c)
 {
@@ -177,12 +209,14 @@ static void process(pk_conn *c)
 
     while (!c->closing && !c->freed && !c->waiting_fwd && !c->waiting_ack &&
            !c->blk) {
-        if (conn_pending(c) > PK_CONN_OBUF_HIGH) {
+        if (pk_climit_check(c))
+            return;
+        if (pk_conn_pending(c) > PK_CONN_OBUF_HIGH) {
             read_stop(c);
             c->blocked = 1;
             return;
         }
-        rc = pk_resp_next(c->parser, &x.argc, &x.argv);
+        rc = next_command(c, &x);
         if (rc == 0)
             break;
         iter_join(c);
@@ -204,6 +238,8 @@ static void process(pk_conn *c)
             break;
         }
     }
+    if (pk_climit_check(c))
+        return;
     /* While a forwarded reply is outstanding, nothing more is read: the
      * client's pipeline waits in the socket, not in our memory.  A
      * blocked connection is read on, so that its close is seen (the

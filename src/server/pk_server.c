@@ -20,6 +20,7 @@
 #include "core/pk_splitfind.h"
 #include "server/pk_agent.h"
 #include "server/pk_block.h"
+#include "server/pk_climit.h"
 #include "server/pk_cluster.h"
 #include "server/pk_ctrl.h"
 #include "server/pk_ft.h"
@@ -72,6 +73,7 @@ void pk_server_config_default(pk_server_config *c)
     c->proto_max_bulk_len = 512u << 20;
     c->client_query_buffer_limit = (size_t)1 << 30;
     c->maxclients = 10000;
+    pk_config_obuf_default(c->obuf_limits);
     c->acks = PK_ACKS_QUORUM;
     c->replace_after_ms = 60000;
     c->split_qps = 2500; /* CockroachDB's kv.range_split.load_qps_threshold */
@@ -322,6 +324,7 @@ static void on_rate(uv_timer_t *t)
     s->ops_rate = s->total_cmds - s->ops_last;
     s->ops_last = s->total_cmds;
     pk_hotread_tick(s); /* a proxy's too: it spreads read-hot keys */
+    pk_climit_sweep(s);
     if (s->store == NULL || pk_txn_begin(s->store, 1, &txn) != PK_OK)
         return;
     for (uint32_t p = 0; p < PK_SLOTS; p++)

@@ -70,6 +70,8 @@ struct pk_conn {
     int writing;             /* wreq in flight */
     int freed;               /* uv_close issued */
     uint64_t created_ms, last_ms;
+    /* Over its soft output buffer limit since (pk_climit.c), or 0. */
+    uint64_t obuf_soft_ms;
     char name[PK_NAME_LEN];
     char addr[64];  /* peer "ip:port" */
     char laddr[64]; /* local "ip:port" */
@@ -245,6 +247,9 @@ typedef struct pk_cmd_ctx {
 void pk_conn_accept(uv_stream_t *listener, int status);
 /* The same on the TLS port. */
 void pk_conn_accept_tls(uv_stream_t *listener, int status);
+/* Output not yet on the socket: replies, bytes in flight, and on a TLS
+ * connection the ciphertext waiting behind them. */
+size_t pk_conn_pending(const pk_conn *c);
 void pk_conn_flush(pk_conn *c);
 void pk_conn_close(pk_conn *c);
 /* A forwarded reply arrived: send what is committed, run what waits. */

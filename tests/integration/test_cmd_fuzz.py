@@ -58,7 +58,8 @@ KEYS = ["str", "num", "h", "z", "l", "s", "missing", "{str}x", ""]
 # CONFIG SET of these could lock the test out of the node.
 UNSAFE_CONFIG = {"maxclients", "protected-mode", "bind", "port",
                  "requirepass", "proto-max-bulk-len",
-                 "client-query-buffer-limit", "timeout"}
+                 "client-query-buffer-limit", "timeout",
+                 "client-output-buffer-limit"}
 
 
 class BadReply(Exception):

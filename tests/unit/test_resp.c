@@ -696,6 +696,273 @@ static void test_steady_state_reuses_memory(void **state)
     pk_resp_parser_free(p);
 }
 
+/* Feeds in[0..n) to a parser in unauthenticated mode, in chunks of 1 to
+ * maxchunk bytes drawn from seed (one shot when seed is 0). */
+static char *run_unauth(const char *in, size_t n, uint64_t seed,
+                        size_t maxchunk)
+{
+    pk_resp_parser *p = NULL;
+    text t = {0};
+    size_t off = 0;
+    int rc = 0;
+
+    assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+    pk_resp_set_unauth(p, 1);
+    while (off < n && rc == 0) {
+        size_t c = seed ? 1 + rng_next(&seed) % maxchunk : n - off;
+        if (c > n - off)
+            c = n - off;
+        assert_int_equal(pk_resp_feed(p, in + off, c), PK_OK);
+        off += c;
+        rc = drain(p, &t);
+    }
+    if (rc == 0)
+        text_addf(&t, "rest: %zu\n", pk_resp_buffered(p));
+    pk_resp_parser_free(p);
+    return t.s;
+}
+
+/* "*<n>\r\n" and n arguments "a". */
+static void add_mbulk(text *t, int n)
+{
+    text_addf(t, "*%d\r\n", n);
+    for (int i = 0; i < n; i++)
+        text_add(t, L("$1\r\na\r\n"));
+}
+
+/* "*1\r\n$<n>\r\n" and n bytes 'x' and CRLF (the payload only if body). */
+static void add_bulk(text *t, size_t n, int body)
+{
+    text_addf(t, "*1\r\n$%zu\r\n", n);
+    for (size_t i = 0; body && i < n; i++)
+        text_add(t, "x", 1);
+    if (body)
+        text_add(t, L("\r\n"));
+}
+
+static void test_unauth_limits(void **state)
+{
+    (void)state;
+    char *ten_a = NULL, *ok_bulk = NULL;
+    text in = {0}, want = {0};
+
+    /* Up to 10 arguments and 16384 bytes pass, in any chunking. */
+    add_mbulk(&in, 10);
+    add_bulk(&in, PK_RESP_UNAUTH_BULK, 1);
+    text_add(&want, L("a|a|a|a|a|a|a|a|a|a\n"));
+    for (int i = 0; i < PK_RESP_UNAUTH_BULK; i++)
+        text_add(&want, "x", 1);
+    text_add(&want, L("\nrest: 0\n"));
+    for (uint64_t seed = 0; seed < 40; seed++) {
+        char *got = run_unauth(in.s, in.len, seed, seed % 2 ? 7 : 3000);
+        assert_string_equal(got, want.s);
+        free(got);
+    }
+    text_free(&in);
+    text_free(&want);
+
+    /* One more is refused at the header: no argument is waited for. */
+    static const struct {
+        const char *in, *want;
+    } v[] = {
+        {"*11\r\n", "error: ERR Protocol error: unauthenticated multibulk "
+                    "length\n"},
+        {"*2\r\n$4\r\nPING\r\n$16385\r\n",
+         "error: ERR Protocol error: unauthenticated bulk length\n"},
+        {"*1\r\n$9999999\r\n", "error: ERR Protocol error: unauthenticated "
+                               "bulk length\n"},
+        /* Redis checks the general limits first. */
+        {"*1048577\r\n", "error: ERR Protocol error: invalid multibulk "
+                         "length\n"},
+        {"*1\r\n$536870913\r\n", "error: ERR Protocol error: invalid bulk "
+                                 "length\n"},
+        {"*1\r\n$-1\r\n", "error: ERR Protocol error: invalid bulk length\n"},
+        /* Empty and negative counts stay empty requests. */
+        {"*0\r\n*-1\r\n", "rest: 0\n"},
+        /* Inline requests keep their own limit only, as in Redis. */
+        {"a b c d e f g h i j k l m n o p\r\n",
+         "a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p\nrest: 0\n"},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        for (uint64_t seed = 0; seed < 8; seed++) {
+            char *got = run_unauth(v[i].in, strlen(v[i].in), seed, 4);
+            assert_string_equal(got, v[i].want);
+            free(got);
+        }
+    }
+
+    /* Off (the default), the same inputs pass. */
+    add_mbulk(&in, 11);
+    ten_a = once(in.s, in.len);
+    assert_string_equal(ten_a, "a|a|a|a|a|a|a|a|a|a|a\nrest: 0\n");
+    text_free(&in);
+    add_bulk(&in, PK_RESP_UNAUTH_BULK + 1, 1);
+    ok_bulk = once(in.s, in.len);
+    assert_int_equal(strlen(ok_bulk),
+                     PK_RESP_UNAUTH_BULK + 1 + strlen("\nrest: 0\n"));
+    text_free(&in);
+    free(ten_a);
+    free(ok_bulk);
+}
+
+/* A hostile header costs the parser nothing beyond its first buffer. */
+static void test_unauth_header_buffers_nothing(void **state)
+{
+    (void)state;
+    pk_resp_parser *p;
+    const pk_arg *argv;
+    int argc;
+    text in = {0};
+
+    add_bulk(&in, 100u * 1024 * 1024, 0);
+    for (int i = 0; i < 1000; i++)
+        text_add(&in, "x", 1);
+    assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+    pk_resp_set_unauth(p, 1);
+    assert_int_equal(pk_resp_feed(p, in.s, in.len), PK_OK);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), PK_EPROTO);
+    assert_true(pk_resp_memory(p) < 32 * 1024);
+    /* Sticky, like every protocol error. */
+    assert_int_equal(pk_resp_feed(p, "x", 1), PK_EPROTO);
+    pk_resp_parser_free(p);
+    text_free(&in);
+}
+
+/* The connection authenticates between two pipelined commands: the
+ * second is read with the limits of the moment it is parsed. */
+static void test_unauth_switch_between_commands(void **state)
+{
+    (void)state;
+    pk_resp_parser *p;
+    const pk_arg *argv;
+    int argc;
+    text in = {0};
+
+    text_add(&in, L("*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n"));
+    add_bulk(&in, 20000, 1);
+    add_mbulk(&in, 11);
+    assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+    pk_resp_set_unauth(p, 1);
+    assert_int_equal(pk_resp_feed(p, in.s, in.len), PK_OK);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), 1);
+    assert_int_equal(argc, 2);
+    pk_resp_set_unauth(p, 0);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), 1);
+    assert_int_equal(argv[0].len, 20000);
+    /* Logged out again (RESET): the next command is limited. */
+    pk_resp_set_unauth(p, 1);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), PK_EPROTO);
+    assert_string_equal(pk_resp_error(p),
+                        "ERR Protocol error: unauthenticated multibulk length");
+    pk_resp_parser_free(p);
+    text_free(&in);
+}
+
+/* Turned on while a command is partly received, once its name is known
+ * (an internal command from a peer without the cluster secret). */
+static void test_unauth_turned_on_mid_command(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *err; /* err NULL: the command completes */
+    } v[] = {
+        {"*3\r\n$7\r\nPK.REPL\r\n$100000\r\nabc",
+         "unauthenticated bulk length"},
+        {"*12\r\n$7\r\nPK.REPL\r\n", "unauthenticated multibulk length"},
+        {"*12\r\n$7\r\nPK.REPL\r\n$100000\r\n",
+         "unauthenticated multibulk length"},
+        {"*2\r\n$7\r\nPK.REPL\r\n$3\r\nab", NULL},
+        {"*2\r\n$7\r\nPK.REPL\r\n", NULL},
+    };
+
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        pk_resp_parser *p;
+        const pk_arg *argv;
+        pk_arg name = {NULL, 0};
+        int argc;
+
+        assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+        assert_int_equal(pk_resp_feed(p, v[i].in, strlen(v[i].in)), PK_OK);
+        assert_int_equal(pk_resp_next(p, &argc, &argv), 0);
+        assert_int_equal(pk_resp_pending(p, &name), 1);
+        assert_int_equal(name.len, 7);
+        assert_memory_equal(name.ptr, "PK.REPL", 7);
+        pk_resp_set_unauth(p, 1);
+        if (v[i].err) {
+            char want[96];
+            snprintf(want, sizeof(want), "ERR Protocol error: %s", v[i].err);
+            assert_int_equal(pk_resp_next(p, &argc, &argv), PK_EPROTO);
+            assert_string_equal(pk_resp_error(p), want);
+            assert_int_equal(pk_resp_pending(p, &name), 0);
+        } else {
+            const char *rest =
+                strchr(v[i].in + 14, '$') ? "c\r\n" : "$3\r\nabc\r\n";
+            assert_int_equal(pk_resp_next(p, &argc, &argv), 0);
+            assert_int_equal(pk_resp_feed(p, rest, strlen(rest)), PK_OK);
+            assert_int_equal(pk_resp_next(p, &argc, &argv), 1);
+            assert_int_equal(argc, 2);
+            assert_int_equal(pk_resp_pending(p, &name), 0);
+        }
+        pk_resp_parser_free(p);
+    }
+}
+
+/* A client that drips a request a byte per read keeps its first buffer
+ * (bench/hostile-conns.py: each read grew and copied it before). */
+static void test_drip_keeps_first_buffer(void **state)
+{
+    (void)state;
+    static const char head[] = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$16384\r\n";
+    pk_resp_parser *p;
+    const pk_arg *argv;
+    size_t got, mem;
+    char *buf;
+    int argc;
+
+    assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+    assert_int_equal(pk_resp_space(p, 65536, &buf, &got), PK_OK);
+    assert_true(got >= 65536);
+    memcpy(buf, head, sizeof(head) - 1);
+    pk_resp_commit(p, sizeof(head) - 1);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), 0);
+    mem = pk_resp_memory(p);
+    for (int i = 0; i < 16384; i++) {
+        assert_int_equal(pk_resp_space(p, 65536, &buf, &got), PK_OK);
+        buf[0] = 'x';
+        pk_resp_commit(p, 1);
+        assert_int_equal(pk_resp_next(p, &argc, &argv), 0);
+        assert_int_equal(pk_resp_memory(p), mem);
+    }
+    assert_int_equal(pk_resp_feed(p, L("\r\n")), PK_OK);
+    assert_int_equal(pk_resp_next(p, &argc, &argv), 1);
+    assert_int_equal(argv[2].len, 16384);
+    pk_resp_parser_free(p);
+}
+
+/* pk_resp_pending answers only once a name is whole. */
+static void test_pending_name(void **state)
+{
+    (void)state;
+    static const char *const none[] = {
+        "",      "*3\r\n", "*3\r\n$3\r\n",         "*3\r\n$3\r\nSE",
+        "SET k", "*0\r\n", "*1\r\n$4\r\nPING\r\n",
+    };
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        pk_resp_parser *p;
+        const pk_arg *argv;
+        pk_arg name = {NULL, 0};
+        int argc;
+
+        assert_int_equal(pk_resp_parser_new(NULL, &p), PK_OK);
+        assert_int_equal(pk_resp_feed(p, none[i], strlen(none[i])), PK_OK);
+        while (pk_resp_next(p, &argc, &argv) == 1)
+            ;
+        assert_int_equal(pk_resp_pending(p, &name), 0);
+        assert_null(name.ptr);
+        pk_resp_parser_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +985,12 @@ int main(void)
         cmocka_unit_test(test_memory_shrinks_after_big_bulk),
         cmocka_unit_test(test_many_args),
         cmocka_unit_test(test_steady_state_reuses_memory),
+        cmocka_unit_test(test_unauth_limits),
+        cmocka_unit_test(test_unauth_header_buffers_nothing),
+        cmocka_unit_test(test_unauth_switch_between_commands),
+        cmocka_unit_test(test_unauth_turned_on_mid_command),
+        cmocka_unit_test(test_pending_name),
+        cmocka_unit_test(test_drip_keeps_first_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
