@@ -15,7 +15,7 @@
  *                 [--metrics-port P] [--hot-key-writes N]
  *                 [--hot-key-time SECONDS] [--unsalt-after SECONDS]
  *                 [--hot-key-reads N]
- *                 [--salted-incr-reply total|local]
+ *                 [--salted-incr-reply total|local] [--aclfile PATH]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -105,6 +105,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"unsalt-after", required_argument, NULL, '2'},
         {"salted-incr-reply", required_argument, NULL, '3'},
         {"hot-key-reads", required_argument, NULL, '4'},
+        {"aclfile", required_argument, NULL, '5'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -141,6 +142,9 @@ static int parse(int argc, char **argv, pk_server_config *c)
             break;
         case 'a':
             c->requirepass = *optarg ? optarg : NULL;
+            break;
+        case '5':
+            c->aclfile = *optarg ? optarg : NULL;
             break;
         case 'P':
             if (strcmp(optarg, "yes") == 0 || strcmp(optarg, "no") == 0)

@@ -495,7 +495,7 @@ void pk_conn_accept(uv_stream_t *listener, int status)
     s->total_conns++;
     c->id = s->next_id++;
     c->proto = 2;
-    c->authed = s->cfg.requirepass == NULL;
+    pk_acl_conn_start(s, c);
     c->created_ms = c->last_ms = pk_srv_wall_ms();
     pk_obuf_init(&c->out);
     pk_obuf_init(&c->wire);

@@ -109,6 +109,9 @@ struct pk_conn {
     int in_wait;
     pk_conn *wait_next;
     struct coord_call *coord_call; /* a PK.COORD answer awaited (etcd) */
+    /* The ACL user (borrowed from srv->acl): the default user at first;
+     * NULL once its user was deleted (the connection is closing). */
+    struct pk_acl_user *user;
     /* MULTI/EXEC and WATCH (pk_multi.h). */
     struct pk_multi *multi;  /* owned; non-NULL between MULTI and EXEC */
     struct pk_multi *spare;  /* owned: the last one, kept for the next */
@@ -204,6 +207,7 @@ struct pk_server {
     pk_latency lat;               /* command durations (pk_metrics.h) */
     uint64_t hot_rng;             /* its sampling draws */
     int dispatch_depth;
+    struct pk_acl *acl; /* ACL users (pk_acl.h), owned */
 };
 
 /* Command execution context, one per command. */
@@ -279,6 +283,18 @@ void pk_srv_shutdown(pk_server *s);
  * then moves and the janitor look at it.  polled: m came from the
  * coordinator (not a peer's push).  Returns 1 if installed. */
 int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
+
+/* pk_cmd_acl.c: a new (or RESET) connection takes the default user,
+ * authenticated when it is on and nopass; pk_acl_conn_allows checks a
+ * command against c->user, and replies -NOPERM and logs the denial
+ * when it is not allowed (returns 0 then); pk_acl_conn_auth makes user
+ * the connection's when pass is one of its passwords (returns 1), else
+ * logs the failure (returns 0); pk_acl_load_file loads an ACL file
+ * (ACL LOAD, --aclfile): 0, or an error code and *err (malloc'd). */
+void pk_acl_conn_start(pk_server *s, pk_conn *c);
+int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
+int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass);
+int pk_acl_load_file(pk_server *s, const char *path, char **err);
 
 /* pk_cmd_coord.c: the connection closed; an awaited answer is dropped */
 void pk_coord_conn_closed(pk_conn *c);

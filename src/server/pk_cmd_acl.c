@@ -1,0 +1,560 @@
+/*
+ * The ACL command, AUTH's user check, the dispatcher's permission check
+ * and the ACL file (--aclfile, ACL LOAD, ACL SAVE), over the model of
+ * pk_acl.h.  Texts and reply shapes are Redis 7.0.15's.
+ *
+ * A connection holds its user (c->user, borrowed from srv->acl): the
+ * default user from the start, another after AUTH or HELLO AUTH.  A user
+ * changed by ACL SETUSER keeps its address, so the next command is
+ * checked against the new rules; a deleted user's connections are closed
+ * after the reply in flight, as Redis does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "core/pk_err.h"
+#include "server/pk_acl.h"
+#include "server/pk_cmd.h"
+#include "server/pk_multi.h"
+
+void pk_acl_conn_start(pk_server *s, pk_conn *c)
+{
+    pk_acl_user *d = pk_acl_default(s->acl);
+
+    c->user = d;
+    c->authed = pk_acl_user_on(d) && pk_acl_user_nopass(d);
+}
+
+/* Records a denial in the ACL log. */
+static void log_denial(pk_cmd_ctx *x, int reason, const void *obj, size_t len,
+                       const char *username)
+{
+    char info[1024];
+
+    pk_cmd_client_info(x, x->c, info, sizeof(info));
+    info[strcspn(info, "\n")] = '\0';
+    pk_acl_log_add(x->srv->acl, reason, x->c->multi ? "multi" : "toplevel", obj,
+                   len, username, info, pk_srv_wall_ms());
+}
+
+int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    const pk_acl_user *u = x->c->user;
+    const char *name;
+    int pos = 0, rc;
+
+    rc = pk_acl_check(u, cmd, x->argc, x->argv, &pos, &name);
+    if (rc == PK_ACL_OK)
+        return 1;
+    if (rc == PK_ACL_DENIED_CMD) {
+        log_denial(x, rc, name, strlen(name), pk_acl_user_name(u));
+        pk_reply_errorf(x->out,
+                        "NOPERM this user has no permissions to run the "
+                        "'%s' command",
+                        name);
+    } else {
+        log_denial(x, rc, x->argv[pos].ptr, x->argv[pos].len,
+                   pk_acl_user_name(u));
+        pk_reply_error(x->out, "NOPERM this user has no permissions to access "
+                               "one of the keys used as arguments");
+    }
+    return 0;
+}
+
+int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass)
+{
+    pk_acl_user *u = pk_acl_find(x->srv->acl, user->ptr, user->len);
+    char name[256];
+
+    if (u && pk_acl_user_auth(u, pass->ptr, pass->len)) {
+        x->c->authed = 1;
+        x->c->user = u;
+        return 1;
+    }
+    snprintf(name, sizeof(name), "%.*s", (int)user->len, user->ptr);
+    log_denial(x, PK_ACL_DENIED_AUTH, x->argv[0].ptr, x->argv[0].len, name);
+    return 0;
+}
+
+/* Closes the connections of a user about to be deleted. */
+static void drop_conns(void *arg, const pk_acl_user *u)
+{
+    pk_server *s = arg;
+
+    for (pk_conn *c = s->conns; c; c = c->next) {
+        if (c->user != u)
+            continue;
+        c->user = NULL;
+        c->authed = 0;
+        c->closing = 1;
+    }
+}
+
+/* commands, keys, channels of selector i (0: the root). */
+static void reply_selector(pk_cmd_ctx *x, const pk_acl_user *u, size_t i)
+{
+    char *cmds = NULL, *keys = NULL, *chans = NULL;
+
+    pk_acl_selector_describe(u, i, &cmds, &keys, &chans);
+    pk_reply_bulk_str(x->out, "commands");
+    pk_reply_bulk_str(x->out, cmds ? cmds : "");
+    pk_reply_bulk_str(x->out, "keys");
+    pk_reply_bulk_str(x->out, keys ? keys : "");
+    pk_reply_bulk_str(x->out, "channels");
+    pk_reply_bulk_str(x->out, chans ? chans : "");
+    free(cmds);
+    free(keys);
+    free(chans);
+}
+
+/* GETUSER: flags, passwords, the root selector's three fields, then the
+ * other selectors as maps of the same three. */
+static void reply_getuser(pk_cmd_ctx *x, const pk_acl_user *u)
+{
+    const char *flags[5];
+    int nflags = pk_acl_user_flags(u, flags);
+    size_t npass = pk_acl_user_passwords(u), nsel = pk_acl_user_selectors(u);
+
+    pk_reply_map(x->out, x->proto, 6);
+    pk_reply_bulk_str(x->out, "flags");
+    pk_reply_set(x->out, x->proto, (size_t)nflags);
+    for (int i = 0; i < nflags; i++)
+        pk_reply_bulk_str(x->out, flags[i]);
+    pk_reply_bulk_str(x->out, "passwords");
+    pk_reply_array(x->out, npass);
+    for (size_t i = 0; i < npass; i++)
+        pk_reply_bulk(x->out, pk_acl_user_pass(u, i), 64);
+    reply_selector(x, u, 0);
+    pk_reply_bulk_str(x->out, "selectors");
+    pk_reply_array(x->out, nsel);
+    for (size_t i = 1; i <= nsel; i++) {
+        pk_reply_map(x->out, x->proto, 3);
+        reply_selector(x, u, i);
+    }
+}
+
+/* LIST: "user name rules" each; USERS: the names. */
+static void reply_list(pk_cmd_ctx *x, int names)
+{
+    pk_acl *a = x->srv->acl;
+
+    pk_reply_array(x->out, pk_acl_count(a));
+    for (pk_acl_user *u = pk_acl_first(a); u; u = pk_acl_next(u)) {
+        const char *name = pk_acl_user_name(u);
+        char *desc, *line;
+        size_t n;
+
+        if (names) {
+            pk_reply_bulk_str(x->out, name);
+            continue;
+        }
+        desc = pk_acl_describe(u);
+        n = 5 + strlen(name) + 1 + (desc ? strlen(desc) : 0) + 1;
+        if ((line = malloc(n)) != NULL) {
+            snprintf(line, n, "user %s %s", name, desc ? desc : "");
+            pk_reply_bulk_str(x->out, line);
+        } else {
+            pk_reply_bulk_str(x->out, "");
+        }
+        free(line);
+        free(desc);
+    }
+}
+
+static void reply_log(pk_cmd_ctx *x)
+{
+    pk_acl *a = x->srv->acl;
+    int64_t count = 10;
+    uint64_t now = pk_srv_wall_ms();
+
+    if (x->argc == 3) {
+        if (pk_arg_eq(&x->argv[2], "reset")) {
+            pk_acl_log_reset(a);
+            pk_reply_simple(x->out, "OK");
+            return;
+        }
+        if (!pk_arg_i64(&x->argv[2], &count)) {
+            pk_reply_notint(x);
+            return;
+        }
+        if (count < 0)
+            count = 0;
+    }
+    if ((size_t)count > pk_acl_log_len(a))
+        count = (int64_t)pk_acl_log_len(a);
+    pk_reply_array(x->out, (size_t)count);
+    for (size_t i = 0; i < (size_t)count; i++) {
+        const pk_acl_log_entry *e = pk_acl_log_get(a, i);
+        static const char *const reasons[] = {"unknown", "command", "key",
+                                              "auth", "channel"};
+        pk_reply_map(x->out, x->proto, 7);
+        pk_reply_bulk_str(x->out, "count");
+        pk_reply_int(x->out, (int64_t)e->count);
+        pk_reply_bulk_str(x->out, "reason");
+        pk_reply_bulk_str(x->out, reasons[e->reason]);
+        pk_reply_bulk_str(x->out, "context");
+        pk_reply_bulk_str(x->out, e->context);
+        pk_reply_bulk_str(x->out, "object");
+        pk_reply_bulk_str(x->out, e->object);
+        pk_reply_bulk_str(x->out, "username");
+        pk_reply_bulk_str(x->out, e->username);
+        pk_reply_bulk_str(x->out, "age-seconds");
+        pk_reply_double(x->out, x->proto,
+                        (double)(now > e->ctime_ms ? now - e->ctime_ms : 0) /
+                            1000);
+        pk_reply_bulk_str(x->out, "client-info");
+        pk_reply_bulk_str(x->out, e->cinfo);
+    }
+}
+
+static void reply_dryrun(pk_cmd_ctx *x)
+{
+    pk_acl_user *u = pk_acl_find(x->srv->acl, x->argv[2].ptr, x->argv[2].len);
+    const pk_arg *args = x->argv + 3;
+    int nargs = x->argc - 3, pos = 0, rc;
+    const pk_cmd *cmd;
+    const char *name;
+    char msg[512];
+
+    if (u == NULL) {
+        pk_reply_errorf(x->out, "ERR User '%.*s' not found",
+                        (int)x->argv[2].len, x->argv[2].ptr);
+        return;
+    }
+    if ((cmd = pk_cmd_find(args[0].ptr, args[0].len)) == NULL) {
+        pk_reply_errorf(x->out, "ERR Command '%.*s' not found",
+                        (int)args[0].len, args[0].ptr);
+        return;
+    }
+    if ((cmd->arity > 0 && nargs != cmd->arity) ||
+        (cmd->arity < 0 && nargs < -cmd->arity)) {
+        pk_reply_errorf(x->out,
+                        "ERR wrong number of arguments for '%s' command",
+                        cmd->name);
+        return;
+    }
+    rc = pk_acl_check(u, cmd, nargs, args, &pos, &name);
+    if (rc == PK_ACL_OK) {
+        pk_reply_simple(x->out, "OK");
+        return;
+    }
+    if (rc == PK_ACL_DENIED_CMD)
+        snprintf(msg, sizeof(msg),
+                 "This user has no permissions to run the '%s' command", name);
+    else
+        snprintf(msg, sizeof(msg),
+                 "This user has no permissions to access the '%.*s' key",
+                 (int)(args[pos].len > 256 ? 256 : args[pos].len),
+                 args[pos].ptr);
+    pk_reply_bulk_str(x->out, msg);
+}
+
+static void reply_genpass(pk_cmd_ctx *x)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char raw[512];
+    char hex[1024];
+    int64_t bits = 256;
+    size_t chars;
+
+    if (x->argc == 3 && !pk_arg_i64(&x->argv[2], &bits)) {
+        pk_reply_notint(x);
+        return;
+    }
+    if (bits <= 0 || bits > 4096) {
+        pk_reply_error(x->out, "ERR ACL GENPASS argument must be the number "
+                               "of bits for the output password, a positive "
+                               "number up to 4096");
+        return;
+    }
+    chars = (size_t)(bits + 3) / 4;
+    if (RAND_bytes(raw, (int)((chars + 1) / 2)) != 1) {
+        pk_reply_error(x->out, "ERR no random bytes");
+        return;
+    }
+    for (size_t i = 0; i < chars; i++)
+        hex[i] = digits[i % 2 ? raw[i / 2] & 15 : raw[i / 2] >> 4];
+    pk_reply_bulk(x->out, hex, chars);
+}
+
+static void cat_one(void *arg, const char *name)
+{
+    pk_cmd_ctx *x = arg;
+
+    pk_reply_bulk_str(x->out, name);
+    x->touch_arg++; /* counts the names; reset after */
+}
+
+static void reply_cat(pk_cmd_ctx *x)
+{
+    size_t pos;
+
+    if (x->argc == 2) {
+        int n = 0;
+        while (pk_acl_category(n))
+            n++;
+        pk_reply_array(x->out, (size_t)n);
+        for (int i = 0; i < n; i++)
+            pk_reply_bulk_str(x->out, pk_acl_category(i));
+        return;
+    }
+    if (pk_acl_cat_cmds(x->argv[2].ptr, x->argv[2].len, NULL, NULL) ==
+        PK_ENOTFOUND) {
+        pk_reply_errorf(x->out, "ERR Unknown category '%.*s'",
+                        (int)(x->argv[2].len > 128 ? 128 : x->argv[2].len),
+                        x->argv[2].ptr);
+        return;
+    }
+    pk_reply_defer(x->out, &pos);
+    x->touch_arg = 0;
+    pk_acl_cat_cmds(x->argv[2].ptr, x->argv[2].len, cat_one, x);
+    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY,
+                          (size_t)x->touch_arg);
+    x->touch_arg = 0;
+}
+
+/* Reads the whole file into a malloc'd string; NULL with errno set. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t cap = 0, n = 0, r;
+
+    if (f == NULL)
+        return NULL;
+    do {
+        if (n + 4096 + 1 > cap) {
+            char *nb = realloc(buf, cap = (n + 4096 + 1) * 2);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = nb;
+        }
+        r = fread(buf + n, 1, 4096, f);
+        n += r;
+    } while (r > 0);
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int pk_acl_load_file(pk_server *s, const char *path, char **err)
+{
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    int rc;
+
+    *err = NULL;
+    if (text == NULL) {
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "Error loading ACLs, opening file '%s': %s",
+                 path, strerror(errno));
+        *err = strdup(msg);
+        return PK_EIO;
+    }
+    rc = pk_acl_load_text(s->acl, text, len, path, drop_conns, s, err);
+    free(text);
+    return rc;
+}
+
+/* ACL SAVE: a temporary file beside path, then rename, as Redis does. */
+static int save_file(pk_server *s, const char *path)
+{
+    char *text = pk_acl_save_text(s->acl), tmp[4096];
+    size_t len;
+    int fd, rc = PK_EIO;
+
+    if (text == NULL)
+        return PK_ENOMEM;
+    len = strlen(text);
+    snprintf(tmp, sizeof(tmp), "%s.tmp-%d-%llu", path, (int)getpid(),
+             (unsigned long long)pk_srv_wall_ms());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0 && write(fd, text, len) == (ssize_t)len && fsync(fd) == 0 &&
+        close(fd) == 0) {
+        fd = -1;
+        if (rename(tmp, path) == 0)
+            rc = 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc)
+        unlink(tmp);
+    free(text);
+    return rc;
+}
+
+/* ACL subcommands and their Redis 7.0 arities (name included). */
+static const struct {
+    const char *name;
+    int arity;
+} acl_subs[] = {{"cat", -2},     {"deluser", -3}, {"dryrun", -4},
+                {"genpass", -2}, {"getuser", 3},  {"help", 2},
+                {"list", 2},     {"load", 2},     {"log", -2},
+                {"save", 2},     {"setuser", -3}, {"users", 2},
+                {"whoami", 2}};
+
+static void reply_help(pk_cmd_ctx *x)
+{
+    static const char *const help[] = {
+        "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CAT [<category>]",
+        "    List all commands that belong to <category>, or all command "
+        "categories",
+        "    when no category is specified.",
+        "DELUSER <username> [<username> ...]",
+        "    Delete a list of users.",
+        "DRYRUN <username> <command> [<arg> ...]",
+        "    Returns whether the user can execute the given command without "
+        "executing the command.",
+        "GETUSER <username>",
+        "    Get the user's details.",
+        "GENPASS [<bits>]",
+        "    Generate a secure 256-bit user password. The optional `bits` "
+        "argument can",
+        "    be used to specify a different size.",
+        "LIST",
+        "    Show users details in config file format.",
+        "LOAD",
+        "    Reload users from the ACL file.",
+        "LOG [<count> | RESET]",
+        "    Show the ACL log entries.",
+        "SAVE",
+        "    Save the current config to the ACL file.",
+        "SETUSER <username> <attribute> [<attribute> ...]",
+        "    Create or modify a user with the specified attributes.",
+        "USERS",
+        "    List all the registered usernames.",
+        "WHOAMI",
+        "    Return the current connection username.",
+        "HELP",
+        "    Print this help."};
+    size_t n = sizeof(help) / sizeof(help[0]);
+
+    pk_reply_array(x->out, n);
+    for (size_t i = 0; i < n; i++)
+        pk_reply_simple(x->out, help[i]);
+}
+
+void pk_cmd_acl(pk_cmd_ctx *x)
+{
+    const pk_arg *sub = &x->argv[1];
+    pk_server *s = x->srv;
+    int found = 0;
+
+    for (size_t i = 0; i < sizeof(acl_subs) / sizeof(acl_subs[0]); i++) {
+        int ar = acl_subs[i].arity;
+        if (!pk_arg_eq(sub, acl_subs[i].name))
+            continue;
+        found = 1;
+        if ((ar > 0 && x->argc != ar) || (ar < 0 && x->argc < -ar)) {
+            pk_reply_errorf(x->out,
+                            "ERR wrong number of arguments for 'acl|%s' "
+                            "command",
+                            acl_subs[i].name);
+            return;
+        }
+    }
+    if (!found) {
+        pk_reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try ACL HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+        return;
+    }
+    if (pk_arg_eq(sub, "setuser")) {
+        char *err = NULL;
+        int rc;
+        for (size_t i = 0; i < x->argv[2].len; i++) {
+            char ch = x->argv[2].ptr[i];
+            if (ch == 0 || ch == ' ' || (ch >= '\t' && ch <= '\r')) {
+                pk_reply_error(x->out, "ERR Usernames can't contain spaces "
+                                       "or null characters");
+                return;
+            }
+        }
+        rc = pk_acl_setuser(s->acl, x->argv[2].ptr, x->argv[2].len, x->argc - 3,
+                            x->argv + 3, &err);
+        if (rc == 0)
+            pk_reply_simple(x->out, "OK");
+        else if (err)
+            pk_reply_errorf(x->out, "ERR %s", err);
+        else
+            pk_reply_error(x->out, "ERR out of memory");
+        free(err);
+    } else if (pk_arg_eq(sub, "deluser")) {
+        int64_t n = 0;
+        for (int i = 2; i < x->argc; i++) {
+            if (pk_arg_eq(&x->argv[i], "default") && x->argv[i].len == 7 &&
+                memcmp(x->argv[i].ptr, "default", 7) == 0) {
+                pk_reply_error(x->out,
+                               "ERR The 'default' user cannot be removed");
+                return;
+            }
+        }
+        for (int i = 2; i < x->argc; i++)
+            n += pk_acl_deluser(s->acl, x->argv[i].ptr, x->argv[i].len,
+                                drop_conns, s);
+        pk_reply_int(x->out, n);
+    } else if (pk_arg_eq(sub, "getuser")) {
+        const pk_acl_user *u =
+            pk_acl_find(s->acl, x->argv[2].ptr, x->argv[2].len);
+        if (u == NULL)
+            pk_reply_null(x->out, x->proto);
+        else
+            reply_getuser(x, u);
+    } else if (pk_arg_eq(sub, "list") || pk_arg_eq(sub, "users")) {
+        reply_list(x, pk_arg_eq(sub, "users"));
+    } else if (pk_arg_eq(sub, "whoami")) {
+        if (x->c->user)
+            pk_reply_bulk_str(x->out, pk_acl_user_name(x->c->user));
+        else
+            pk_reply_null(x->out, x->proto);
+    } else if ((pk_arg_eq(sub, "load") || pk_arg_eq(sub, "save")) &&
+               s->cfg.aclfile == NULL) {
+        pk_reply_error(x->out,
+                       "ERR This Redis instance is not configured to use an "
+                       "ACL file. You may want to specify users via the ACL "
+                       "SETUSER command and then issue a CONFIG REWRITE "
+                       "(assuming you have a Redis configuration file set) "
+                       "in order to store users in the Redis configuration.");
+    } else if (pk_arg_eq(sub, "load")) {
+        char *err = NULL;
+        if (pk_acl_load_file(s, s->cfg.aclfile, &err) == 0)
+            pk_reply_simple(x->out, "OK");
+        else
+            pk_reply_errorf(x->out, "ERR %s", err ? err : "out of memory");
+        free(err);
+    } else if (pk_arg_eq(sub, "save")) {
+        if (save_file(s, s->cfg.aclfile) == 0)
+            pk_reply_simple(x->out, "OK");
+        else
+            pk_reply_error(x->out, "ERR There was an error trying to save "
+                                   "the ACLs. Please check the server logs "
+                                   "for more information");
+    } else if (pk_arg_eq(sub, "cat") && x->argc <= 3) {
+        reply_cat(x);
+    } else if (pk_arg_eq(sub, "genpass") && x->argc <= 3) {
+        reply_genpass(x);
+    } else if (pk_arg_eq(sub, "log") && x->argc <= 3) {
+        reply_log(x);
+    } else if (pk_arg_eq(sub, "dryrun")) {
+        reply_dryrun(x);
+    } else if (pk_arg_eq(sub, "help")) {
+        reply_help(x);
+    } else {
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand or wrong number of arguments "
+                        "for '%.*s'. Try ACL HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    }
+}
