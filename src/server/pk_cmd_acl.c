@@ -68,6 +68,12 @@ int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd)
     return 0;
 }
 
+int pk_acl_conn_hides(const pk_conn *c, const void *key, size_t len)
+{
+    return c->user && !c->internal && !pk_acl_user_unrestricted(c->user) &&
+           !pk_acl_key_readable(c->user, key, len);
+}
+
 int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass)
 {
     pk_acl_user *u = pk_acl_find(x->srv->acl, user->ptr, user->len);

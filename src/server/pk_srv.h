@@ -295,6 +295,10 @@ void pk_acl_conn_start(pk_server *s, pk_conn *c);
 int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
 int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass);
 int pk_acl_load_file(pk_server *s, const char *path, char **err);
+/* 1 when the connection's user may not read key: KEYS and SCAN leave it
+ * out (a partkv deviation: Redis 7.0 lists every key to a user allowed
+ * to run them), so that no command tells of keys outside its patterns. */
+int pk_acl_conn_hides(const pk_conn *c, const void *key, size_t len);
 
 /* pk_cmd_coord.c: the connection closed; an awaited answer is dropped */
 void pk_coord_conn_closed(pk_conn *c);
