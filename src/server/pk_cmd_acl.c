@@ -40,7 +40,8 @@ static void log_denial(pk_cmd_ctx *x, int reason, const void *obj, size_t len,
 
     pk_cmd_client_info(x, x->c, info, sizeof(info));
     info[strcspn(info, "\n")] = '\0';
-    pk_acl_log_add(x->srv->acl, reason, x->c->multi ? "multi" : "toplevel", obj,
+    pk_acl_log_add(x->srv->acl, reason,
+                   x->c->multi || x->c->in_exec ? "multi" : "toplevel", obj,
                    len, username, info, pk_srv_wall_ms());
 }
 
@@ -65,6 +66,33 @@ int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd)
         pk_reply_error(x->out, "NOPERM this user has no permissions to access "
                                "one of the keys used as arguments");
     }
+    return 0;
+}
+
+int pk_acl_exec_allows(pk_cmd_ctx *x, const pk_cmd *cmd)
+{
+    const pk_acl_user *u = x->c->user;
+    const char *name;
+    int pos = 0, rc;
+
+    if (u == NULL || x->c->internal || pk_acl_user_unrestricted(u))
+        return 1;
+    rc = pk_acl_check(u, cmd, x->argc, x->argv, &pos, &name);
+    if (rc == PK_ACL_OK)
+        return 1;
+    if (rc == PK_ACL_DENIED_CMD)
+        log_denial(x, rc, name, strlen(name), pk_acl_user_name(u));
+    else
+        log_denial(x, rc, x->argv[pos].ptr, x->argv[pos].len,
+                   pk_acl_user_name(u));
+    pk_reply_errorf(x->out,
+                    "NOPERM ACLs rules changed between the moment the "
+                    "transaction was accumulated and the EXEC call. This "
+                    "command is no longer allowed for the following reason: "
+                    "%s",
+                    rc == PK_ACL_DENIED_CMD
+                        ? "no permission to execute the command or subcommand"
+                        : "no permission to touch the specified keys");
     return 0;
 }
 

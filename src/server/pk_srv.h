@@ -294,6 +294,9 @@ int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
 void pk_acl_conn_start(pk_server *s, pk_conn *c);
 int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
 int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass);
+/* EXEC's check of a queued command: 1, or 0 after replying Redis's
+ * "-NOPERM ACLs rules changed ..." and logging the denial. */
+int pk_acl_exec_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
 int pk_acl_load_file(pk_server *s, const char *path, char **err);
 /* 1 when the connection's user may not read key: KEYS and SCAN leave it
  * out (a partkv deviation: Redis 7.0 lists every key to a user allowed

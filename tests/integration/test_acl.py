@@ -384,3 +384,27 @@ def test_redis_cli(server):
         capture_output=True, text=True, timeout=10)
     assert out.stdout.strip() == "cli"
     r.close()
+
+
+def test_exec_checks_again(server, r):
+    r.acl_log_reset()
+    r.execute_command("ACL", "SETUSER", "tx", "on", "nopass", "~*", "+multi",
+                      "+exec", "+incr")
+    c = server.client()
+    c.execute_command("AUTH", "tx", "x")
+    # The rules change between MULTI (queued) and EXEC: a raw exchange.
+    conn = c.connection_pool.get_connection("MULTI")
+    conn.send_command("MULTI")
+    assert conn.read_response() in (b"OK", "OK", True)
+    conn.send_command("INCR", "n")
+    assert conn.read_response() in (b"QUEUED", "QUEUED")
+    r.execute_command("ACL", "SETUSER", "tx", "-incr")
+    conn.send_command("EXEC")
+    res = conn.read_response()
+    assert len(res) == 1
+    assert "ACLs rules changed between the moment the transaction was " \
+        "accumulated and the EXEC call" in str(res[0])
+    e = r.acl_log()[0]
+    assert e["context"] == "multi" and e["object"] == "incr"
+    c.connection_pool.release(conn)
+    c.close()
