@@ -28,8 +28,8 @@ struct pk_acl {
     pk_acl_user *users; /* owned, in name order; "default" always there */
     pk_acl_user *def;
     size_t nusers;
-    pk_acl_log_entry log[PK_ACL_LOG_MAX]; /* newest first */
-    size_t nlog;
+    pk_acl_log_entry *log; /* owned, newest first; room for maxlog */
+    size_t nlog, maxlog;
 };
 
 /* ---- users and selectors: creation, copy, free ---- */
@@ -722,6 +722,10 @@ pk_acl *pk_acl_new(void)
         return NULL;
     }
     a->nusers = 1;
+    if (pk_acl_log_limit(a, PK_ACL_LOG_MAX) != 0) {
+        pk_acl_free(a);
+        return NULL;
+    }
     return a;
 }
 
@@ -740,6 +744,7 @@ void pk_acl_free(pk_acl *a)
         return;
     users_free(a->users);
     pk_acl_log_reset(a);
+    free(a->log);
     free(a);
 }
 
@@ -1165,11 +1170,28 @@ void pk_acl_log_add(pk_acl *a, int reason, const char *context,
         entry_free(&e);
         return;
     }
-    if (a->nlog == PK_ACL_LOG_MAX)
+    if (a->maxlog == 0) {
+        entry_free(&e);
+        return;
+    }
+    if (a->nlog == a->maxlog)
         entry_free(&a->log[--a->nlog]);
     memmove(&a->log[1], &a->log[0], a->nlog * sizeof(a->log[0]));
     a->log[0] = e;
     a->nlog++;
+}
+
+int pk_acl_log_limit(pk_acl *a, size_t n)
+{
+    pk_acl_log_entry *v;
+
+    while (a->nlog > n)
+        entry_free(&a->log[--a->nlog]);
+    if ((v = realloc(a->log, (n ? n : 1) * sizeof(*v))) == NULL)
+        return n <= a->maxlog ? (a->maxlog = n, 0) : PK_ENOMEM;
+    a->log = v;
+    a->maxlog = n;
+    return 0;
 }
 
 size_t pk_acl_log_len(const pk_acl *a)

@@ -122,9 +122,12 @@ void pk_acl_hash(const void *pass, size_t len, char hex[65]);
  * The ACL log: pk_acl_log_add records a denial (reason PK_ACL_DENIED_*,
  * context "toplevel" or "multi", the object: command, key or user name),
  * merged with a like entry of the last minute (count + 1); at most
- * PK_ACL_LOG_MAX entries, newest first.  pk_acl_log_get gives entry i.
+ * pk_acl_log_limit entries (PK_ACL_LOG_MAX at first; acllog-max-len),
+ * newest first.  pk_acl_log_get gives entry i.  pk_acl_log_limit drops
+ * the oldest entries over n; 0 or PK_ENOMEM.
  */
 #define PK_ACL_LOG_MAX 128
+int pk_acl_log_limit(pk_acl *a, size_t n);
 typedef struct pk_acl_log_entry {
     uint64_t count;
     int reason;

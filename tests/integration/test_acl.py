@@ -408,3 +408,17 @@ def test_exec_checks_again(server, r):
     assert e["context"] == "multi" and e["object"] == "incr"
     c.connection_pool.release(conn)
     c.close()
+
+
+def test_acllog_max_len(server, r):
+    r.acl_log_reset()
+    r.config_set("acllog-max-len", 5)
+    assert r.config_get("acllog-max-len") == {"acllog-max-len": "5"}
+    r.execute_command("ACL", "SETUSER", "lim", "on", "nopass", "+set",
+                      "~obj:x")
+    c = user_client(server, "lim", "x")
+    for j in range(10):
+        err(c.set, "obj:%d" % j, "1")
+    assert len(r.acl_log()) == 5
+    r.config_set("acllog-max-len", 128)
+    c.close()

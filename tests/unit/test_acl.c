@@ -381,6 +381,14 @@ static void test_log(void **state)
     }
     assert_int_equal(pk_acl_log_len(a), PK_ACL_LOG_MAX);
     assert_string_equal(pk_acl_log_get(a, 0)->object, "k199");
+    assert_int_equal(pk_acl_log_limit(a, 5), 0); /* acllog-max-len */
+    assert_int_equal(pk_acl_log_len(a), 5);
+    assert_string_equal(pk_acl_log_get(a, 0)->object, "k199");
+    pk_acl_log_add(a, PK_ACL_DENIED_KEY, "multi", "z", 1, "u", "i", 80000);
+    assert_int_equal(pk_acl_log_len(a), 5);
+    assert_int_equal(pk_acl_log_limit(a, 0), 0);
+    pk_acl_log_add(a, PK_ACL_DENIED_KEY, "multi", "y", 1, "u", "i", 80000);
+    assert_int_equal(pk_acl_log_len(a), 0);
     pk_acl_log_reset(a);
     assert_int_equal(pk_acl_log_len(a), 0);
     pk_acl_free(a);
