@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "server/pk_acl.h"
 #include "server/pk_block.h"
 #include "server/pk_ft.h"
 #include "server/pk_link.h"
@@ -505,7 +506,8 @@ void pk_conn_accept(uv_stream_t *listener, int status)
     len = sizeof(local);
     uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&local, &len);
     fmt_addr(&local, c->laddr, sizeof(c->laddr));
-    if (s->cfg.protected_mode && s->cfg.requirepass == NULL &&
+    /* As Redis 7: protected while the default user needs no password. */
+    if (s->cfg.protected_mode && pk_acl_user_nopass(pk_acl_default(s->acl)) &&
         !is_loopback(&peer)) {
         s->rejected_conns++;
         refuse(c, denied);

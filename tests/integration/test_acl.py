@@ -422,3 +422,38 @@ def test_acllog_max_len(server, r):
     assert len(r.acl_log()) == 5
     r.config_set("acllog-max-len", 128)
     c.close()
+
+
+def test_cluster_forwarded_commands_checked_at_entry(target):
+    """A node forwards a keyed command to the key's owner over a
+    node-to-node link: the user's key check runs on the node the client
+    is connected to, before forwarding."""
+    if target == "redis":
+        pytest.skip("partkv cluster")
+    import cluster as pkcluster
+    c = pkcluster.Cluster(nodes=3, replicas=1, extra=["--route", "forward"])
+    try:
+        c.start()
+        c.wait_serving()
+        n0 = c.nodes[0]
+        admin = redis.Redis(host=n0.host, port=n0.port,
+                            decode_responses=True)
+        admin.execute_command("ACL", "SETUSER", "fw", "on", ">pw", "+@all",
+                              "~app1:*")
+        u = redis.Redis(host=n0.host, port=n0.port, username="fw",
+                        password="pw", decode_responses=True)
+        owners = set()
+        for i in range(40):  # keys on every node, most not on node 0
+            k = "app1:%d" % i
+            assert u.set(k, str(i)) is True
+            assert u.get(k) == str(i)
+            owners.add(pkcluster.keyslot(k))
+            assert "no permissions" in err(u.get, "app2:%d" % i)
+            assert "no permissions" in err(u.set, "app2:%d" % i, "x")
+        assert len(owners) > 1
+        assert admin.get("app2:0") is None
+        u.close()
+        admin.close()
+    finally:
+        c.stop()
+        c.cleanup()
