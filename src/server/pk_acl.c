@@ -1290,15 +1290,32 @@ static void load_line(pk_acl_user **users, char *line, const char *path,
     rulev_free(&v);
 }
 
-int pk_acl_load_text(pk_acl *a, const char *text, size_t len, const char *path,
-                     void (*gone)(void *arg, const pk_acl_user *u), void *arg,
-                     char **err)
+/* Moves the rights of src into dst (which keeps its name and place);
+ * frees src. */
+static void take_rights(pk_acl_user *dst, pk_acl_user *src)
 {
-    pk_acl_user *list = NULL, *sorted = NULL, *def = NULL;
+    user_clear(dst);
+    dst->flags = src->flags;
+    dst->pass = src->pass;
+    dst->npass = src->npass;
+    dst->sel = src->sel;
+    dst->nsel = src->nsel;
+    src->pass = NULL;
+    src->sel = NULL;
+    src->npass = src->nsel = 0;
+    user_free(src);
+}
+
+/* Parses text into a list of users (unsorted); 0, or PK_EINVAL with
+ * *err, or PK_ENOMEM. */
+static int parse_text(const char *text, size_t len, const char *path,
+                      pk_acl_user **list, char **err)
+{
     char *copy = strndup(text, len), *line, *save = NULL;
     dstr d = {0};
     int lineno = 0;
 
+    *list = NULL;
     *err = NULL;
     if (copy == NULL)
         return PK_ENOMEM;
@@ -1315,21 +1332,33 @@ int pk_acl_load_text(pk_acl *a, const char *text, size_t len, const char *path,
         while (n > 0 && strchr(" \t\r", line[n - 1]))
             line[--n] = '\0';
         if (n > 0)
-            load_line(&list, line, path, lineno, &d);
+            load_line(list, line, path, lineno, &d);
     }
     free(copy);
-    if (d.oom || d.len > 0) {
-        users_free(list);
-        if (d.oom) {
-            free(d.p);
-            return PK_ENOMEM;
-        }
-        ds_str(&d, "WARNING: ACL errors detected, no change to the "
-                   "previously active ACL rules was performed");
-        if ((*err = ds_done(&d)) == NULL)
-            return PK_ENOMEM;
-        return PK_EINVAL;
+    if (!d.oom && d.len == 0)
+        return 0;
+    users_free(*list);
+    *list = NULL;
+    if (d.oom) {
+        free(d.p);
+        return PK_ENOMEM;
     }
+    ds_str(&d, "WARNING: ACL errors detected, no change to the previously "
+               "active ACL rules was performed");
+    if ((*err = ds_done(&d)) == NULL)
+        return PK_ENOMEM;
+    return PK_EINVAL;
+}
+
+int pk_acl_load_text(pk_acl *a, const char *text, size_t len, const char *path,
+                     void (*gone)(void *arg, const pk_acl_user *u), void *arg,
+                     char **err)
+{
+    pk_acl_user *list = NULL, *sorted = NULL, *def = NULL;
+    int rc = parse_text(text, len, path, &list, err);
+
+    if (rc)
+        return rc;
     /* Sort the new users by name; "default" keeps its struct. */
     while (list) {
         pk_acl_user *u = list, **pp = &sorted;
@@ -1347,16 +1376,7 @@ int pk_acl_load_text(pk_acl *a, const char *text, size_t len, const char *path,
         users_free(sorted);
         return PK_ENOMEM;
     }
-    user_clear(a->def);
-    a->def->flags = def->flags;
-    a->def->pass = def->pass;
-    a->def->npass = def->npass;
-    a->def->sel = def->sel;
-    a->def->nsel = def->nsel;
-    def->pass = NULL;
-    def->sel = NULL;
-    def->npass = def->nsel = 0;
-    user_free(def);
+    take_rights(a->def, def);
     for (pk_acl_user *u = a->users, *next; u; u = next) {
         next = u->next;
         if (u == a->def)
@@ -1380,6 +1400,47 @@ int pk_acl_load_text(pk_acl *a, const char *text, size_t len, const char *path,
     a->nusers = 0;
     for (pk_acl_user *u = sorted; u; u = u->next)
         a->nusers++;
+    return 0;
+}
+
+int pk_acl_sync_text(pk_acl *a, const char *text, size_t len,
+                     void (*gone)(void *arg, const pk_acl_user *u), void *arg,
+                     char **err)
+{
+    pk_acl_user *list = NULL, **pp;
+    int rc = parse_text(text, len, "coordinator", &list, err);
+
+    if (rc)
+        return rc;
+    for (pk_acl_user *u = a->users; u; u = u->next)
+        u->mark = u == a->def; /* a text without "default" keeps it */
+    while (list) {
+        pk_acl_user *n = list, *old;
+        list = n->next;
+        n->next = NULL;
+        if ((old = pk_acl_find(a, n->name, n->nlen)) != NULL) {
+            take_rights(old, n);
+            old->mark = 1;
+            continue;
+        }
+        pp = slot_of(a, n->name, n->nlen);
+        n->next = *pp;
+        n->mark = 1;
+        *pp = n;
+        a->nusers++;
+    }
+    for (pp = &a->users; *pp;) {
+        pk_acl_user *u = *pp;
+        if (u->mark) {
+            pp = &u->next;
+            continue;
+        }
+        if (gone)
+            gone(arg, u);
+        *pp = u->next;
+        a->nusers--;
+        user_free(u);
+    }
     return 0;
 }
 

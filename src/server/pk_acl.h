@@ -155,6 +155,17 @@ int pk_acl_load_text(pk_acl *a, const char *text, size_t len, const char *path,
                      void (*gone)(void *arg, const pk_acl_user *u), void *arg,
                      char **err);
 
+/*
+ * A cluster node takes the users the coordinator holds (text as ACL SAVE
+ * writes it): users in both keep their address and connections and take
+ * the new rules, new ones are added, the others are passed to gone and
+ * freed.  Returns 0, PK_EINVAL (*err malloc'd; nothing changed) or
+ * PK_ENOMEM.
+ */
+int pk_acl_sync_text(pk_acl *a, const char *text, size_t len,
+                     void (*gone)(void *arg, const pk_acl_user *u), void *arg,
+                     char **err);
+
 /* The file ACL SAVE writes: one "user name rules" line each (malloc'd). */
 char *pk_acl_save_text(const pk_acl *a);
 

@@ -65,6 +65,7 @@ struct pk_acl_user {
     acl_sel *sel; /* owned; sel[0] is the root selector */
     size_t nsel;
     pk_acl_user *next; /* in name order */
+    int mark;          /* pk_acl_sync_text: defined by the new text */
 };
 
 /* The id space (pk_acl_ids.c); built once, thread-safe after. */

@@ -21,6 +21,7 @@
 
 #include "core/pk_err.h"
 #include "server/pk_acl.h"
+#include "server/pk_agent.h"
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
 
@@ -117,18 +118,96 @@ int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass)
     return 0;
 }
 
-/* Closes the connections of a user about to be deleted. */
+/* drop_conns's argument: the server, and the connection running the
+ * command (NULL for a change from the coordinator). */
+typedef struct drop_ctx {
+    pk_server *s;
+    pk_conn *self;
+} drop_ctx;
+
+/* Closes the connections of a user about to be deleted: each runs
+ * nothing more; the one running the command gets its reply first, as do
+ * those with replies of this iteration (closed when they are sent). */
 static void drop_conns(void *arg, const pk_acl_user *u)
 {
-    pk_server *s = arg;
+    drop_ctx *d = arg;
 
-    for (pk_conn *c = s->conns; c; c = c->next) {
+    for (pk_conn *c = d->s->conns, *next; c; c = next) {
+        next = c->next;
         if (c->user != u)
             continue;
         c->user = NULL;
         c->authed = 0;
         c->closing = 1;
+        if (c != d->self && !c->in_iter && !c->writing)
+            pk_conn_flush(c);
     }
+}
+
+void pk_acl_cluster_apply(pk_server *s, const char *text, size_t len)
+{
+    char *err = NULL;
+
+    drop_ctx d = {s, NULL};
+
+    if (pk_acl_sync_text(s->acl, text, len, drop_conns, &d, &err) != 0)
+        fprintf(stderr, "partkv: the cluster's ACL users do not load: %s\n",
+                err ? err : "out of memory");
+    free(err);
+}
+
+/* An edit on its way to the coordinator: the job and its arguments. */
+typedef struct acl_job {
+    pk_agent_job j; /* first: done() gets it */
+    pk_arg *args;   /* owned (pk_conn_args_copy) */
+} acl_job;
+
+static void acl_job_done(pk_agent_job *j)
+{
+    acl_job *aj = (acl_job *)j;
+
+    free(aj->args);
+    free(aj);
+}
+
+/*
+ * In a cluster, an edit applied here goes to the coordinator too, for
+ * every node (op: 0 SETUSER, 1 DELUSER, 2 the whole text; pk_agent.h).
+ * Eventually consistent: other nodes take it within PK_ACL_POLL_MS or so.
+ */
+static void publish(pk_server *s, int op, int argc, const pk_arg *argv)
+{
+    pk_arg v[256];
+    char *seed;
+    acl_job *aj;
+
+    if (!s->cluster.enabled || s->agent == NULL || s->cfg.proxy_of)
+        return;
+    /* The users here seed the coordinator's when it has none yet (the
+     * default user's --requirepass with them). */
+    if (argc >= (int)(sizeof(v) / sizeof(v[0])) ||
+        (seed = pk_acl_save_text(s->acl)) == NULL) {
+        fprintf(stderr, "partkv: an ACL change stays on this node\n");
+        return;
+    }
+    v[0] = (pk_arg){seed, strlen(seed)};
+    memcpy(v + 1, argv, (size_t)argc * sizeof(*argv));
+    aj = calloc(1, sizeof(*aj));
+    if (aj)
+        aj->args = pk_conn_args_copy(argc + 1, v);
+    free(seed);
+    if (aj == NULL || aj->args == NULL) {
+        free(aj);
+        fprintf(stderr, "partkv: out of memory: an ACL change stays on "
+                        "this node\n");
+        return;
+    }
+    aj->j.kind = PK_JOB_ACL;
+    aj->j.acl_op = op;
+    aj->j.acl_argc = argc + 1;
+    aj->j.acl_argv = aj->args;
+    aj->j.done = acl_job_done;
+    pk_agent_commit(s->agent, &aj->j);
 }
 
 /* commands, keys, channels of selector i (0: the root). */
@@ -383,8 +462,9 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
-int pk_acl_load_file(pk_server *s, const char *path, char **err)
+int pk_acl_load_file(pk_server *s, pk_conn *self, const char *path, char **err)
 {
+    drop_ctx d = {s, self};
     size_t len = 0;
     char *text = read_file(path, &len);
     int rc;
@@ -397,7 +477,7 @@ int pk_acl_load_file(pk_server *s, const char *path, char **err)
         *err = strdup(msg);
         return PK_EIO;
     }
-    rc = pk_acl_load_text(s->acl, text, len, path, drop_conns, s, err);
+    rc = pk_acl_load_text(s->acl, text, len, path, drop_conns, &d, err);
     free(text);
     return rc;
 }
@@ -518,9 +598,10 @@ void pk_cmd_acl(pk_cmd_ctx *x)
         }
         rc = pk_acl_setuser(s->acl, x->argv[2].ptr, x->argv[2].len, x->argc - 3,
                             x->argv + 3, &err);
-        if (rc == 0)
+        if (rc == 0) {
             pk_reply_simple(x->out, "OK");
-        else if (err)
+            publish(s, 0, x->argc - 2, x->argv + 2);
+        } else if (err)
             pk_reply_errorf(x->out, "ERR %s", err);
         else
             pk_reply_error(x->out, "ERR out of memory");
@@ -535,10 +616,13 @@ void pk_cmd_acl(pk_cmd_ctx *x)
                 return;
             }
         }
+        drop_ctx d = {s, x->c};
         for (int i = 2; i < x->argc; i++)
             n += pk_acl_deluser(s->acl, x->argv[i].ptr, x->argv[i].len,
-                                drop_conns, s);
+                                drop_conns, &d);
         pk_reply_int(x->out, n);
+        if (n > 0)
+            publish(s, 1, x->argc - 2, x->argv + 2);
     } else if (pk_arg_eq(sub, "getuser")) {
         const pk_acl_user *u =
             pk_acl_find(s->acl, x->argv[2].ptr, x->argv[2].len);
@@ -563,9 +647,15 @@ void pk_cmd_acl(pk_cmd_ctx *x)
                        "in order to store users in the Redis configuration.");
     } else if (pk_arg_eq(sub, "load")) {
         char *err = NULL;
-        if (pk_acl_load_file(s, s->cfg.aclfile, &err) == 0)
+        if (pk_acl_load_file(s, x->c, s->cfg.aclfile, &err) == 0) {
+            char *text = pk_acl_save_text(s->acl);
             pk_reply_simple(x->out, "OK");
-        else
+            if (text) {
+                pk_arg a = {text, strlen(text)};
+                publish(s, 2, 1, &a);
+            }
+            free(text);
+        } else
             pk_reply_errorf(x->out, "ERR %s", err ? err : "out of memory");
         free(err);
     } else if (pk_arg_eq(sub, "save")) {

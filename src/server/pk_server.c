@@ -399,13 +399,21 @@ static void on_map(uv_async_t *h)
 {
     pk_server *s = h->data;
     pk_pmap *m;
+    char *acl;
+    size_t acl_len;
 
     pthread_mutex_lock(&s->map_lock);
     m = s->map_pending;
     s->map_pending = NULL;
+    acl = s->acl_pending;
+    acl_len = s->acl_pending_len;
+    s->acl_pending = NULL;
     pthread_mutex_unlock(&s->map_lock);
     if (m)
         pk_srv_set_map(s, m, 1);
+    if (acl)
+        pk_acl_cluster_apply(s, acl, acl_len);
+    free(acl);
     pk_agent_finish_jobs(s);
 }
 
@@ -610,7 +618,8 @@ static int acl_init(pk_server *s)
         if (rc != 0)
             return -1;
     }
-    if (s->cfg.aclfile && pk_acl_load_file(s, s->cfg.aclfile, &err) != 0) {
+    if (s->cfg.aclfile &&
+        pk_acl_load_file(s, NULL, s->cfg.aclfile, &err) != 0) {
         fprintf(stderr, "partkv: aborting because of ACL errors: %s\n",
                 err ? err : "out of memory");
         free(err);
@@ -752,6 +761,7 @@ out:
     pk_store_close(s->store);
     pk_cluster_free(&s->cluster);
     pk_pmap_free(s->map_pending);
+    free(s->acl_pending);
     pk_coord_free(s->coord);
     pk_watch_free(s);
     pk_split_free(s);

@@ -174,6 +174,8 @@ struct pk_server {
     pthread_mutex_t map_lock;       /* guards map_pending */
     struct pk_pmap *map_pending;    /* owned; taken by the loop */
     struct pk_agent_job *jobs_done; /* finished commits, guarded too */
+    char *acl_pending;              /* cluster's users, owned, guarded */
+    size_t acl_pending_len;         /* its length */
     struct pk_mover *mover;         /* partition moves (pk_move.h) */
     struct pk_repl *repl;           /* replication (pk_repl.h) */
     struct pk_ctrl *ctrl;           /* failover controller (pk_ctrl.h) */
@@ -290,14 +292,19 @@ int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
  * when it is not allowed (returns 0 then); pk_acl_conn_auth makes user
  * the connection's when pass is one of its passwords (returns 1), else
  * logs the failure (returns 0); pk_acl_load_file loads an ACL file
- * (ACL LOAD, --aclfile): 0, or an error code and *err (malloc'd). */
+ * (ACL LOAD from connection self, --aclfile with self NULL): 0, or an
+ * error code and *err (malloc'd). */
 void pk_acl_conn_start(pk_server *s, pk_conn *c);
 int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
 int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass);
 /* EXEC's check of a queued command: 1, or 0 after replying Redis's
  * "-NOPERM ACLs rules changed ..." and logging the denial. */
 int pk_acl_exec_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
-int pk_acl_load_file(pk_server *s, const char *path, char **err);
+int pk_acl_load_file(pk_server *s, pk_conn *self, const char *path, char **err);
+/* A cluster node: the users the coordinator holds replace its own
+ * (pk_acl_sync_text); ACL SETUSER, DELUSER and LOAD are applied here,
+ * answered, and sent to the coordinator by the agent (PK_JOB_ACL). */
+void pk_acl_cluster_apply(pk_server *s, const char *text, size_t len);
 /* 1 when the connection's user may not read key: KEYS and SCAN leave it
  * out (a partkv deviation: Redis 7.0 lists every key to a user allowed
  * to run them), so that no command tells of keys outside its patterns. */

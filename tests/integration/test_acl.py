@@ -457,3 +457,51 @@ def test_cluster_forwarded_commands_checked_at_entry(target):
     finally:
         c.stop()
         c.cleanup()
+
+
+def test_cluster_users_on_every_node(target):
+    """Users set on one node reach every node through the coordinator;
+    a deleted user is gone everywhere and its connections closed."""
+    if target == "redis":
+        pytest.skip("partkv cluster")
+    import cluster as pkcluster
+    c = pkcluster.Cluster(nodes=3, replicas=1)
+    try:
+        c.start()
+        c.wait_serving()
+        admins = [redis.Redis(host=n.host, port=n.port,
+                              decode_responses=True) for n in c.nodes]
+        admins[0].execute_command("ACL", "SETUSER", "cu", "on", ">pw",
+                                  "~app1:*", "+@read")
+        admins[1].execute_command("ACL", "SETUSER", "cv", "on", ">pv",
+                                  "+@all", "~*")
+
+        def everywhere(pred):
+            ok, _ = pkcluster.wait_until(
+                lambda: all(pred(a) for a in admins), 10)
+            assert ok
+
+        everywhere(lambda a: a.acl_users() == ["cu", "cv", "default"])
+        for n in c.nodes:
+            u = redis.Redis(host=n.host, port=n.port, username="cu",
+                            password="pw", decode_responses=True)
+            assert isinstance(u.dbsize(), int)
+            assert "no permissions" in err(u.set, "app1:x", "1")
+            u.close()
+        # A change of rules applies to live connections on other nodes.
+        u2 = redis.Redis(host=c.nodes[2].host, port=c.nodes[2].port,
+                         username="cu", password="pw",
+                         decode_responses=True)
+        assert "no permissions" in err(u2.execute_command, "PING")
+        admins[1].execute_command("ACL", "SETUSER", "cu", "+ping")
+        everywhere(lambda a: "+ping" in " ".join(a.acl_list()))
+        assert u2.ping() is True
+        admins[2].acl_deluser("cu")
+        everywhere(lambda a: a.acl_users() == ["cv", "default"])
+        with pytest.raises(redis.exceptions.RedisError):
+            u2.ping()
+        for a in admins:
+            a.close()
+    finally:
+        c.stop()
+        c.cleanup()
