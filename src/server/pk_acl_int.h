@@ -68,6 +68,49 @@ struct pk_acl_user {
     int mark;          /* pk_acl_sync_text: defined by the new text */
 };
 
+struct pk_acl {
+    pk_acl_user *users; /* owned, in name order; "default" always there */
+    pk_acl_user *def;
+    size_t nusers;
+    pk_acl_log_entry *log; /* owned, newest first; room for maxlog */
+    size_t nlog, maxlog;
+};
+
+/* pk_acl.c: users -- new (off, no rights; NULL when out of memory),
+ * freed (NULL ok), cleared of their rights, a list freed, the initial
+ * default user; the link where name is or would go in a's list; src's
+ * rights moved into dst (dst keeps its name and place; src is freed). */
+void pk__acl_pats_free(acl_pat *p, size_t n);
+void pk__acl_sel_clear(acl_sel *s);
+pk_acl_user *pk__acl_user_new(const char *name, size_t len);
+void pk__acl_user_free(pk_acl_user *u);
+void pk__acl_user_clear(pk_acl_user *u);
+void pk__acl_users_free(pk_acl_user *u);
+pk_acl_user *pk__acl_default_new(void);
+pk_acl_user **pk__acl_slot_of(pk_acl *a, const char *name, size_t len);
+void pk__acl_take_rights(pk_acl_user *dst, pk_acl_user *src);
+
+/* pk_acl_rules.c: one rule applied to u: 0, PK_ENOMEM, or PK_EINVAL with
+ * *why Redis's reason (static); pk__acl_e_noent is the reason of an
+ * unknown command or category.  pk__acl_rules_merge joins the arguments
+ * of a selector ("(~a", "+get)") into one rule: 0, PK_ENOMEM, or
+ * PK_EINVAL with *open the argument that opened an unclosed one; the
+ * vector is freed with pk__acl_rulev_free in every case. */
+/* Rules as one string each, a selector's parts joined (Redis's
+ * ACLMergeSelectorArguments); *out is malloc'd strings and lengths. */
+typedef struct acl_rulev {
+    char **s;
+    size_t *len;
+    int n;
+} acl_rulev;
+
+int pk__acl_user_rule(pk_acl_user *u, const char *op, size_t len,
+                      const char **why);
+int pk__acl_rules_merge(int n, const pk_arg *a, acl_rulev *v, int *open);
+void pk__acl_rulev_free(acl_rulev *v);
+extern const char pk__acl_e_noent[];
+extern const char pk__acl_e_wrong[];
+
 /* The id space (pk_acl_ids.c); built once, thread-safe after. */
 size_t pk__acl_nids(void);              /* table entries + subcommands */
 const char *pk__acl_id_name(size_t id); /* "get", "config|get" */
