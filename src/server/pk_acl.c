@@ -289,9 +289,9 @@ pk_acl_user *pk__acl_default_new(void)
 
 pk_acl *pk_acl_new(void)
 {
-    pk_acl *a = calloc(1, sizeof(*a));
+    pk_acl *a;
 
-    if (a == NULL)
+    if (pk__acl_nids() == 0 || (a = calloc(1, sizeof(*a))) == NULL)
         return NULL;
     if ((a->def = a->users = pk__acl_default_new()) == NULL) {
         free(a);

@@ -39,8 +39,13 @@ enum {
     PK_ACL_DENIED_CHANNEL = 4,
 };
 
+/* The command table (sorted by name, static storage) ACL rules name and
+ * bitmaps index: given once, on the loop before any other thread uses
+ * pk_acl (the server does it); later calls change nothing. */
+void pk_acl_commands(const struct pk_cmd *table, size_t n);
+
 /* The set with only "default": on, nopass, ~*, &*, +@all.  NULL when out
- * of memory. */
+ * of memory or before pk_acl_commands. */
 pk_acl *pk_acl_new(void);
 void pk_acl_free(pk_acl *a);
 

@@ -10,7 +10,7 @@
 
 #include "core/pk_err.h"
 #include "server/pk_acl_int.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 #include "store/pk_glob.h"
 
 /* ---- checks ---- */

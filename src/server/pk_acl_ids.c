@@ -10,8 +10,6 @@
  * Invariant: the ids fit in PK_ACL_BITS - 1 (the last bit is "future
  * commands", set only by +@all); checked when the space is built.
  */
-#include <assert.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +17,7 @@
 
 #include "core/pk_err.h"
 #include "server/pk_acl_int.h"
-#include "server/pk_cmd.h"
+#include "server/pk_ctx.h"
 
 static const char *const cats[PK_ACL_NCATS] = {
     "keyspace", "read",     "write",     "set",        "sortedset",
@@ -129,7 +127,8 @@ static const struct {
 };
 #define NSUBS (sizeof(subs) / sizeof(subs[0]))
 
-/* Built once (pthread_once). */
+/* Built once by pk_acl_commands, on the loop before any other thread
+ * starts; read-only after. */
 static struct {
     size_t ntable, nids;
     const pk_cmd *table;
@@ -139,7 +138,6 @@ static struct {
     uint64_t cat[PK_ACL_NCATS][PK_ACL_WORDS];
     char fullname[NSUBS][48];
 } ids;
-static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
 
 int pk__acl_cat_find(const char *name, size_t len)
 {
@@ -161,13 +159,41 @@ static void set_cats(size_t id, const char *list)
     }
 }
 
-static void ids_build(void)
+/* The table entry named name (any case), or NULL: a binary search, the
+ * table being sorted by name (only letters fold). */
+static const pk_cmd *find_cmd(const char *name, size_t len)
 {
-    size_t n;
+    size_t lo = 0, hi = ids.ntable;
 
-    ids.table = pk_cmd_table(&n);
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2, i;
+        const char *t = ids.table[mid].name;
+        int c = 0;
+        for (i = 0; i < len && t[i] && c == 0; i++) {
+            int a = (unsigned char)name[i];
+            if (a >= 'A' && a <= 'Z')
+                a |= 0x20;
+            c = a - (unsigned char)t[i];
+        }
+        if (c == 0)
+            c = i < len ? 1 : t[i] ? -1 : 0;
+        if (c == 0)
+            return &ids.table[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+void pk_acl_commands(const pk_cmd *table, size_t n)
+{
+    /* Too many commands for the bitmaps: no ACL (pk_acl_new fails). */
+    if (ids.table || n + NSUBS >= PK_ACL_FUTURE)
+        return;
+    ids.table = table;
     ids.ntable = n;
-    assert(n + NSUBS < PK_ACL_FUTURE);
     for (size_t i = 0; i < n; i++) {
         ids.name[i] = ids.table[i].name;
         ids.parent[i] = -1;
@@ -175,7 +201,7 @@ static void ids_build(void)
     }
     ids.nids = n;
     for (size_t j = 0; j < NSUBS; j++) {
-        const pk_cmd *p = pk_cmd_find(subs[j].parent, strlen(subs[j].parent));
+        const pk_cmd *p = find_cmd(subs[j].parent, strlen(subs[j].parent));
         size_t id = ids.nids, pid;
 
         if (p == NULL)
@@ -193,39 +219,29 @@ static void ids_build(void)
     }
 }
 
-static void ids_init(void)
-{
-    pthread_once(&ids_once, ids_build);
-}
-
 size_t pk__acl_nids(void)
 {
-    ids_init();
     return ids.nids;
 }
 
 const char *pk__acl_id_name(size_t id)
 {
-    ids_init();
     return id < ids.nids ? ids.name[id] : "";
 }
 
 int pk__acl_id_parent(size_t id)
 {
-    ids_init();
     return id < ids.nids ? ids.parent[id] : -1;
 }
 
 void pk__acl_id_subs(size_t id, size_t *first, size_t *n)
 {
-    ids_init();
     *first = id < ids.ntable ? ids.sub_first[id] : 0;
     *n = id < ids.ntable ? ids.sub_n[id] : 0;
 }
 
 size_t pk__acl_cmd_id(const pk_cmd *cmd)
 {
-    ids_init();
     return (size_t)(cmd - ids.table);
 }
 
@@ -249,8 +265,7 @@ long pk__acl_lookup(const char *name, size_t len)
     const pk_cmd *c;
     size_t id, sid;
 
-    ids_init();
-    c = pk_cmd_find(name, bar ? (size_t)(bar - name) : len);
+    c = find_cmd(name, bar ? (size_t)(bar - name) : len);
     if (c == NULL)
         return -1;
     id = pk__acl_cmd_id(c);
@@ -263,7 +278,6 @@ long pk__acl_lookup(const char *name, size_t len)
 
 const uint64_t *pk__acl_cat_bits(int cat)
 {
-    ids_init();
     return ids.cat[cat];
 }
 
@@ -279,7 +293,6 @@ int pk_acl_cat_cmds(const char *name, size_t len,
 
     if (c < 0)
         return PK_ENOTFOUND;
-    ids_init();
     for (size_t id = 0; fn && id < ids.nids; id++)
         if ((ids.cat[c][id / 64] >> (id % 64)) & 1u)
             fn(arg, ids.name[id]);
@@ -323,7 +336,6 @@ void pk__acl_sel_perm(acl_sel *s, size_t id, int allow)
 
 void pk__acl_sel_cat(acl_sel *s, int cat, int allow)
 {
-    ids_init();
     for (size_t id = 0; id < ids.nids; id++)
         if ((ids.cat[cat][id / 64] >> (id % 64)) & 1u)
             pk__acl_sel_perm(s, id, allow);
@@ -384,7 +396,6 @@ char *pk__acl_describe_cmds(const acl_sel *s)
     int additive = !sel_bit(s, PK_ACL_FUTURE), applied[PK_ACL_NCATS] = {0};
     sbuf b = {0};
 
-    ids_init();
     if (additive) {
         sb_str(&b, "-@all ");
     } else {

@@ -25,6 +25,42 @@
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
 
+/* The ACL users: "default" with --requirepass as its password, as Redis
+ * sets it, then the --aclfile when there is one.  -1 after a message. */
+int pk_acl_server_init(pk_server *s)
+{
+    size_t n;
+    const pk_cmd *t = pk_cmd_table(&n);
+    char *err = NULL;
+
+    pk_acl_commands(t, n);
+    if ((s->acl = pk_acl_new()) == NULL)
+        return -1;
+    if (s->cfg.requirepass) {
+        size_t plen = strlen(s->cfg.requirepass);
+        char *rule = malloc(plen + 2);
+        pk_arg r[2] = {{"resetpass", 9}, {rule, plen + 1}};
+        int rc;
+        if (rule == NULL)
+            return -1;
+        rule[0] = '>';
+        memcpy(rule + 1, s->cfg.requirepass, plen + 1);
+        rc = pk_acl_setuser(s->acl, "default", 7, 2, r, &err);
+        free(rule);
+        free(err);
+        if (rc != 0)
+            return -1;
+    }
+    if (s->cfg.aclfile &&
+        pk_acl_load_file(s, NULL, s->cfg.aclfile, &err) != 0) {
+        fprintf(stderr, "partkv: aborting because of ACL errors: %s\n",
+                err ? err : "out of memory");
+        free(err);
+        return -1;
+    }
+    return 0;
+}
+
 void pk_acl_conn_start(pk_server *s, pk_conn *c)
 {
     pk_acl_user *d = pk_acl_default(s->acl);

@@ -595,39 +595,6 @@ int pk_srv_listen(pk_server *s, uv_tcp_t *tcp, int port, uv_connection_cb cb,
     return 0;
 }
 
-/* The ACL users: "default" with --requirepass as its password, as Redis
- * sets it, then the --aclfile when there is one.  -1 after a message. */
-static int acl_init(pk_server *s)
-{
-    char *err = NULL;
-
-    if ((s->acl = pk_acl_new()) == NULL)
-        return -1;
-    if (s->cfg.requirepass) {
-        size_t n = strlen(s->cfg.requirepass);
-        char *rule = malloc(n + 2);
-        pk_arg r[2] = {{"resetpass", 9}, {rule, n + 1}};
-        int rc;
-        if (rule == NULL)
-            return -1;
-        rule[0] = '>';
-        memcpy(rule + 1, s->cfg.requirepass, n + 1);
-        rc = pk_acl_setuser(s->acl, "default", 7, 2, r, &err);
-        free(rule);
-        free(err);
-        if (rc != 0)
-            return -1;
-    }
-    if (s->cfg.aclfile &&
-        pk_acl_load_file(s, NULL, s->cfg.aclfile, &err) != 0) {
-        fprintf(stderr, "partkv: aborting because of ACL errors: %s\n",
-                err ? err : "out of memory");
-        free(err);
-        return -1;
-    }
-    return 0;
-}
-
 static int listen_on(pk_server *s)
 {
     return pk_srv_listen(s, &s->listener, s->cfg.port, pk_conn_accept, "",
@@ -739,7 +706,8 @@ int pk_server_run(const pk_server_config *cfg)
                                  : "");
         goto out;
     }
-    if (acl_init(s) != 0 || listen_on(s) != 0 || pk_metrics_start(s) != 0)
+    if (pk_acl_server_init(s) != 0 || listen_on(s) != 0 ||
+        pk_metrics_start(s) != 0)
         goto out;
     init_handles(s);
     if (start_cluster(s) != 0 || (s->store && pk_ft_init(s) != 0))

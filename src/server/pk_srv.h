@@ -286,7 +286,8 @@ void pk_srv_shutdown(pk_server *s);
  * coordinator (not a peer's push).  Returns 1 if installed. */
 int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
 
-/* pk_cmd_acl.c: a new (or RESET) connection takes the default user,
+/* pk_cmd_acl.c: pk_acl_server_init makes srv->acl (0, or -1 after a
+ * message); a new (or RESET) connection takes the default user,
  * authenticated when it is on and nopass; pk_acl_conn_allows checks a
  * command against c->user, and replies -NOPERM and logs the denial
  * when it is not allowed (returns 0 then); pk_acl_conn_auth makes user
@@ -294,6 +295,7 @@ int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
  * logs the failure (returns 0); pk_acl_load_file loads an ACL file
  * (ACL LOAD from connection self, --aclfile with self NULL): 0, or an
  * error code and *err (malloc'd). */
+int pk_acl_server_init(pk_server *s);
 void pk_acl_conn_start(pk_server *s, pk_conn *c);
 int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
 int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass);

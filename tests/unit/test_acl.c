@@ -396,6 +396,10 @@ static void test_log(void **state)
 
 int main(void)
 {
+    size_t n;
+    const pk_cmd *t = pk_cmd_table(&n);
+
+    pk_acl_commands(t, n);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hash_known_answers),
         cmocka_unit_test(test_default_user),
