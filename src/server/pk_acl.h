@@ -94,6 +94,11 @@ size_t pk_acl_count(const pk_acl *a);
 int pk_acl_check(const pk_acl_user *u, const struct pk_cmd *cmd, int argc,
                  const pk_arg *argv, int *pos, const char **fullname);
 
+/* Whether a selector of u allows cmd with these arguments and may read
+ * every key (allkeys, ~* or %R~*): SORT BY and GET need it. */
+int pk_acl_reads_all(const pk_acl_user *u, const struct pk_cmd *cmd, int argc,
+                     const pk_arg *argv);
+
 /* Whether u may read key (some selector's pattern with read rights). */
 int pk_acl_key_readable(const pk_acl_user *u, const void *key, size_t len);
 

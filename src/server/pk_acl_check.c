@@ -148,6 +148,25 @@ int pk_acl_check(const pk_acl_user *u, const pk_cmd *cmd, int argc,
     return worst;
 }
 
+int pk_acl_reads_all(const pk_acl_user *u, const pk_cmd *cmd, int argc,
+                     const pk_arg *argv)
+{
+    size_t id = pk__acl_cmd_id(cmd);
+
+    if (argc >= 2)
+        id = pk__acl_sub_id(id, argv[1].ptr, argv[1].len);
+    for (size_t i = 0; i < u->nsel; i++) {
+        const acl_sel *s = &u->sel[i];
+        int pos = 0, all = (s->flags & SEL_ALLKEYS) != 0;
+        for (size_t k = 0; !all && k < s->nkeys; k++)
+            all = (s->keys[k].perm & PERM_R) && s->keys[k].len == 1 &&
+                  s->keys[k].p[0] == '*';
+        if (all && sel_check(s, cmd, id, argc, argv, &pos) == PK_ACL_OK)
+            return 1;
+    }
+    return 0;
+}
+
 /* ---- the log ---- */
 
 static void entry_free(pk_acl_log_entry *e)

@@ -133,6 +133,16 @@ int pk_acl_exec_allows(pk_cmd_ctx *x, const pk_cmd *cmd)
     return 0;
 }
 
+int pk_acl_conn_reads_all(pk_cmd_ctx *x)
+{
+    const pk_acl_user *u = x->c->user;
+    const pk_cmd *cmd = pk_cmd_find(x->argv[0].ptr, x->argv[0].len);
+
+    if (u == NULL || x->c->internal || pk_acl_user_unrestricted(u))
+        return 1;
+    return cmd && pk_acl_reads_all(u, cmd, x->argc, x->argv);
+}
+
 int pk_acl_conn_hides(const pk_conn *c, const void *key, size_t len)
 {
     return c->user && !c->internal && !pk_acl_user_unrestricted(c->user) &&
@@ -433,16 +443,22 @@ static void reply_genpass(pk_cmd_ctx *x)
     pk_reply_bulk(x->out, hex, chars);
 }
 
+typedef struct cat_out {
+    pk_cmd_ctx *x;
+    size_t n;
+} cat_out;
+
 static void cat_one(void *arg, const char *name)
 {
-    pk_cmd_ctx *x = arg;
+    cat_out *o = arg;
 
-    pk_reply_bulk_str(x->out, name);
-    x->touch_arg++; /* counts the names; reset after */
+    pk_reply_bulk_str(o->x->out, name);
+    o->n++;
 }
 
 static void reply_cat(pk_cmd_ctx *x)
 {
+    cat_out o = {x, 0};
     size_t pos;
 
     if (x->argc == 2) {
@@ -462,11 +478,8 @@ static void reply_cat(pk_cmd_ctx *x)
         return;
     }
     pk_reply_defer(x->out, &pos);
-    x->touch_arg = 0;
-    pk_acl_cat_cmds(x->argv[2].ptr, x->argv[2].len, cat_one, x);
-    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY,
-                          (size_t)x->touch_arg);
-    x->touch_arg = 0;
+    pk_acl_cat_cmds(x->argv[2].ptr, x->argv[2].len, cat_one, &o);
+    pk_reply_set_deferred(x->out, pos, x->proto, PK_REPLY_ARRAY, o.n);
 }
 
 /* Reads the whole file into a malloc'd string; NULL with errno set. */

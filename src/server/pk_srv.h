@@ -311,6 +311,10 @@ void pk_acl_cluster_apply(pk_server *s, const char *text, size_t len);
  * out (a partkv deviation: Redis 7.0 lists every key to a user allowed
  * to run them), so that no command tells of keys outside its patterns. */
 int pk_acl_conn_hides(const pk_conn *c, const void *key, size_t len);
+/* 1 when the connection's user may read every key with this command (a
+ * selector allows it and has ~* or %R~*): SORT's BY and GET patterns
+ * read keys no argument names, and need it, as in Redis 7.0. */
+int pk_acl_conn_reads_all(pk_cmd_ctx *x);
 
 /* pk_cmd_coord.c: the connection closed; an awaited answer is dropped */
 void pk_coord_conn_closed(pk_conn *c);

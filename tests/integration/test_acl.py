@@ -505,3 +505,20 @@ def test_cluster_users_on_every_node(target):
     finally:
         c.stop()
         c.cleanup()
+
+
+def test_sort_by_get_need_all_keys(server, r):
+    r.rpush("app1:l", "2", "1")
+    r.set("w_1", "x")
+    r.execute_command("ACL", "SETUSER", "so", "on", "nopass", "+@all",
+                      "~app1:*")
+    c = user_client(server, "so", "x")
+    assert c.sort("app1:l") == ["1", "2"]
+    assert c.execute_command("SORT", "app1:l", "BY", "nosort") == ["2", "1"]
+    assert err(c.execute_command, "SORT", "app1:l", "BY", "w_*") == (
+        "BY option of SORT denied due to insufficient ACL permissions.")
+    assert err(c.execute_command, "SORT", "app1:l", "GET", "w_*") == (
+        "GET option of SORT denied due to insufficient ACL permissions.")
+    r.execute_command("ACL", "SETUSER", "so", "%R~*")
+    assert c.execute_command("SORT", "app1:l", "GET", "w_*") == ["x", None]
+    c.close()
