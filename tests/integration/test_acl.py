@@ -371,6 +371,10 @@ def test_keys_and_scan_filtered(server, r, target):
     c = user_client(server, "k", "x")
     assert sorted(c.keys("*")) == ["app1:a", "app1:b"]
     assert sorted(c.scan_iter("*")) == ["app1:a", "app1:b"]
+    for _ in range(20):
+        assert c.randomkey() in ("app1:a", "app1:b")
+    r.execute_command("ACL", "SETUSER", "k", "resetkeys", "~none:*")
+    assert c.randomkey() is None
     c.close()
 
 
