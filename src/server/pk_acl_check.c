@@ -93,6 +93,29 @@ static unsigned key_need(const pk_cmd *cmd, int k, int argc, const pk_arg *argv)
     return PERM_W;
 }
 
+/* Whether s may read every key: allkeys, ~* or %R~*. */
+static int sel_reads_all(const acl_sel *s)
+{
+    if (s->flags & SEL_ALLKEYS)
+        return 1;
+    for (size_t k = 0; k < s->nkeys; k++)
+        if ((s->keys[k].perm & PERM_R) && s->keys[k].len == 1 &&
+            s->keys[k].p[0] == '*')
+            return 1;
+    return 0;
+}
+
+/* Commands that return keys and values no argument names (partkv's:
+ * Redis 7.0 has no such command but KEYS, SCAN, RANDOMKEY, which filter
+ * here instead): they need read access to every key. */
+static int reads_unnamed(const pk_cmd *cmd)
+{
+    static const char *const names[] = {"ft.search", "ft.aggregate",
+                                        "pk.hotkeys", NULL};
+
+    return name_in(cmd->name, names);
+}
+
 static int sel_check(const acl_sel *s, const pk_cmd *cmd, size_t id, int argc,
                      const pk_arg *argv, int *pos)
 {
@@ -111,6 +134,10 @@ static int sel_check(const acl_sel *s, const pk_cmd *cmd, size_t id, int argc,
     }
     if (s->flags & SEL_ALLKEYS)
         return PK_ACL_OK;
+    if (reads_unnamed(cmd) && !sel_reads_all(s)) {
+        *pos = 0;
+        return PK_ACL_DENIED_KEY;
+    }
     nruns = pk_cmd_keyruns(cmd, argc, argv, r);
     for (int j = 0; j < nruns; j++) {
         for (int i = r[j].first; i <= r[j].last; i += r[j].step, k++) {
@@ -157,11 +184,9 @@ int pk_acl_reads_all(const pk_acl_user *u, const pk_cmd *cmd, int argc,
         id = pk__acl_sub_id(id, argv[1].ptr, argv[1].len);
     for (size_t i = 0; i < u->nsel; i++) {
         const acl_sel *s = &u->sel[i];
-        int pos = 0, all = (s->flags & SEL_ALLKEYS) != 0;
-        for (size_t k = 0; !all && k < s->nkeys; k++)
-            all = (s->keys[k].perm & PERM_R) && s->keys[k].len == 1 &&
-                  s->keys[k].p[0] == '*';
-        if (all && sel_check(s, cmd, id, argc, argv, &pos) == PK_ACL_OK)
+        int pos = 0;
+        if (sel_reads_all(s) &&
+            sel_check(s, cmd, id, argc, argv, &pos) == PK_ACL_OK)
             return 1;
     }
     return 0;

@@ -526,3 +526,22 @@ def test_sort_by_get_need_all_keys(server, r):
     r.execute_command("ACL", "SETUSER", "so", "%R~*")
     assert c.execute_command("SORT", "app1:l", "GET", "w_*") == ["x", None]
     c.close()
+
+
+def test_search_needs_all_keys(server, r, target):
+    """FT.SEARCH returns documents no argument names: a user limited to
+    some keys may not run it (a partkv rule; Redis has no FT.*)."""
+    if target == "redis":
+        pytest.skip("partkv's FT.*")
+    r.execute_command("FT.CREATE", "idx", "ON", "HASH", "PREFIX", "1",
+                      "doc:", "SCHEMA", "t", "TAG")
+    r.hset("doc:1", "t", "a")
+    r.execute_command("ACL", "SETUSER", "fs", "on", "nopass", "+@all",
+                      "~app1:*")
+    c = user_client(server, "fs", "x")
+    assert err(c.execute_command, "FT.SEARCH", "idx", "*") == NOPERM_KEY
+    assert r.execute_command("ACL", "DRYRUN", "fs", "FT.SEARCH", "idx",
+                             "*") != "OK"
+    r.execute_command("ACL", "SETUSER", "fs", "%R~*")
+    assert c.execute_command("FT.SEARCH", "idx", "*")[0] >= 0
+    c.close()
