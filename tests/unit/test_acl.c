@@ -359,6 +359,42 @@ static void test_file_text(void **state)
     pk_acl_free(a);
 }
 
+static void test_sync_text(void **state)
+{
+    pk_acl *a = pk_acl_new();
+    pk_acl_user *keep, *def = pk_acl_default(a);
+    const char text[] = "user default on #"
+                        "e3b0c44298fc1c149afbf4c8996fb924"
+                        "27ae41e4649b934ca495991b7852b855 ~* &* +@all\n"
+                        "user keep on nopass ~k* -@all +get\n"
+                        "user new on nopass +@all\n";
+    char *err = NULL;
+
+    (void)state;
+    assert_int_equal(SET(a, "keep", "on", "+set"), 0);
+    assert_int_equal(SET(a, "gone1", "on"), 0);
+    keep = pk_acl_find(a, "keep", 4);
+    ngone = 0;
+    assert_int_equal(pk_acl_sync_text(a, text, strlen(text), gone, NULL, &err),
+                     0);
+    assert_int_equal(ngone, 1);                        /* gone1 */
+    assert_ptr_equal(pk_acl_find(a, "keep", 4), keep); /* same address */
+    assert_ptr_equal(pk_acl_default(a), def);
+    assert_int_equal(CHECK(keep, "get", "k1"), PK_ACL_OK);
+    assert_int_equal(CHECK(keep, "set", "k1", "v"), PK_ACL_DENIED_CMD);
+    assert_false(pk_acl_user_nopass(def));
+    assert_true(pk_acl_user_auth(def, "", 0)); /* SHA-256 of "" */
+    assert_non_null(pk_acl_find(a, "new", 3));
+    assert_int_equal(pk_acl_count(a), 3);
+    assert_string_equal(pk_acl_user_name(pk_acl_first(a)), "default");
+    /* A bad text changes nothing. */
+    assert_int_equal(pk_acl_sync_text(a, "nope\n", 5, gone, NULL, &err),
+                     PK_EINVAL);
+    free(err);
+    assert_int_equal(pk_acl_count(a), 3);
+    pk_acl_free(a);
+}
+
 static void test_log(void **state)
 {
     pk_acl *a = pk_acl_new();
@@ -410,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_keys_read_write),
         cmocka_unit_test(test_selectors),
         cmocka_unit_test(test_file_text),
+        cmocka_unit_test(test_sync_text),
         cmocka_unit_test(test_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
