@@ -158,6 +158,13 @@ static int sel_cmd_rule(acl_sel *s, const char *op, size_t len,
             return 0;
         }
     }
+    /* A first argument with a space or newline would not read back from
+     * ACL LIST or the ACL file (a newline there could even start a
+     * user): refused, where Redis 7.0 takes it. */
+    if (has_spaces(bar + 1, (size_t)(name + nlen - bar - 1))) {
+        *why = E_SYNTAX;
+        return PK_EINVAL;
+    }
     return add_farg(s, (size_t)id, bar + 1, (size_t)(name + nlen - bar - 1));
 }
 
@@ -267,8 +274,15 @@ static int add_selector(pk_acl_user *u, const char *op, size_t len,
             i++;
         for (j = i; j < end && !isspace((unsigned char)op[j]); j++)
             ;
-        if (j > i)
+        /* A parenthesis inside a selector would end it early when its
+         * description is read back: refused (Redis 7.0 takes it). */
+        if (j > i &&
+            (memchr(op + i, '(', j - i) || memchr(op + i, ')', j - i))) {
+            *why = E_SYNTAX;
+            rc = PK_EINVAL;
+        } else if (j > i) {
             rc = sel_rule(&s, op + i, j - i, why);
+        }
         i = j;
     }
     if (rc == 0 && (nv = realloc(u->sel, (u->nsel + 1) * sizeof(*nv)))) {

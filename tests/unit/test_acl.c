@@ -174,6 +174,13 @@ static void test_rule_errors_change_nothing(void **state)
     assert_int_equal(SET(a, "u", "(~a", "+get"), PK_EINVAL);
     assert_string_equal(err_out, "Unmatched parenthesis in acl selector "
                                  "starting at '(~a'.");
+    /* What would not read back from ACL LIST or the file (partkv only):
+     * a first argument with a space or newline, a parenthesis inside a
+     * selector. */
+    assert_int_equal(SET(a, "u", "+select|0\nuser evil on +@all"), PK_EINVAL);
+    assert_string_equal(err_out, "Error in ACL SETUSER modifier '+select|0\n"
+                                 "user evil on +@all': Syntax error");
+    assert_int_equal(SET(a, "u", "(~a)b", "+get)"), PK_EINVAL);
     assert_null(pk_acl_find(a, "v", 1));
     assert_int_equal(SET(a, "v", "+nosuch"), PK_EINVAL);
     assert_null(pk_acl_find(a, "v", 1)); /* not created either */
