@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "core/pk_err.h"
@@ -34,22 +35,29 @@ int pk_acl_server_init(pk_server *s)
     char *err = NULL;
 
     pk_acl_commands(t, n);
-    if ((s->acl = pk_acl_new()) == NULL)
+    if ((s->acl = pk_acl_new()) == NULL) {
+        fprintf(stderr, "partkv: cannot make the ACL users: out of memory\n");
         return -1;
+    }
     if (s->cfg.requirepass) {
         size_t plen = strlen(s->cfg.requirepass);
         char *rule = malloc(plen + 2);
         pk_arg r[2] = {{"resetpass", 9}, {rule, plen + 1}};
         int rc;
-        if (rule == NULL)
+        if (rule == NULL) {
+            fprintf(stderr, "partkv: out of memory\n");
             return -1;
+        }
         rule[0] = '>';
         memcpy(rule + 1, s->cfg.requirepass, plen + 1);
         rc = pk_acl_setuser(s->acl, "default", 7, 2, r, &err);
+        OPENSSL_cleanse(rule, plen + 1);
         free(rule);
         free(err);
-        if (rc != 0)
+        if (rc != 0) {
+            fprintf(stderr, "partkv: out of memory\n");
             return -1;
+        }
     }
     if (s->cfg.aclfile &&
         pk_acl_load_file(s, NULL, s->cfg.aclfile, &err) != 0) {
@@ -212,6 +220,9 @@ static void acl_job_done(pk_agent_job *j)
 {
     acl_job *aj = (acl_job *)j;
 
+    /* The rules may hold a password in clear (">pass"). */
+    for (int i = 0; i < j->acl_argc; i++)
+        OPENSSL_cleanse((void *)aj->args[i].ptr, aj->args[i].len);
     free(aj->args);
     free(aj);
 }
@@ -223,25 +234,24 @@ static void acl_job_done(pk_agent_job *j)
  */
 static void publish(pk_server *s, int op, int argc, const pk_arg *argv)
 {
-    pk_arg v[256];
+    pk_arg *v;
     char *seed;
-    acl_job *aj;
+    acl_job *aj = NULL;
 
     if (!s->cluster.enabled || s->agent == NULL || s->cfg.proxy_of)
         return;
     /* The users here seed the coordinator's when it has none yet (the
      * default user's --requirepass with them). */
-    if (argc >= (int)(sizeof(v) / sizeof(v[0])) ||
-        (seed = pk_acl_save_text(s->acl)) == NULL) {
-        fprintf(stderr, "partkv: an ACL change stays on this node\n");
-        return;
+    seed = pk_acl_save_text(s->acl);
+    v = malloc(((size_t)argc + 1) * sizeof(*v));
+    if (seed && v) {
+        v[0] = (pk_arg){seed, strlen(seed)};
+        memcpy(v + 1, argv, (size_t)argc * sizeof(*argv));
+        if ((aj = calloc(1, sizeof(*aj))) != NULL)
+            aj->args = pk_conn_args_copy(argc + 1, v);
     }
-    v[0] = (pk_arg){seed, strlen(seed)};
-    memcpy(v + 1, argv, (size_t)argc * sizeof(*argv));
-    aj = calloc(1, sizeof(*aj));
-    if (aj)
-        aj->args = pk_conn_args_copy(argc + 1, v);
     free(seed);
+    free(v);
     if (aj == NULL || aj->args == NULL) {
         free(aj);
         fprintf(stderr, "partkv: out of memory: an ACL change stays on "
