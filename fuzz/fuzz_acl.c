@@ -41,8 +41,8 @@ static void file_mode(const uint8_t *data, size_t size)
 
     if (a == NULL || b == NULL)
         goto out;
-    if (pk_acl_load_text(a, (const char *)data, size, "f", NULL, NULL,
-                         &err) != 0)
+    if (pk_acl_load_text(a, (const char *)data, size, "f", NULL, NULL, &err) !=
+        0)
         goto out;
     check_some(a);
     if ((t1 = pk_acl_save_text(a)) == NULL)
