@@ -16,7 +16,7 @@
  *                 [--metrics-port P] [--hot-key-writes N]
  *                 [--hot-key-time SECONDS] [--unsalt-after SECONDS]
  *                 [--hot-key-reads N]
- *                 [--salted-incr-reply total|local]
+ *                 [--salted-incr-reply total|local] [--aclfile PATH]
  *                 [--tls-port P --tls-cert-file F --tls-key-file F
  *                  [--tls-ca-cert-file F] [--tls-auth-clients yes|no|optional]
  *                  [--tls-cluster yes|no]]
@@ -181,6 +181,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"tls-auth-clients", required_argument, NULL, '9'},
         {"tls-cluster", required_argument, NULL, 'T'},
         {"enable-debug-command", required_argument, NULL, 'D'},
+        {"aclfile", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long v;
@@ -217,6 +218,9 @@ static int parse(int argc, char **argv, pk_server_config *c)
             break;
         case 'a':
             c->requirepass = *optarg ? optarg : NULL;
+            break;
+        case 'F':
+            c->aclfile = *optarg ? optarg : NULL;
             break;
         case 'P':
             rc = yes_no("--protected-mode", optarg, &c->protected_mode);

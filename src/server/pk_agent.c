@@ -14,6 +14,7 @@
 #include "core/pk_pmap_move.h"
 #include "core/pk_range.h"
 #include "proto/pk_rreply.h"
+#include "server/pk_acl.h"
 #include "server/pk_sclient.h"
 #include "server/pk_srv.h"
 
@@ -40,6 +41,8 @@ struct pk_agent {
     pk_agent_job *jobs;   /* commits to run, oldest first */
     int job_backoff;      /* the first job failed: retry after a wait */
     int64_t last_record;  /* when the rebalance record was last read */
+    uint64_t acl_rev;     /* mod_revision of the users last handed over */
+    int64_t last_acl;     /* when they were last read */
     atomic_int rb_paused;
     atomic_ullong rb_rate;
 };
@@ -445,12 +448,147 @@ static int run_range_edit(pk_agent *a, pk_agent_job *j, pk_pmap *m,
 }
 
 /* One attempt at a commit job: 0 done, else retry later. */
+/* The cluster's users: 0 with *text (malloc'd, NULL when there is no
+ * key yet) and its mod_revision, or an error. */
+static int get_acl(pk_agent *a, uint64_t since, char **text, size_t *len,
+                   uint64_t *rev)
+{
+    char s[24];
+    const char *argv[] = {"PK.COORD", "GET", PK_CLUSTER_PREFIX "acl", s};
+    pk_rr *r = NULL;
+    int rc;
+
+    *text = NULL;
+    *len = 0;
+    *rev = 0;
+    snprintf(s, sizeof(s), "%llu", (unsigned long long)since);
+    if ((rc = call(a, &r, since ? 4 : 3, argv, NULL)) != PK_OK)
+        return rc;
+    if (since && r->type == PK_RR_ARRAY && r->n == 1) {
+        *rev = since; /* unchanged */
+    } else if (r->type == PK_RR_ARRAY && r->n == 2 &&
+               r->elems[1].type == PK_RR_ARRAY && r->elems[1].n == 6) {
+        const pk_rr *kv = &r->elems[1];
+        *rev = (uint64_t)kv->elems[3].integer;
+        if ((*text = malloc(kv->elems[1].len + 1)) == NULL) {
+            rc = PK_ENOMEM;
+        } else {
+            memcpy(*text, kv->elems[1].str ? kv->elems[1].str : "",
+                   kv->elems[1].len);
+            (*text)[kv->elems[1].len] = '\0';
+            *len = kv->elems[1].len;
+        }
+    } else if (r->type != PK_RR_ARRAY) {
+        rc = PK_EPROTO;
+    }
+    pk_rr_free(r);
+    return rc;
+}
+
+/* Hands the users' text to the loop (taking it). */
+static void post_acl(pk_agent *a, char *text, size_t len)
+{
+    pk_server *s = a->srv;
+
+    pthread_mutex_lock(&s->map_lock);
+    free(s->acl_pending);
+    s->acl_pending = text;
+    s->acl_pending_len = len;
+    pthread_mutex_unlock(&s->map_lock);
+    uv_async_send(&s->map_async);
+}
+
+static void poll_acl(pk_agent *a)
+{
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t rev = 0;
+
+    if (mono_ms() - a->last_acl < PK_ACL_POLL_MS)
+        return;
+    a->last_acl = mono_ms();
+    if (get_acl(a, a->acl_rev, &text, &len, &rev) != PK_OK)
+        return;
+    if (text && rev != a->acl_rev) {
+        a->acl_rev = rev;
+        post_acl(a, text, len);
+        return;
+    }
+    free(text);
+}
+
+/* PK_JOB_ACL: the edit applied to the users the coordinator holds, and
+ * written back if nobody wrote them meanwhile (else PK_ESTALE: again). */
+static int run_acl_job(pk_agent *a, pk_agent_job *j)
+{
+    char *text = NULL, *err = NULL, *out = NULL, srev[24];
+    size_t len = 0;
+    uint64_t rev = 0;
+    pk_acl *acl = pk_acl_new();
+    pk_rr *r = NULL;
+    int rc;
+
+    if (acl == NULL)
+        return PK_ENOMEM;
+    rc = get_acl(a, 0, &text, &len, &rev);
+    if (rc != PK_OK)
+        goto out;
+    /* A text that does not parse (not written by partkv) is replaced. */
+    if (text == NULL) {
+        text = strndup(j->acl_argv[0].ptr, j->acl_argv[0].len);
+        len = j->acl_argv[0].len;
+    }
+    if (text && pk_acl_load_text(acl, text, len, "coordinator", NULL, NULL,
+                                 &err) == PK_ENOMEM) {
+        rc = PK_ENOMEM;
+        goto out;
+    }
+    free(err);
+    err = NULL;
+    if (j->acl_op == 0) {
+        pk_acl_setuser(acl, j->acl_argv[1].ptr, j->acl_argv[1].len,
+                       j->acl_argc - 2, j->acl_argv + 2, &err);
+    } else if (j->acl_op == 1) {
+        for (int i = 1; i < j->acl_argc; i++)
+            pk_acl_deluser(acl, j->acl_argv[i].ptr, j->acl_argv[i].len, NULL,
+                           NULL);
+    } else {
+        pk_acl_load_text(acl, j->acl_argv[1].ptr, j->acl_argv[1].len,
+                         "ACL LOAD", NULL, NULL, &err);
+    }
+    if ((out = pk_acl_save_text(acl)) == NULL) {
+        rc = PK_ENOMEM;
+        goto out;
+    }
+    snprintf(srev, sizeof(srev), "%llu", (unsigned long long)rev);
+    {
+        const char *argv[] = {"PK.COORD", "CAS", PK_CLUSTER_PREFIX "acl",
+                              srev,       out,   "0"};
+        if ((rc = call(a, &r, 6, argv, NULL)) != PK_OK)
+            goto out;
+    }
+    if (r->type == PK_RR_ERROR)
+        rc = strncmp(r->str, "ESTALE", 6) == 0 ? PK_ESTALE : PK_EPROTO;
+    a->last_acl = 0; /* read it back at once */
+out:
+    pk_rr_free(r);
+    free(out);
+    free(err);
+    free(text);
+    pk_acl_free(acl);
+    return rc;
+}
+
 static int run_job(pk_agent *a, pk_agent_job *j)
 {
     pk_pmap *m = NULL;
     uint64_t rev = 0;
     uint32_t self;
-    int rc = get_map(a, &m, &rev), changed = 0;
+    int rc, changed = 0;
+
+    if (j->kind == PK_JOB_ACL)
+        return run_acl_job(a, j);
+    rc = get_map(a, &m, &rev);
 
     if (rc == PK_ENOTFOUND || rc == PK_ECORRUPT) {
         memset(j->switched, 0, j->n); /* no map: nothing is moving */
@@ -662,6 +800,8 @@ static void *agent_main(void *arg)
             poll_map(a);
         if (a->cli)
             poll_record(a);
+        if (a->cli)
+            poll_acl(a);
         if (a->cli && mono_ms() - a->last_keepalive >= KEEPALIVE_MS)
             keepalive(a);
         wait_ms(a, PK_AGENT_POLL_MS);

@@ -29,6 +29,7 @@
 #define PK_AGENT_POLL_MS 30
 #define PK_AGENT_LEASE_MS 1500 /* a dead node is failed over after this */
 #define PK_CLUSTER_PREFIX "/partkv/default/"
+#define PK_ACL_POLL_MS 100 /* how often a node reads the cluster's users */
 
 typedef struct pk_server pk_server;
 typedef struct pk_agent pk_agent;
@@ -72,6 +73,14 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
  * its name and id (FT.ALTER; refused when that one is gone), 2 removes
  * the one named ftname.  switched[0] says whether the map holds the edit.
  *
+ * PK_JOB_ACL edits the cluster's ACL users (/partkv/<cluster>/acl, an
+ * ACL file's text, pk_acl.h): the agent reads it (acl_argv[0], the
+ * node's own users, when there is none yet), applies the edit -- acl_op
+ * 0: ACL SETUSER acl_argv[1] with the rules acl_argv[2..]; 1: ACL
+ * DELUSER of acl_argv[1..]; 2: the whole text acl_argv[1] (ACL LOAD) --
+ * and writes it back by compare-and-swap, again from the read on a race.
+ * Every node polls the key and takes the users it holds (pk_acl_sync).
+ *
  * `done` runs on the loop after the new map is installed there; the job
  * stays the submitter's.
  */
@@ -82,6 +91,7 @@ typedef enum pk_job_kind {
     PK_JOB_FLAGS,
     PK_JOB_SALT,
     PK_JOB_FTDEF,
+    PK_JOB_ACL,
 } pk_job_kind;
 
 typedef struct pk_agent_job {
@@ -101,6 +111,9 @@ typedef struct pk_agent_job {
     uint32_t ftdef_len;
     int ftmode;
     const char *ftname; /* borrowed */
+    int acl_op;         /* PK_JOB_ACL */
+    int acl_argc;
+    const struct pk_arg *acl_argv; /* borrowed */
     void (*done)(struct pk_agent_job *j);
     void *ctx;
     struct pk_agent_job *next;

@@ -365,6 +365,8 @@ static int collect_key(void *ctx, uint32_t part, pk_slice key)
 
     if (part != k->slot || k->n >= k->want)
         return STOP_SCAN;
+    if (pk_acl_conn_hides(k->x->c, key.ptr, key.len))
+        return 0; /* outside the user's read patterns, as KEYS */
     pk_reply_bulk(k->keys, key.ptr, key.len);
     k->n++;
     return 0;

@@ -5,6 +5,7 @@
  * not list.
  */
 #include "server/pk_cmd.h"
+#include "server/pk_acl.h"
 #include "server/pk_block.h"
 #include "server/pk_cluster.h"
 #include "server/pk_ft.h"
@@ -48,6 +49,7 @@ static int keys_object(int argc, const pk_arg *argv, pk_keyrun *r)
 
 /* Sorted by name (COMMAND lists it so; test_cmd_table checks). */
 static const pk_cmd table[] = {
+    {"acl", -2, S | L, 0, 0, 0, "slow", pk_cmd_acl, NULL},
     {"append", 3, W, 1, 1, 1, "write string fast", pk_cmd_append, NULL},
     {"asking", 1, F, 0, 0, 0, "fast connection", pk_cmd_asking, NULL},
     {"auth", -2, N | F | S | L, 0, 0, 0, "fast connection", pk_cmd_auth, NULL},
@@ -551,6 +553,13 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
     if (!x->c->authed && !(cmd->flags & PK_CMD_NOAUTH)) {
         pk_multi_reject(x->c);
         pk_reply_error(x->out, "NOAUTH Authentication required.");
+        return;
+    }
+    /* The default user, unrestricted, costs one test; node-to-node
+     * connections (PK.AUTH) are not users. */
+    if (x->c->user && !x->c->internal &&
+        !pk_acl_user_unrestricted(x->c->user) && !pk_acl_conn_allows(x, cmd)) {
+        pk_multi_reject(x->c);
         return;
     }
     if (x->c->multi && !pk_multi_runs_now(cmd)) {

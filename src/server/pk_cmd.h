@@ -215,6 +215,12 @@ void pk_cmd_sort_ro(pk_cmd_ctx *x);
 int pk_cmd_keys_sort(int argc, const pk_arg *argv, pk_keyrun *r);
 int pk_cmd_keys_sort_ro(int argc, const pk_arg *argv, pk_keyrun *r);
 
+/* ACL (pk_cmd_acl.c). */
+void pk_cmd_acl(pk_cmd_ctx *x);
+
+/* CLIENT INFO's line for connection c (ends in a newline) into buf. */
+void pk_cmd_client_info(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n);
+
 /* Introspection (pk_cmd_admin.c). */
 void pk_cmd_memory(pk_cmd_ctx *x);
 void pk_cmd_save(pk_cmd_ctx *x);

@@ -166,6 +166,8 @@ static int scan_emit(void *ctx, uint32_t part, pk_slice key)
     (void)part;
     if (!o->x->c->raw_keys && pk_salt_internal(key.ptr, key.len))
         return 0; /* a salted key's part: the key is listed once */
+    if (pk_acl_conn_hides(o->x->c, key.ptr, key.len))
+        return 0; /* outside the user's read patterns */
     pk_reply_bulk(o->keys, key.ptr, key.len);
     o->n++;
     return 0;

@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "core/pk_err.h"
+#include "server/pk_acl.h"
 #include "server/pk_cmd.h"
 #include "server/pk_config.h"
 #include "store/pk_glob.h"
@@ -40,7 +41,8 @@ enum cfg_src {
     S_BULK,
     S_QBUF,
     S_PROTECTED,
-    S_OBUF
+    S_OBUF,
+    S_ACLLOG
 };
 
 #define HIDDEN 1 /* CONFIG GET reports it for its exact name only */
@@ -89,6 +91,7 @@ static const char *const sanitize_enum[] = {"no", "yes", "clients", NULL};
 /* Sorted by name for the reader; lookups are linear (a few dozen rows,
  * run only by CONFIG). */
 static const cfg_param params[] = {
+    INT("acllog-max-len", NULL, L, S_ACLLOG, 0, LONG_MAX, 128),
     INT("active-expire-effort", NULL, A, S_SLOT, 1, 10, 1),
     BOOL("activerehashing", NULL, A, S_SLOT, 1),
     ENUM("appendfsync", X, S_FSYNC, 0, fsync_enum),
@@ -171,6 +174,8 @@ static int64_t live_get(const pk_server *s, int src)
         return (int64_t)s->cfg.client_query_buffer_limit;
     case S_OBUF: /* lives in s->cfg.obuf_limits alone */
         return 0;
+    case S_ACLLOG:
+        return PK_ACL_LOG_MAX; /* the ACL users are made after */
     default:
         return s->cfg.protected_mode;
     }
@@ -216,6 +221,10 @@ static void value_set(pk_server *s, size_t i, int64_t v)
         break;
     case S_PROTECTED:
         s->cfg.protected_mode = (int)v;
+        break;
+    case S_ACLLOG: /* kept as given; the log holds at most 1 << 20 */
+        if (s->acl)
+            pk_acl_log_limit(s->acl, (size_t)(v > (1 << 20) ? 1 << 20 : v));
         break;
     default:
         break;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/pk_acl.h"
 #include "server/pk_block.h"
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
@@ -28,38 +29,29 @@ void pk_cmd_echo(pk_cmd_ctx *x)
     pk_reply_bulk(x->out, x->argv[1].ptr, x->argv[1].len);
 }
 
-/* Only the "default" user exists; without --requirepass it has no
- * password and any password is accepted, as in Redis. */
-static int check_pass(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass)
-{
-    const char *want = x->srv->cfg.requirepass;
-
-    if (user && !pk_arg_eq(user, "default"))
-        return 0;
-    return want == NULL || (pass->len == strlen(want) &&
-                            memcmp(pass->ptr, want, pass->len) == 0);
-}
-
+/* AUTH [user] pass: user "default" when not given (pk_cmd_acl.c checks
+ * the pair and logs a failure). */
 void pk_cmd_auth(pk_cmd_ctx *x)
 {
+    static const pk_arg def = {"default", 7};
+
     if (x->argc > 3) {
         pk_reply_syntax(x);
         return;
     }
-    if (x->srv->cfg.requirepass == NULL && x->argc == 2) {
+    if (x->argc == 2 && pk_acl_user_nopass(pk_acl_default(x->srv->acl))) {
         pk_reply_error(x->out,
                        "ERR AUTH <password> called without any password "
                        "configured for the default user. Are you sure "
                        "your configuration is correct?");
         return;
     }
-    if (!check_pass(x, x->argc == 3 ? &x->argv[1] : NULL,
-                    &x->argv[x->argc - 1])) {
+    if (!pk_acl_conn_auth(x, x->argc == 3 ? &x->argv[1] : &def,
+                          &x->argv[x->argc - 1])) {
         pk_reply_error(x->out, "WRONGPASS invalid username-password pair or "
                                "user is disabled.");
         return;
     }
-    x->c->authed = 1;
     pk_reply_simple(x->out, "OK");
 }
 
@@ -92,12 +84,11 @@ void pk_cmd_hello(pk_cmd_ctx *x)
     }
     for (; i < x->argc; i++) {
         if (pk_arg_eq(&x->argv[i], "auth") && i + 2 < x->argc) {
-            if (!check_pass(x, &x->argv[i + 1], &x->argv[i + 2])) {
+            if (!pk_acl_conn_auth(x, &x->argv[i + 1], &x->argv[i + 2])) {
                 pk_reply_error(x->out, "WRONGPASS invalid username-password "
                                        "pair or user is disabled.");
                 return;
             }
-            x->c->authed = 1;
             i += 2;
         } else if (pk_arg_eq(&x->argv[i], "setname") && i + 1 < x->argc) {
             if (!set_name(x, &x->argv[++i]))
@@ -161,14 +152,14 @@ void pk_cmd_reset(pk_cmd_ctx *x)
 {
     x->c->proto = x->proto = 2;
     x->c->name[0] = '\0';
-    x->c->authed = x->srv->cfg.requirepass == NULL;
+    pk_acl_conn_start(x->srv, x->c);
     x->c->readonly = 0;
     x->c->asking = 0;
     pk_multi_conn_reset(x->c);
     pk_reply_simple(x->out, "RESET");
 }
 
-static void client_info_line(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n)
+void pk_cmd_client_info(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n)
 {
     uint64_t now = pk_srv_wall_ms();
 
@@ -176,14 +167,15 @@ static void client_info_line(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n)
              "id=%llu addr=%s laddr=%s fd=-1 name=%s age=%llu idle=%llu "
              "flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu "
              "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 "
-             "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default "
+             "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=%s "
              "redir=-1 resp=%d\n",
              (unsigned long long)c->id, c->addr, c->laddr, c->name,
              (unsigned long long)(now - c->created_ms) / 1000,
              (unsigned long long)(now - c->last_ms) / 1000,
              pk_resp_buffered(c->parser), pk_obuf_pending(&c->out),
              pk_resp_memory(c->parser) + c->out.cap + c->wire.cap,
-             c->last_cmd ? c->last_cmd : "NULL", c->proto);
+             c->last_cmd ? c->last_cmd : "NULL",
+             c->user ? pk_acl_user_name(c->user) : "(none)", c->proto);
     (void)x;
 }
 
@@ -228,13 +220,13 @@ void pk_cmd_client(pk_cmd_ctx *x)
     } else if (pk_arg_eq(sub, "id") && x->argc == 2) {
         pk_reply_int(x->out, (int64_t)x->c->id);
     } else if (pk_arg_eq(sub, "info") && x->argc == 2) {
-        client_info_line(x, x->c, line, sizeof(line));
+        pk_cmd_client_info(x, x->c, line, sizeof(line));
         pk_reply_verbatim(x->out, x->proto, "txt", line, strlen(line));
     } else if (pk_arg_eq(sub, "list")) {
         pk_obuf all;
         pk_obuf_init(&all);
         for (pk_conn *c = x->srv->conns; c; c = c->next) {
-            client_info_line(x, c, line, sizeof(line));
+            pk_cmd_client_info(x, c, line, sizeof(line));
             pk_obuf_append(&all, line, strlen(line));
         }
         pk_reply_verbatim(x->out, x->proto, "txt", all.data + all.head,

@@ -43,6 +43,8 @@ static int keys_emit(void *ctx, uint32_t part, pk_slice key)
     (void)part;
     if (!o->x->c->raw_keys && pk_salt_internal(key.ptr, key.len))
         return 0; /* a salted key's part: the key is listed once */
+    if (pk_acl_conn_hides(o->x->c, key.ptr, key.len))
+        return 0; /* outside the user's read patterns */
     pk_reply_bulk(o->x->out, key.ptr, key.len);
     o->n++;
     return 0;
@@ -86,12 +88,13 @@ static uint64_t rnd(const pk_server *s, uint64_t salt)
  * count, then a key of it (pk_key_random); a partition whose keys have
  * all expired passes the pick on to the next ones.
  */
-void pk_cmd_randomkey(pk_cmd_ctx *x)
+/* One random key of the partitions this node leads (weighted by their
+ * key counts): PK_OK with *key, PK_ENOTFOUND when there is none, or an
+ * error. */
+static int random_key(pk_cmd_ctx *x, pk_txn *t, uint64_t salt, pk_slice *key)
 {
-    TXN_OR_RETURN(x, t);
     uint64_t total = 0, target, acc = 0;
     pk_part_stats st;
-    pk_slice key = {NULL, 0};
     uint32_t part, first = UINT32_MAX;
     int rc, wrapped = 0;
 
@@ -100,8 +103,8 @@ void pk_cmd_randomkey(pk_cmd_ctx *x)
         if (pk_srv_leads(x->srv, part))
             total += st.keys;
     if (rc != PK_ENOTFOUND || total == 0)
-        goto out;
-    target = rnd(x->srv, 0) % total;
+        return rc; /* an error, or no key (PK_ENOTFOUND) */
+    target = rnd(x->srv, salt) % total;
     for (uint64_t p = 0;;) {
         rc = pk_store_part_next(t, p, &part, &st);
         if (rc == PK_ENOTFOUND && !wrapped) {
@@ -116,11 +119,27 @@ void pk_cmd_randomkey(pk_cmd_ctx *x)
             continue;
         if (first == UINT32_MAX)
             first = part;
-        rc = pk_key_random(t, part, rnd(x->srv, part), NOW(x), &key);
+        rc = pk_key_random(t, part, rnd(x->srv, part + salt), NOW(x), key);
         if (rc != PK_ENOTFOUND)
             break;
     }
-out:
+    return rc;
+}
+
+/* RANDOMKEY: a user limited to some keys gets one of those (100 draws,
+ * then nil), so that it learns of no other key. */
+void pk_cmd_randomkey(pk_cmd_ctx *x)
+{
+    TXN_OR_RETURN(x, t);
+    pk_slice key = {NULL, 0};
+    int rc = PK_ENOTFOUND;
+
+    for (uint64_t draw = 0; draw < 100; draw++) {
+        rc = random_key(x, t, draw, &key);
+        if (rc != PK_OK || !pk_acl_conn_hides(x->c, key.ptr, key.len))
+            break;
+        rc = PK_ENOTFOUND;
+    }
     if (rc != PK_OK && rc != PK_ENOTFOUND)
         pk_cmd_store_error(x, rc);
     else

@@ -73,6 +73,8 @@ static int range_emit(void *ctx, pk_slice key, pk_type type, pk_slice val)
     if (set_last(o, '(', key.ptr, key.len) != PK_OK) {
         return PK_ENOMEM;
     }
+    if (pk_acl_conn_hides(o->x->c, key.ptr, key.len))
+        return 0; /* outside the user's read patterns, as KEYS */
     pk_reply_bulk(o->items, key.ptr, key.len);
     o->n++;
     if (o->withvalues) {

@@ -185,6 +185,10 @@ static int sort_parse(pk_cmd_ctx *x, int ro, sort_opts *o)
                 pk_reply_error(x->out,
                                "ERR BY option of SORT denied in Cluster mode.");
                 return 0;
+            } else if (!pk_acl_conn_reads_all(x)) {
+                pk_reply_error(x->out, "ERR BY option of SORT denied due to "
+                                       "insufficient ACL permissions.");
+                return 0;
             }
             o->by = has_star(p);
             pat_parse(p, &o->bypat);
@@ -192,6 +196,11 @@ static int sort_parse(pk_cmd_ctx *x, int ro, sort_opts *o)
             if (cluster) {
                 pk_reply_error(
                     x->out, "ERR GET option of SORT denied in Cluster mode.");
+                return 0;
+            }
+            if (!pk_acl_conn_reads_all(x)) {
+                pk_reply_error(x->out, "ERR GET option of SORT denied due to "
+                                       "insufficient ACL permissions.");
                 return 0;
             }
             pat_parse(&x->argv[++j], &o->gets[o->ngets++]);

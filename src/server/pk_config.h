@@ -60,6 +60,7 @@ typedef struct pk_server_config {
     const char *dir;         /* data directory (created if missing) */
     pk_fsync fsync;          /* durability of acknowledged writes */
     const char *requirepass; /* NULL: no password */
+    const char *aclfile;     /* --aclfile: ACL users, or NULL */
     int protected_mode;      /* refuse non-loopback clients without a pass */
     size_t proto_max_bulk_len;
     size_t client_query_buffer_limit; /* a connection's unparsed bytes */

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/pk_err.h"
+#include "server/pk_acl.h"
 #include "server/pk_block.h"
 #include "server/pk_climit.h"
 #include "server/pk_cmd.h"
@@ -661,7 +662,7 @@ static void accept_on(uv_stream_t *listener, int status, int tls)
     s->total_conns++;
     c->id = s->next_id++;
     c->proto = 2;
-    c->authed = s->cfg.requirepass == NULL;
+    pk_acl_conn_start(s, c);
     c->created_ms = c->last_ms = pk_srv_wall_ms();
     pk_obuf_init(&c->out);
     pk_obuf_init(&c->wire);
@@ -671,7 +672,8 @@ static void accept_on(uv_stream_t *listener, int status, int tls)
     len = sizeof(local);
     uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&local, &len);
     fmt_addr(&local, c->laddr, sizeof(c->laddr));
-    if (s->cfg.protected_mode && s->cfg.requirepass == NULL &&
+    /* As Redis 7: protected while the default user needs no password. */
+    if (s->cfg.protected_mode && pk_acl_user_nopass(pk_acl_default(s->acl)) &&
         !is_loopback(&peer)) {
         s->rejected_conns++;
         refuse(c, denied);

@@ -329,7 +329,10 @@ static void exec_run(pk_cmd_ctx *x, struct pk_multi *m)
                         .have_part = x->have_part,
                         .part = x->part};
         c->last_cmd = m->q[i].cmd->name;
-        pk_cmd_run(&y, m->q[i].cmd);
+        /* The user's rules may have changed since the command was
+         * queued: Redis checks again. */
+        if (pk_acl_exec_allows(&y, m->q[i].cmd))
+            pk_cmd_run(&y, m->q[i].cmd);
     }
     c->in_exec = 0;
 }

@@ -18,6 +18,7 @@
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "core/pk_splitfind.h"
+#include "server/pk_acl.h"
 #include "server/pk_agent.h"
 #include "server/pk_block.h"
 #include "server/pk_climit.h"
@@ -424,13 +425,21 @@ static void on_map(uv_async_t *h)
 {
     pk_server *s = h->data;
     pk_pmap *m;
+    char *acl;
+    size_t acl_len;
 
     pthread_mutex_lock(&s->map_lock);
     m = s->map_pending;
     s->map_pending = NULL;
+    acl = s->acl_pending;
+    acl_len = s->acl_pending_len;
+    s->acl_pending = NULL;
     pthread_mutex_unlock(&s->map_lock);
     if (m)
         pk_srv_set_map(s, m, 1);
+    if (acl)
+        pk_acl_cluster_apply(s, acl, acl_len);
+    free(acl);
     pk_agent_finish_jobs(s);
 }
 
@@ -768,7 +777,8 @@ int pk_server_run(const pk_server_config *cfg)
                                  : "");
         goto out;
     }
-    if (listen_on(s) != 0 || pk_metrics_start(s) != 0)
+    if (pk_acl_server_init(s) != 0 || listen_on(s) != 0 ||
+        pk_metrics_start(s) != 0)
         goto out;
     init_handles(s);
     if (start_cluster(s) != 0 || (s->store && pk_ft_init(s) != 0))
@@ -792,6 +802,7 @@ out:
     pk_store_close(s->store);
     pk_cluster_free(&s->cluster);
     pk_pmap_free(s->map_pending);
+    free(s->acl_pending);
     pk_coord_free(s->coord);
     pk_watch_free(s);
     pk_split_free(s);
@@ -799,6 +810,7 @@ out:
     pk_metrics_free(s);
     pk_tls_free(s->tls);
     free(s->tls_rbuf);
+    pk_acl_free(s->acl);
     for (uint32_t p = 0; s->rates && p < PK_SLOTS; p++)
         free(s->rates[p].finder);
     free(s->rates);

@@ -113,6 +113,9 @@ struct pk_conn {
     int in_wait;
     pk_conn *wait_next;
     struct coord_call *coord_call; /* a PK.COORD answer awaited (etcd) */
+    /* The ACL user (borrowed from srv->acl): the default user at first;
+     * NULL once its user was deleted (the connection is closing). */
+    struct pk_acl_user *user;
     /* MULTI/EXEC and WATCH (pk_multi.h). */
     struct pk_multi *multi;  /* owned; non-NULL between MULTI and EXEC */
     struct pk_multi *spare;  /* owned: the last one, kept for the next */
@@ -177,6 +180,8 @@ struct pk_server {
     pthread_mutex_t map_lock;       /* guards map_pending */
     struct pk_pmap *map_pending;    /* owned; taken by the loop */
     struct pk_agent_job *jobs_done; /* finished commits, guarded too */
+    char *acl_pending;              /* cluster's users, owned, guarded */
+    size_t acl_pending_len;         /* its length */
     struct pk_mover *mover;         /* partition moves (pk_move.h) */
     struct pk_repl *repl;           /* replication (pk_repl.h) */
     struct pk_ctrl *ctrl;           /* failover controller (pk_ctrl.h) */
@@ -221,6 +226,7 @@ struct pk_server {
     pk_latency lat;               /* command durations (pk_metrics.h) */
     uint64_t hot_rng;             /* its sampling draws */
     int dispatch_depth;
+    struct pk_acl *acl; /* ACL users (pk_acl.h), owned */
 };
 
 /* Command execution context, one per command. */
@@ -301,6 +307,36 @@ void pk_srv_shutdown(pk_server *s);
  * then moves and the janitor look at it.  polled: m came from the
  * coordinator (not a peer's push).  Returns 1 if installed. */
 int pk_srv_set_map(pk_server *s, struct pk_pmap *m, int polled);
+
+/* pk_cmd_acl.c: pk_acl_server_init makes srv->acl (0, or -1 after a
+ * message); a new (or RESET) connection takes the default user,
+ * authenticated when it is on and nopass; pk_acl_conn_allows checks a
+ * command against c->user, and replies -NOPERM and logs the denial
+ * when it is not allowed (returns 0 then); pk_acl_conn_auth makes user
+ * the connection's when pass is one of its passwords (returns 1), else
+ * logs the failure (returns 0); pk_acl_load_file loads an ACL file
+ * (ACL LOAD from connection self, --aclfile with self NULL): 0, or an
+ * error code and *err (malloc'd). */
+int pk_acl_server_init(pk_server *s);
+void pk_acl_conn_start(pk_server *s, pk_conn *c);
+int pk_acl_conn_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
+int pk_acl_conn_auth(pk_cmd_ctx *x, const pk_arg *user, const pk_arg *pass);
+/* EXEC's check of a queued command: 1, or 0 after replying Redis's
+ * "-NOPERM ACLs rules changed ..." and logging the denial. */
+int pk_acl_exec_allows(pk_cmd_ctx *x, const pk_cmd *cmd);
+int pk_acl_load_file(pk_server *s, pk_conn *self, const char *path, char **err);
+/* A cluster node: the users the coordinator holds replace its own
+ * (pk_acl_sync_text); ACL SETUSER, DELUSER and LOAD are applied here,
+ * answered, and sent to the coordinator by the agent (PK_JOB_ACL). */
+void pk_acl_cluster_apply(pk_server *s, const char *text, size_t len);
+/* 1 when the connection's user may not read key: KEYS and SCAN leave it
+ * out (a partkv deviation: Redis 7.0 lists every key to a user allowed
+ * to run them), so that no command tells of keys outside its patterns. */
+int pk_acl_conn_hides(const pk_conn *c, const void *key, size_t len);
+/* 1 when the connection's user may read every key with this command (a
+ * selector allows it and has ~* or %R~*): SORT's BY and GET patterns
+ * read keys no argument names, and need it, as in Redis 7.0. */
+int pk_acl_conn_reads_all(pk_cmd_ctx *x);
 
 /* pk_cmd_coord.c: the connection closed; an awaited answer is dropped */
 void pk_coord_conn_closed(pk_conn *c);
