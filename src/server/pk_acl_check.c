@@ -107,11 +107,12 @@ static int sel_reads_all(const acl_sel *s)
 
 /* Commands that return keys and values no argument names (partkv's:
  * Redis 7.0 has no such command but KEYS, SCAN, RANDOMKEY, which filter
- * here instead): they need read access to every key. */
+ * their keys, as FT.SEARCH filters its hits): they need read access to
+ * every key -- FT.AGGREGATE's groups and counts would tell of keys its
+ * rows leave out. */
 static int reads_unnamed(const pk_cmd *cmd)
 {
-    static const char *const names[] = {"ft.search", "ft.aggregate",
-                                        "pk.hotkeys", NULL};
+    static const char *const names[] = {"ft.aggregate", "pk.hotkeys", NULL};
 
     return name_in(cmd->name, names);
 }

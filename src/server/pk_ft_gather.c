@@ -27,14 +27,16 @@
 #include "core/pk_err.h"
 #include "core/pk_pmap.h"
 #include "proto/pk_rreply.h"
+#include "server/pk_acl.h"
 #include "server/pk_ft_int.h"
 #include "server/pk_link.h"
 
 #define RETRIES 30
 #define RETRY_MS 100
-/* PK.FTQUERY epoch parts id verb, then the client's arguments from the
- * index name on. */
-#define HEAD 5
+/* PK.FTQUERY epoch parts id verb user, then the client's arguments from
+ * the index name on.  user: the ACL user whose readable keys bound the
+ * hits, or "" for every hit. */
+#define HEAD 6
 
 static const pk__ftverb *const VERBS[] = {
     &pk__ft_search_verb, &pk__ft_info_verb, &pk__ft_agg_verb,
@@ -48,6 +50,7 @@ struct ft_op {
     void *state; /* the verb's, owned */
     int argc;
     pk_arg *args;  /* owned copy of the client's arguments */
+    char *reader;  /* owned: the client's ACL user if restricted, or NULL */
     pk_ftdef *def; /* owned copy */
     uint8_t *only; /* owned: the partitions asked about, or NULL: all */
     int pending, retry, tries;
@@ -71,6 +74,7 @@ static void op_free(ft_op *op)
     pk_ftdef_free(op->def);
     free(op->only);
     free(op->args);
+    free(op->reader);
     free(op->err);
     free(op);
 }
@@ -154,6 +158,11 @@ static void run_here(ft_op *op, const uint8_t *parts, uint32_t np)
 
     pk_obuf_init(&o);
     y.out = &o;
+    if (op->reader && (y.reader = pk_acl_find(op->s->acl, op->reader,
+                                              strlen(op->reader))) == NULL) {
+        op_fail(op, "NOPERM the user is gone", 23);
+        return;
+    }
     op->v->node(&y, op->def, parts, np, &o);
     if (pk_rreply_reader_new(NULL, &rd) != 0 ||
         pk_rreply_feed(rd, o.data + o.head, o.len - o.head) != 0 ||
@@ -185,6 +194,7 @@ static int send_share(ft_op *op, const pk_pmap *m, const char *addr,
         av[2] = (const char *)parts;
         av[3] = id;
         av[4] = op->v->name;
+        av[5] = op->reader ? op->reader : "";
         for (int i = 0; i < HEAD; i++)
             al[i] = i == 2 ? bytes : strlen(av[i]);
         for (int i = 1; i < op->argc; i++) {
@@ -300,6 +310,8 @@ static ft_op *op_new(pk_server *s, pk_conn *c, int argc, const pk_arg *args,
     op->next = s->ft->ops;
     s->ft->ops = op;
     op->c = c;
+    if (c && c->user && !pk_acl_user_unrestricted(c->user))
+        op->reader = strdup(pk_acl_user_name(c->user)); /* NULL: none */
     return op;
 }
 
@@ -446,6 +458,13 @@ void pk_cmd_pk_ftquery(pk_cmd_ctx *x)
     if (ix == NULL || ix->def->id != id) {
         pk__ft_errorf(x->out, "TRYAGAIN %.*s: not this index here yet",
                       (int)x->argv[HEAD].len, x->argv[HEAD].ptr);
+        return;
+    }
+    /* The asker's user, as the coordinator gave it to every node. */
+    if (x->argv[5].len && (y.reader = pk_acl_find(s->acl, x->argv[5].ptr,
+                                                  x->argv[5].len)) == NULL) {
+        pk__ft_errorf(x->out, "TRYAGAIN user %.*s: not here yet",
+                      (int)x->argv[5].len, x->argv[5].ptr);
         return;
     }
     y.argv = x->argv + HEAD - 1;

@@ -15,6 +15,7 @@
 #include "core/pk_err.h"
 #include "core/pk_ftq.h"
 #include "proto/pk_rreply.h"
+#include "server/pk_acl.h"
 #include "server/pk_ft_int.h"
 #include "store/pk_ftidx.h"
 #include "store/pk_store.h"
@@ -270,6 +271,7 @@ typedef struct best {
     char **sortv;   /* owned copies of sort values (NULL: none) */
     uint8_t **keys; /* owned: u32 length | key */
     size_t n, cap;
+    const struct pk_acl_user *reader; /* pk_cmd_ctx.reader */
 } best;
 
 static int cmp_vals(const sreq *r, const char *a, size_t al, const char *b,
@@ -358,6 +360,9 @@ static int best_add(void *ctx, const pk__ftdoc *doc, uint32_t part,
     uint32_t kl = pk_be32_get(key);
 
     (void)part;
+    /* A hit the asker may not read is no hit, nor in the total. */
+    if (b->reader && !pk_acl_key_readable(b->reader, key + 4, kl))
+        return 0;
     b->total++;
     if (b->keep == 0)
         return 0;
@@ -410,9 +415,10 @@ static void best_free(best *b)
 /* SEARCH on the partitions parts selects, answered to out as
  * [total, n, (key, sort value, fields)*n]. */
 static void node_search(pk_server *s, pk_obuf *out, const pk_ftdef *d,
-                        const sreq *r, const uint8_t *parts, uint32_t nparts)
+                        const sreq *r, const uint8_t *parts, uint32_t nparts,
+                        const struct pk_acl_user *reader)
 {
-    best b = {.r = r, .keep = (size_t)(r->offset + r->num)};
+    best b = {.r = r, .keep = (size_t)(r->offset + r->num), .reader = reader};
     pk_ftq *q;
     int rc;
 
@@ -456,7 +462,7 @@ static void search_node(pk_cmd_ctx *y, const pk_ftdef *d, const uint8_t *parts,
         return;
     }
     if (parse_search(y, d, &r) == 0)
-        node_search(y->srv, o, d, &r, parts, np);
+        node_search(y->srv, o, d, &r, parts, np, y->reader);
     sreq_free(&r);
 }
 

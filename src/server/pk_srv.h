@@ -247,6 +247,9 @@ typedef struct pk_cmd_ctx {
      * member the destination holds): the argv position of that key, so
      * WATCH sees only it touched; 0 for all of them. */
     int touch_arg;
+    /* An index query's share (pk_ft): only the hits whose keys this ACL
+     * user may read count; NULL for every hit. */
+    const struct pk_acl_user *reader;
 } pk_cmd_ctx;
 
 /* pk_conn.c */

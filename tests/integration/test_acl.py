@@ -4,6 +4,7 @@ also pass against redis-server (PARTKV_TEST_TARGET=redis), which is how
 their expectations were checked."""
 import hashlib
 import subprocess
+import time
 
 import pytest
 import redis
@@ -520,20 +521,61 @@ def test_sort_by_get_need_all_keys(server, r):
     c.close()
 
 
-def test_search_needs_all_keys(server, r, target):
+def test_search_sees_only_readable_hits(server, r, target):
     """FT.SEARCH returns documents no argument names: a user limited to
-    some keys may not run it (a partkv rule; Redis has no FT.*)."""
+    some keys gets only the hits it may read, counted so too; FT.AGGREGATE
+    (whose groups would count the others) needs every key (partkv rules;
+    Redis has no FT.*)."""
     if target == "redis":
         pytest.skip("partkv's FT.*")
-    r.execute_command("FT.CREATE", "idx", "ON", "HASH", "PREFIX", "1",
-                      "doc:", "SCHEMA", "t", "TAG")
-    r.hset("doc:1", "t", "a")
+    r.execute_command("FT.CREATE", "idx", "ON", "HASH", "PREFIX", "2",
+                      "app1:", "app2:", "SCHEMA", "t", "TAG")
+    for i in range(5):
+        r.hset("app1:%d" % i, "t", "a")
+        r.hset("app2:%d" % i, "t", "a")
     r.execute_command("ACL", "SETUSER", "fs", "on", "nopass", "+@all",
                       "~app1:*")
     c = user_client(server, "fs", "x")
-    assert err(c.execute_command, "FT.SEARCH", "idx", "*") == NOPERM_KEY
-    assert r.execute_command("ACL", "DRYRUN", "fs", "FT.SEARCH", "idx",
-                             "*") != "OK"
+    got = c.execute_command("FT.SEARCH", "idx", "@t:{a}", "LIMIT", "0", "100")
+    assert got[0] == 5, got
+    assert sorted(got[1::2]) == ["app1:%d" % i for i in range(5)]
+    assert c.execute_command("FT.SEARCH", "idx", "*", "NOCONTENT")[0] == 5
+    assert err(c.execute_command, "FT.AGGREGATE", "idx", "*") == NOPERM_KEY
     r.execute_command("ACL", "SETUSER", "fs", "%R~*")
-    assert c.execute_command("FT.SEARCH", "idx", "*")[0] >= 0
+    assert c.execute_command("FT.SEARCH", "idx", "*", "NOCONTENT")[0] == 10
     c.close()
+
+
+def test_cluster_search_filters_every_share(fwd_cluster):
+    """The hits of every node's share are filtered there, by the user the
+    coordinator gave every node."""
+    import cluster as pkcluster
+    n0 = fwd_cluster.nodes[0]
+    admin = redis.Redis(host=n0.host, port=n0.port, decode_responses=True)
+    admin.execute_command("FT.CREATE", "cidx", "ON", "HASH", "PREFIX", "2",
+                          "fa1:", "fa2:", "SCHEMA", "t", "TAG")
+    for i in range(60):  # on every node
+        admin.hset("fa1:%d" % i, "t", "z")
+        admin.hset("fa2:%d" % i, "t", "z")
+    admin.execute_command("ACL", "SETUSER", "cs", "on", ">pw", "+@all",
+                          "~fa1:*")
+    ok, _ = pkcluster.wait_until(lambda: all(
+        "cs" in redis.Redis(host=n.host, port=n.port,
+                            decode_responses=True).acl_users()
+        for n in fwd_cluster.nodes), 10)
+    assert ok
+    u = redis.Redis(host=n0.host, port=n0.port, username="cs", password="pw",
+                    decode_responses=True)
+    deadline = time.monotonic() + 10
+    while True:
+        got = u.execute_command("FT.SEARCH", "cidx", "@t:{z}", "NOCONTENT",
+                                "LIMIT", "0", "1000")
+        if got[0] == 60 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)  # the index catches up
+    assert got[0] == 60 and sorted(got[1:]) == sorted(
+        "fa1:%d" % i for i in range(60)), got
+    assert admin.execute_command("FT.SEARCH", "cidx", "@t:{z}", "NOCONTENT",
+                                 "LIMIT", "0", "0")[0] == 120
+    u.close()
+    admin.close()
