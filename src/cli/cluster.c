@@ -14,7 +14,8 @@
  *                     [--hot-key-writes N] [--hot-key-time SECONDS]
  *                     [--unsalt-after SECONDS] [--hot-key-reads N]
  *                     [--salted-incr-reply total|local] [--tls]
- *                     [--enable-debug-command yes|no]
+ *                     [--enable-debug-command yes|no] [--parallel-append
+ * yes|no]
  *
  * Starts N node processes on 127.0.0.1 (ports P..P+N-1; P = 0 picks free
  * ports), the first hosting the embedded coordinator; waits until every
@@ -93,6 +94,7 @@ typedef struct up_args {
                                 * --hot-key-reads */
     const char *coordinator;   /* "etcd://..." for every node, or NULL */
     const char *debug;         /* --enable-debug-command, or NULL */
+    const char *parallel;      /* --parallel-append, or NULL */
     int tls;                   /* --tls */
     char tls_dir[4096];        /* its files: DIR/tls */
     char tls_files[3][4200];   /* ca, cert, key */
@@ -233,6 +235,7 @@ static int parse_up(int argc, char **argv, up_args *a)
         {"presplit-sample", required_argument, NULL, 'X'},
         {"tls", no_argument, NULL, 'L'},
         {"enable-debug-command", required_argument, NULL, 'G'},
+        {"parallel-append", required_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -296,6 +299,9 @@ static int parse_up(int argc, char **argv, up_args *a)
             break;
         case 'G': /* checked by each node */
             a->debug = optarg;
+            break;
+        case 'V': /* checked by each node */
+            a->parallel = optarg;
             break;
         case 'Y': /* checked by each node */
             a->hot_sample = optarg;
@@ -501,7 +507,8 @@ static void node_argv(const up_args *a, const char *secret, unsigned long i,
                 {"--unsalt-after", a->salting[2]},
                 {"--salted-incr-reply", a->salting[3]},
                 {"--hot-key-reads", a->salting[4]},
-                {"--enable-debug-command", a->debug}};
+                {"--enable-debug-command", a->debug},
+                {"--parallel-append", a->parallel}};
     for (size_t j = 0; j < sizeof(pass) / sizeof(pass[0]); j++)
         if (pass[j].val) {
             argv[k++] = (char *)pass[j].flag;

@@ -20,7 +20,7 @@
  *                 [--tls-port P --tls-cert-file F --tls-key-file F
  *                  [--tls-ca-cert-file F] [--tls-auth-clients yes|no|optional]
  *                  [--tls-cluster yes|no]]
- *                 [--enable-debug-command yes|no]
+ *                 [--enable-debug-command yes|no] [--parallel-append yes|no]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -181,6 +181,7 @@ static int parse(int argc, char **argv, pk_server_config *c)
         {"tls-auth-clients", required_argument, NULL, '9'},
         {"tls-cluster", required_argument, NULL, 'T'},
         {"enable-debug-command", required_argument, NULL, 'D'},
+        {"parallel-append", required_argument, NULL, 'E'},
         {"aclfile", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
@@ -348,6 +349,9 @@ static int parse(int argc, char **argv, pk_server_config *c)
         case 'D':
             rc = yes_no("--enable-debug-command", optarg,
                         &c->enable_debug_command);
+            break;
+        case 'E':
+            rc = yes_no("--parallel-append", optarg, &c->parallel_append);
             break;
         case 'A':
             c->announce = optarg;

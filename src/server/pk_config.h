@@ -125,6 +125,9 @@ typedef struct pk_server_config {
     int tls_cluster;
     /* Test hooks (PK.REPL FAILCOMMITS) are allowed. */
     int enable_debug_command;
+    /* With --fsync always, leaders send records before their commit
+     * (pk_repl_precommit); 0 turns that off (default 1). */
+    int parallel_append;
 } pk_server_config;
 
 /* Room for the table's parameters (a static_assert checks it). */

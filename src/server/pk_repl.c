@@ -412,7 +412,7 @@ int pk_repl_init(pk_server *s)
     rp->srv = s;
     rp->rcache = calloc(RP_RCACHE_SLOTS, sizeof(*rp->rcache)); /* or none */
     rp->start_ms = rp_now();
-    rp->parallel = s->cfg.fsync == PK_FSYNC_ALWAYS;
+    rp->parallel = s->cfg.fsync == PK_FSYNC_ALWAYS && s->cfg.parallel_append;
     rp->crashed = rp->parallel && pk__repl_running_mark(rp);
     pk__repl_leases_load(rp);
     uv_timer_init(&s->loop, &rp->tick);

@@ -86,6 +86,7 @@ void pk_server_config_default(pk_server_config *c)
     c->hotkeys_sample = 0.01;
     c->metrics_port = -1;
     c->tls_port = -1;
+    c->parallel_append = 1;
     c->split_size = 64ull << 20;
 }
 
