@@ -575,7 +575,9 @@ def test_cluster_search_filters_every_share(fwd_cluster):
         time.sleep(0.2)  # the index catches up
     assert got[0] == 60 and sorted(got[1:]) == sorted(
         "fa1:%d" % i for i in range(60)), got
-    assert admin.execute_command("FT.SEARCH", "cidx", "@t:{z}", "NOCONTENT",
-                                 "LIMIT", "0", "0")[0] == 120
+    ok, _ = pkcluster.wait_until(lambda: admin.execute_command(
+        "FT.SEARCH", "cidx", "@t:{z}", "NOCONTENT", "LIMIT", "0",
+        "0")[0] == 120, 10)
+    assert ok
     u.close()
     admin.close()
