@@ -8,9 +8,12 @@ at the end, print no AddressSanitizer, LeakSanitizer or UBSan report, and
 stop cleanly on SIGTERM.  Its RSS before and after (all connections
 closed) is reported and must come back near where it began.
 
-Runs alternate between a node without a password and one with
---requirepass.  Seeded: the seed is printed, and --seed replays a run's
-frames (timing still differs).
+Runs take turns: a node without a password, one with --requirepass, and
+a cluster of one node (`partkv cluster up --nodes 1`) that is also sent
+PK.REPL PUSH frames with the cluster secret, as a leader sends its
+followers partition snapshots and log records -- here mutated from
+fuzz/seeds/fuzz_part_stream.  Seeded: the seed is printed, and --seed
+replays a run's frames (timing still differs).
 
     /usr/bin/python3 tests/integration/netfuzz.py --duration 3600 \\
         --partkv build/asan/partkv
@@ -27,6 +30,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster as pkcluster  # noqa: E402
 import server as pkserver  # noqa: E402
 
 PASSWORD = "fuzz-secret"
@@ -124,12 +128,33 @@ def inline(args):
     return b" ".join(a.encode("latin-1") for a in args) + b"\r\n"
 
 
-class Frames:
-    """The generator of hostile input, from one seeded Random."""
+def part_stream_seeds():
+    """Snapshots and log records from fuzz/seeds/fuzz_part_stream (behind
+    their mode byte, and a log record behind its u16 length)."""
+    d = os.path.join(pkserver.ROOT, "fuzz", "seeds", "fuzz_part_stream")
+    snaps, recs = [], []
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as f:
+            b = f.read()
+        if name.startswith("snap-"):
+            snaps.append(b[1:])
+        elif name.startswith("log-0"):
+            recs.append(b[3:])
+    return snaps, recs
 
-    def __init__(self, rng, password):
+
+class Frames:
+    """The generator of hostile input, from one seeded Random.  With a
+    cluster secret, also PK.REPL PUSH frames as a leader sends them to
+    its followers, their snapshots and log records mutated."""
+
+    def __init__(self, rng, password, secret=None):
         self.rng = rng
         self.password = password
+        self.secret = secret
+        self.epoch = 1
+        if secret is not None:
+            self.snaps, self.recs = part_stream_seeds()
 
     def cmd(self):
         return list(self.rng.choice(SEEDS))
@@ -240,12 +265,53 @@ class Frames:
         return resp(["MULTI"]) + body + resp([self.rng.choice(
             ["EXEC", "DISCARD", "EXEC"])])
 
+    def mutated(self, b):
+        b = bytearray(b)
+        for _ in range(self.rng.randint(0, 6)):
+            if not b:
+                break
+            i = self.rng.randrange(len(b))
+            op = self.rng.randrange(4)
+            if op == 0:
+                b[i] = self.rng.randrange(256)
+            elif op == 1:
+                del b[i:i + self.rng.randint(1, 8)]
+            elif op == 2:
+                b[i:i] = self.rng.randbytes(self.rng.randint(1, 8))
+            else:
+                b[i:i] = b[self.rng.randrange(len(b)):][:16]
+        return bytes(b)
+
+    def push(self):
+        """PK.REPL PUSH leader mapepoch n (kind part epoch seq data)*n:
+        hellos, log records, snapshots, commit positions, releases."""
+        if self.rng.random() < 0.02:
+            self.epoch += 1
+        args = ["PK.REPL", "PUSH", str(self.rng.choice([0, 0, 1, 7])),
+                str(self.rng.choice([1, 1, 2, 0, 100])), "0"]
+        n = self.rng.choice([1, 1, 1, 2, 5])
+        for _ in range(n):
+            kind = self.rng.choice("HALLLSSCR" if self.rng.random() < 0.95
+                                   else "XF")
+            data = self.mutated(self.rng.choice(
+                self.snaps if kind == "S" else self.recs))
+            args += [kind, str(self.rng.choice([9, 9, 9, 0, 1, 16383,
+                                                16384])),
+                     str(self.epoch if self.rng.random() < 0.9
+                         else self.rng.choice([0, 1, self.epoch + 1])),
+                     str(self.rng.choice([0, 1, 2, 3, 7, 100])),
+                     data.decode("latin-1")]
+        args[4] = str(n if self.rng.random() < 0.95 else n + 1)
+        return resp(["PK.AUTH", self.secret]) + resp(args)
+
     def any_bad(self):
         return self.rng.choice([self.truncated, self.bad_length,
                                 self.bad_type, self.flipped, self.nested,
                                 self.random_bytes])()
 
     def pick(self):
+        if self.secret is not None and self.rng.random() < 0.3:
+            return self.push
         return self.rng.choice([
             self.valid, self.valid, self.valid, self.truncated,
             self.bad_length, self.bad_length, self.bad_type, self.flipped,
@@ -304,12 +370,47 @@ def ping(host, port, password, timeout=10.0):
         return s.recv(64)
 
 
+class PeerNode:
+    """A cluster of one node (`partkv cluster up --nodes 1`), seen as a
+    pkserver.Server: the node leads every partition and takes PK.REPL
+    from whoever has the cluster secret."""
+
+    def __init__(self):
+        self.cl = pkcluster.Cluster(
+            nodes=1, replicas=None,
+            base_port=pkcluster.free_port_block(1))
+        self.secret = self.cl.secret
+
+    def start(self):
+        self.cl.start()
+        n = self.cl.nodes[0]
+        self.host, self.port, self.pid = n.host, n.port, n.pid
+        self._errpath = self.cl._errpath
+        self.proc = self.cl.proc
+        return self
+
+    def alive(self):
+        return self.cl.alive() and self.cl.node_alive(self.pid)
+
+    def rss_kb(self):
+        return pkserver.rss_kb(self.pid)
+
+    def stop(self, timeout=30.0):
+        return self.cl.stop(timeout)
+
+    def logs(self, limit=4000):
+        return self.cl.logs(limit)
+
+    def cleanup(self):
+        self.cl.cleanup()
+
+
 class Fuzzer:
-    def __init__(self, node, rng, password, conns, stats):
+    def __init__(self, node, rng, password, conns, stats, secret=None):
         self.node = node
         self.rng = rng
         self.password = password
-        self.frames = Frames(rng, password)
+        self.frames = Frames(rng, password, secret)
         self.sel = selectors.DefaultSelector()
         self.socks = [None] * conns
         self.pending = [b""] * conns  # the rest of a frame sent in parts
@@ -411,9 +512,11 @@ class Fuzzer:
             self.close(i)
 
 
-def one_run(partkv, seconds, max_frames, conns, password, seed, log):
-    """One node, fuzzed for seconds; returns a list of failures (empty:
-    passed) and a dict of figures."""
+def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
+    """One node, fuzzed for seconds; mode is "plain", "requirepass" or
+    "peer" (a cluster of one, sent PK.REPL too).  Returns a list of
+    failures (empty: passed) and a dict of figures."""
+    password = PASSWORD if mode == "requirepass" else None
     rng = random.Random(seed)
     stats = Stats()
     failures = []
@@ -424,7 +527,10 @@ def one_run(partkv, seconds, max_frames, conns, password, seed, log):
         "quarantine_size_mb=16:detect_leaks=1"
     old_bin = os.environ.get("PARTKV")
     os.environ["PARTKV"] = partkv
-    node = pkserver.Server(kind="partkv", requirepass=password)
+    if mode == "peer":
+        node = PeerNode()
+    else:
+        node = pkserver.Server(kind="partkv", requirepass=password)
     try:
         node.start()
     finally:
@@ -433,7 +539,8 @@ def one_run(partkv, seconds, max_frames, conns, password, seed, log):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    fz = Fuzzer(node, rng, password, conns, stats)
+    fz = Fuzzer(node, rng, password, conns, stats,
+                getattr(node, "secret", None))
     try:
         time.sleep(0.2)
         rss0, anon0 = node.rss_kb(), anon_kb(node.pid)
@@ -466,7 +573,7 @@ def one_run(partkv, seconds, max_frames, conns, password, seed, log):
             i = err.index(m)
             failures.append("sanitizer report (%s):\n%s"
                             % (m, err[max(0, i - 200):i + 4000]))
-        fig = {"seed": seed, "password": password is not None,
+        fig = {"seed": seed, "mode": mode,
                "seconds": round(elapsed, 1), "frames": stats.frames,
                "sent_kb": stats.sent // 1024,
                "received_kb": stats.received // 1024,
@@ -484,19 +591,22 @@ def one_run(partkv, seconds, max_frames, conns, password, seed, log):
         node.cleanup()
 
 
-def run(partkv, seconds, runs=2, conns=64, max_frames=10 ** 9, seed=None,
+MODES = ("plain", "requirepass", "peer")
+
+
+def run(partkv, seconds, runs=3, conns=64, max_frames=10 ** 9, seed=None,
         log=print):
-    """runs runs of seconds each, every other one with --requirepass;
-    returns the failures of all."""
+    """runs runs of seconds each, in turn without a password, with
+    --requirepass and as a cluster of one sent PK.REPL; returns the
+    failures of all."""
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 32)
     failures = []
     for r in range(runs):
-        password = PASSWORD if r % 2 else None
-        f, _ = one_run(partkv, seconds, max_frames, conns, password,
-                       seed + r, log)
-        failures += ["run %d (seed %d%s): %s"
-                     % (r, seed + r, ", requirepass" if password else "", x)
+        mode = MODES[r % len(MODES)]
+        f, _ = one_run(partkv, seconds, max_frames, conns, mode, seed + r,
+                       log)
+        failures += ["run %d (seed %d, %s): %s" % (r, seed + r, mode, x)
                      for x in f]
     return failures
 
@@ -508,9 +618,10 @@ def main():
         help="the node's binary (default build/asan/partkv)")
     ap.add_argument("--duration", type=float, default=60.0,
                     help="seconds in all, split between the runs")
-    ap.add_argument("--runs", type=int, default=2,
-                    help="nodes started one after another; every other "
-                    "one with --requirepass (default 2)")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="nodes started one after another, in turn: "
+                    "without a password, with --requirepass, a cluster "
+                    "of one sent PK.REPL too (default 3)")
     ap.add_argument("--conns", type=int, default=64)
     ap.add_argument("--frames", type=int, default=10 ** 9,
                     help="at most this many frames per run")
