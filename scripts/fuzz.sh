@@ -5,8 +5,9 @@
 #
 #   scripts/fuzz.sh MODE BINDIR SECONDS NAME...
 #
-#   MODE run    fuzz each target for SECONDS, keeping what it finds in the
-#               local, untracked fuzz/corpus-NAME/ (make fuzz)
+#   MODE run    fuzz each target for SECONDS (0: only run the corpus and
+#               the seeds once), keeping what it finds in the local,
+#               untracked fuzz/corpus-NAME/ (make fuzz)
 #   MODE ci     the same, with the finds thrown away, so the tree stays
 #               as it is (make fuzz-ci)
 #   MODE merge  minimize fuzz/corpus/NAME/, fuzz/corpus-NAME/ and the
@@ -50,7 +51,10 @@ for n in "$@"; do
             new="fuzz/corpus-$n"
         fi
         mkdir -p "$new"
-        "$bin/$n" -max_total_time="$secs" -timeout=25 -print_final_stats=1 \
+        # 0 seconds: only the tracked corpus and seeds, once each.
+        limit="-max_total_time=$secs"
+        [ "$secs" = 0 ] && limit="-runs=0"
+        "$bin/$n" "$limit" -timeout=25 -print_final_stats=1 \
             -artifact_prefix="$bin/$n-" \
             "$new" "fuzz/corpus/$n" "fuzz/seeds/$n" >"$log" 2>&1
         rc=$?
