@@ -603,15 +603,15 @@ MODES = ("plain", "requirepass", "peer")
 
 
 def run(partkv, seconds, runs=3, conns=64, max_frames=10 ** 9, seed=None,
-        log=print):
-    """runs runs of seconds each, in turn without a password, with
-    --requirepass and as a cluster of one sent PK.REPL; returns the
-    failures of all."""
+        log=print, modes=MODES):
+    """runs runs of seconds each, taking modes in turn (by default:
+    without a password, with --requirepass, as a cluster of one sent
+    PK.REPL); returns the failures of all."""
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 32)
     failures = []
     for r in range(runs):
-        mode = MODES[r % len(MODES)]
+        mode = modes[r % len(modes)]
         f, _ = one_run(partkv, seconds, max_frames, conns, mode, seed + r,
                        log)
         failures += ["run %d (seed %d, %s): %s" % (r, seed + r, mode, x)
@@ -630,6 +630,9 @@ def main():
                     help="nodes started one after another, in turn: "
                     "without a password, with --requirepass, a cluster "
                     "of one sent PK.REPL too (default 3)")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="the kinds of run to take in turn (default %s)"
+                    % ",".join(MODES))
     ap.add_argument("--conns", type=int, default=64)
     ap.add_argument("--frames", type=int, default=10 ** 9,
                     help="at most this many frames per run")
@@ -642,9 +645,12 @@ def main():
         random.SystemRandom().randrange(1 << 32)
     print("netfuzz: %s, %d runs of %.0f s, seed %d"
           % (a.partkv, a.runs, a.duration / a.runs, seed), flush=True)
+    modes = a.modes.split(",")
+    if not modes or any(m not in MODES for m in modes):
+        sys.exit("netfuzz: --modes takes %s" % ",".join(MODES))
     failures = run(os.path.abspath(a.partkv), a.duration / a.runs, a.runs,
-                   a.conns,
-                   a.frames, seed, log=lambda s: print(s, flush=True))
+                   a.conns, a.frames, seed,
+                   log=lambda s: print(s, flush=True), modes=modes)
     for f in failures:
         print("FAIL " + f)
     print("netfuzz: %s" % ("FAILED" if failures else "passed"))
