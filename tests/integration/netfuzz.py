@@ -335,6 +335,8 @@ class Stats:
         self.opened = 0
         self.closed_by_node = 0
         self.resets = 0
+        self.indexes = 0  # FT indexes dropped at the end
+        self.anon_fuzzed = None  # RssAnon before they were
 
 
 def sanitizer_report(text):
@@ -375,6 +377,34 @@ def ping(host, port, password, timeout=10.0):
                 return b"AUTH refused"
         s.sendall(resp(["PING"]))
         return s.recv(64)
+
+
+def drop_indexes(host, port, password, timeout=30.0):
+    """Drops every FT index the fuzzing made (a cluster node keeps a few
+    MB per index, up to 256 of them, which RSS after would otherwise
+    count); returns how many, or None if some were still listed at the
+    timeout (edits wait for the map, and the fuzzing may have queued
+    many)."""
+    import redis
+    r = redis.Redis(host=host, port=port, password=password,
+                    socket_timeout=timeout)
+    dropped = 0
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            names = r.execute_command("FT._LIST")
+            if not names:
+                return dropped
+            for n in names:
+                try:
+                    r.execute_command("FT.DROPINDEX", n)
+                    dropped += 1
+                except redis.ResponseError:
+                    pass
+            time.sleep(0.2)
+        return None
+    finally:
+        r.close()
 
 
 class PeerNode:
@@ -566,6 +596,10 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                 rep = repr(e).encode()
             if not rep.startswith(b"+PONG"):
                 failures.append("PING after fuzzing answered %r" % rep[:80])
+            elif mode == "peer":
+                stats.anon_fuzzed = anon_kb(node.pid)
+                stats.indexes = drop_indexes(node.host, node.port, password)
+                time.sleep(2.0)  # the tick frees what dropped ones held
         rss1, anon1 = node.rss_kb(), anon_kb(node.pid)
         slack = RSS_SLACK_ASAN_KB if is_asan(partkv) else RSS_SLACK_KB
         if anon0 and anon1 and anon1 - anon0 > slack:
@@ -587,7 +621,9 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                "received_kb": stats.received // 1024,
                "connections": stats.opened,
                "closed_by_node": stats.closed_by_node,
-               "resets": stats.resets, "rss_before_kb": rss0,
+               "resets": stats.resets, "indexes_dropped": stats.indexes,
+               "anon_before_drop_kb": stats.anon_fuzzed,
+               "rss_before_kb": rss0,
                "rss_after_kb": rss1, "anon_before_kb": anon0,
                "anon_after_kb": anon1}
         log("netfuzz: %s" % " ".join("%s=%s" % kv for kv in fig.items()))
