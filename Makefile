@@ -3,7 +3,8 @@
 #   make            build build/partkv
 #   make run        install deps, build, start a 3-node cluster (7000-7002)
 #   make test       install deps, build, run every test (unit, model,
-#                   integration, the short fault schedules of tests/fault)
+#                   fuzz-ci, integration, the short fault schedules of
+#                   tests/fault)
 #   make check      every test, with binaries built under ASan+UBSan,
 #                   after check-cycles
 #   make check-cycles  no include cycle between the modules of
@@ -17,6 +18,8 @@
 #   make bench-guard  callgrind instructions per command against
 #                   bench/callgrind-counts.txt (3% growth fails)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each
+#   make fuzz-ci    every libFuzzer target for FUZZ_CI_SECONDS (part of
+#                   make test), and fuzz-merge: keep the corpus minimal
 #   make format     clang-format every C file
 #   make install PREFIX=/usr/local
 #
@@ -55,7 +58,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check check-cycles bench bench-run bench-guard fuzz fuzz-libs format install clean
+.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check check-cycles bench bench-run bench-guard fuzz fuzz-ci fuzz-merge fuzz-bins fuzz-link format install clean
 
 all: $(BUILD)/partkv
 
@@ -92,6 +95,7 @@ run: deps
 
 test: deps
 	@$(MAKE) --no-print-directory test-unit
+	@$(MAKE) --no-print-directory fuzz-ci
 	@$(MAKE) --no-print-directory test-integration
 	@$(MAKE) --no-print-directory test-fault
 
@@ -177,34 +181,46 @@ bench-run: all $(BENCH_BIN) $(BUILD)/bench/mload $(BUILD)/bench/hload \
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 	@for s in bench/*.sh; do [ -x "$$s" ] && { $$s || exit 1; }; done; true
 
-# The layers are built once with coverage instrumentation and sanitizers
-# (in $(BUILD)/fuzzlib), then each fuzz/fuzz_*.c links against them.  A
-# finding -- a crash, a CHECK, an ASan or UBSan report -- stops make with
-# the fuzzer's status; the input is left in $(BUILD)/fuzz/.
+# The layers a fuzz target may use are built once with coverage
+# instrumentation and sanitizers (in $(BUILD)/fuzzlib), then each
+# fuzz/fuzz_*.c links against them (into $(BUILD)/fuzz); scripts/fuzz.sh
+# runs each target with the tracked corpus (fuzz/seeds/NAME,
+# fuzz/corpus/NAME) and prints a line per target and a total.  Every
+# target runs; a finding -- a crash, a CHECK, an ASan or UBSan report, a
+# leak -- fails make afterwards; the input is left in $(BUILD)/fuzz/.
+#   make fuzz        FUZZ_SECONDS each, finds kept in fuzz/corpus-NAME/
+#   make fuzz-ci     FUZZ_CI_SECONDS each, finds thrown away (make test)
+#   make fuzz-merge  minimize the finds into the tracked fuzz/corpus/NAME/
 FUZZ_OPT := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined
-FUZZ_LIBS := $(patsubst $(BUILD)/%,$(BUILD)/fuzzlib/%,$(LINK_LIBS))
+FUZZ_LAYERS := core proto store coord
+FUZZ_LIBS := $(foreach l,$(call reverse,$(FUZZ_LAYERS)),$(BUILD)/libpk$(l).a)
+FUZZ_NAMES := $(patsubst fuzz/%.c,%,$(FUZZ_SRC))
+FUZZ_OUT ?= $(BUILD)/fuzz
+FUZZ_CI_SECONDS ?= 5
+FUZZ_RUN = scripts/fuzz.sh $(1) $(BUILD)/fuzz $(2) $(FUZZ_NAMES)
 
-fuzz: deps
+fuzz: fuzz-bins
+	@$(call FUZZ_RUN,run,$(FUZZ_SECONDS))
+
+fuzz-ci: fuzz-bins
+	@$(call FUZZ_RUN,ci,$(FUZZ_CI_SECONDS))
+
+fuzz-merge: fuzz-bins
+	@$(call FUZZ_RUN,merge,0)
+
+# Entered again with BUILD=$(BUILD)/fuzzlib and clang, so that the
+# instrumented objects get their own tree.
+fuzz-bins: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/fuzzlib CC=clang \
-	    OPT="$(FUZZ_OPT)" fuzz-libs
-	@mkdir -p $(BUILD)/fuzz
-	@for f in $(FUZZ_SRC); do \
-	    n=$$(basename $$f .c); \
-	    clang -std=c11 -D_GNU_SOURCE $(FUZZ_OPT) -Isrc $(WARN) \
-	        -fsanitize=fuzzer $$f $(FUZZ_LIBS) \
-	        -o $(BUILD)/fuzz/$$n $(LDLIBS) || exit 1; \
-	    mkdir -p fuzz/corpus-$$n; \
-	    echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
-	    $(BUILD)/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	        -artifact_prefix=$(BUILD)/fuzz/$$n- \
-	        fuzz/corpus-$$n fuzz/seeds/$$n > $(BUILD)/fuzz/$$n.log 2>&1; \
-	    rc=$$?; tail -n 12 $(BUILD)/fuzz/$$n.log; \
-	    [ $$rc -eq 0 ] || { echo "fuzz: $$n failed, see $(BUILD)/fuzz/$$n.log"; \
-	        exit $$rc; }; \
-	done
+	    OPT="$(FUZZ_OPT)" FUZZ_OUT=$(abspath $(BUILD))/fuzz fuzz-link
 
-fuzz-libs: $(LAYER_LIBS)
+fuzz-link: $(patsubst %,$(FUZZ_OUT)/%,$(FUZZ_NAMES))
+
+$(FUZZ_OUT)/%: fuzz/%.c fuzz/fuzz_util.h fuzz/fuzz_store.h $(FUZZ_LIBS)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE $(FUZZ_OPT) -Isrc $(WARN) -MMD -MP \
+	    -MF $@.d -fsanitize=fuzzer $< $(FUZZ_LIBS) -o $@ $(LDLIBS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h') $$(ls src/*/*.[ch] tests/*/*.[ch] bench/*.[ch] fuzz/*.[ch] 2>/dev/null) 
@@ -216,3 +232,4 @@ clean:
 	rm -rf build
 
 -include $(patsubst %.c,$(BUILD)/%.d,$(ALL_SRC) $(CLI_SRC))
+-include $(wildcard $(FUZZ_OUT)/*.d)

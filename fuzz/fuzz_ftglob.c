@@ -9,7 +9,7 @@
  *     with the partition the record's entry hashes to below nparts;
  *   - a copy that parses gives a key inside the input.
  *
- * Built by `make fuzz` (all of src/ linked in).
+ * Built by `make fuzz` (the layers core, proto, store and coord linked in).
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -15,7 +15,7 @@
  * Leaks are reported by LeakSanitizer; deep nesting and huge ORs must
  * neither overflow the stack nor take quadratic time.
  *
- * Built by `make fuzz` (all of src/ linked in), or by hand from
+ * Built by `make fuzz` (the layers core to coord linked in), or by hand from
  * src/core/pk_ftq.c, pk_ftdef.c and pk_err.c with
  * -fsanitize=fuzzer,address,undefined.
  */

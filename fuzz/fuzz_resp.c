@@ -13,8 +13,8 @@
  *     request that a second parser reads back to the same arguments.
  * Leaks are reported by LeakSanitizer.
  *
- * Built by `make fuzz` (all of src/ linked in), or by hand from the
- * sources of src/proto and src/core/pk_err.c with
+ * Built by `make fuzz` (the layers core to coord linked in), or by hand
+ * from the sources of src/proto and src/core/pk_err.c with
  * -fsanitize=fuzzer,address,undefined.
  */
 #include <stddef.h>

@@ -2,6 +2,8 @@
 # Installs the Debian packages partkv needs to build and test, if missing.
 # Prints nothing when everything is already there.
 set -eu
+# clang with libclang-rt-14-dev (libFuzzer and the sanitizer runtimes):
+# make check, make fuzz and the fuzz-ci part of make test.
 pkgs="make gcc clang pkg-config libxxhash-dev libssl-dev libcmocka-dev
       liblmdb-dev libuv1-dev libjansson-dev libcurl4-openssl-dev
       clang-format libclang-rt-14-dev redis-server redis-tools

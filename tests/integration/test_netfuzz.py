@@ -1,0 +1,32 @@
+"""A short run of the network fuzzer (netfuzz.py) against the node under
+test: three nodes one after another -- without a password, with
+--requirepass, and a cluster of one that is also sent PK.REPL PUSH
+frames (mutated partition snapshots and log records) -- 64 connections
+of random and mutated RESP each.  Every node must survive,
+answer PING afterwards, print no sanitizer report and stop cleanly on
+SIGTERM; its RSS must come back near where it began.
+
+The node is $PARTKV: the plain build under make test (a crash is caught,
+a quiet memory error is not), the ASan+UBSan build under make check.
+PARTKV_NETFUZZ_SECONDS (default 8) is the length of each run,
+PARTKV_NETFUZZ_SEED=N replays one (the seed is printed and named in every
+failure).  The long run is netfuzz.py itself (see the README)."""
+import os
+import random
+
+import pytest
+
+import netfuzz
+import server as pkserver
+
+
+@pytest.mark.partkv_only
+def test_netfuzz():
+    path = pkserver.partkv_path()
+    assert os.access(path, os.X_OK), "build partkv first (make)"
+    seed = int(os.environ.get("PARTKV_NETFUZZ_SEED")
+               or random.SystemRandom().randrange(1 << 32))
+    seconds = float(os.environ.get("PARTKV_NETFUZZ_SECONDS") or "8")
+    print("test_netfuzz: PARTKV_NETFUZZ_SEED=%d" % seed)
+    failures = netfuzz.run(path, seconds, runs=3, conns=64, seed=seed)
+    assert not failures, "\n".join(failures)
