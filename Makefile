@@ -113,7 +113,7 @@ test-fault: all
 	PARTKV=$(abspath $(BUILD)/partkv) /usr/bin/python3 -m pytest -q -rsx tests/fault
 
 # The fault-cycle tests with long schedules: 40 cycles each (make test
-# runs 10), also with --fsync always (parallel append: leaders send
+# runs 6), the kill -9 durability test with 100 (make test: 30), also with --fsync always (parallel append: leaders send
 # records before their commit); and the long schedules of the fault
 # harness (tests/fault).
 test-faults: deps
@@ -121,6 +121,8 @@ test-faults: deps
 	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_CYCLES=40 \
 	    /usr/bin/python3 -m pytest -q -s tests/integration/test_replication.py \
 	    -k fault_cycles
+	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_DURABILITY_CYCLES=100 \
+	    /usr/bin/python3 -m pytest -q -s tests/integration/test_durability.py
 	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_CYCLES=40 \
 	    PARTKV_FAULT_FSYNC=always /usr/bin/python3 -m pytest -q -s \
 	    tests/integration/test_replication.py -k fault_cycles
@@ -197,7 +199,7 @@ FUZZ_LAYERS := core proto store coord
 FUZZ_LIBS := $(foreach l,$(call reverse,$(FUZZ_LAYERS)),$(BUILD)/libpk$(l).a)
 FUZZ_NAMES := $(patsubst fuzz/%.c,%,$(FUZZ_SRC))
 FUZZ_OUT ?= $(BUILD)/fuzz
-FUZZ_CI_SECONDS ?= 5
+FUZZ_CI_SECONDS ?= 2
 FUZZ_RUN = scripts/fuzz.sh $(1) $(BUILD)/fuzz $(2) $(FUZZ_NAMES)
 
 fuzz: fuzz-bins

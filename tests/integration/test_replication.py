@@ -21,7 +21,7 @@ from lincheck import History
 from replfault import (SlotClient, Workers, final_reads, lost_writes,
                        node_pid, signal_node, wait_all_served)
 
-CYCLES = int(os.environ.get("PARTKV_FAULT_CYCLES", "10"))
+CYCLES = int(os.environ.get("PARTKV_FAULT_CYCLES", "6"))
 # --fsync for the fault cycles' nodes (make test-faults also runs them
 # with "always": the leaders then send records before their commit).
 FAULT_FSYNC = os.environ.get("PARTKV_FAULT_FSYNC")
