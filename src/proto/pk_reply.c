@@ -177,6 +177,15 @@ int pk_reply_simple(pk_obuf *ob, const char *s)
     return reply_line(ob, '+', s, 0);
 }
 
+int pk_reply_simples(pk_obuf *ob, const char *const *lines, size_t n)
+{
+    int rc = pk_reply_array(ob, n);
+
+    for (size_t i = 0; rc == PK_OK && i < n; i++)
+        rc = pk_reply_simple(ob, lines[i]);
+    return rc;
+}
+
 int pk_reply_error(pk_obuf *ob, const char *err)
 {
     return reply_line(ob, '-', err[0] == '-' ? err + 1 : err, 1);

@@ -82,6 +82,9 @@ void pk_obuf_consume(pk_obuf *ob, size_t n);
 /* "+s\r\n" (s: C string, borrowed). */
 int pk_reply_simple(pk_obuf *ob, const char *s);
 
+/* An array of n simple strings (a subcommand's HELP). */
+int pk_reply_simples(pk_obuf *ob, const char *const *lines, size_t n);
+
 /* "-err\r\n"; err starts with its code ("ERR ...", "MOVED ..."); a
  * leading '-' is not doubled. */
 int pk_reply_error(pk_obuf *ob, const char *err);

@@ -379,11 +379,7 @@ static void object_help(pk_cmd_ctx *x)
         "HELP",
         "    Prints this help.",
     };
-    size_t n = sizeof(help) / sizeof(help[0]);
-
-    pk_reply_array(x->out, n);
-    for (size_t i = 0; i < n; i++)
-        pk_reply_simple(x->out, help[i]);
+    pk_reply_simples(x->out, help, sizeof(help) / sizeof(help[0]));
 }
 
 void pk_cmd_object(pk_cmd_ctx *x)
