@@ -8,12 +8,18 @@ at the end, print no AddressSanitizer, LeakSanitizer or UBSan report, and
 stop cleanly on SIGTERM.  Its RSS before and after (all connections
 closed) is reported and must come back near where it began.
 
-Runs take turns: a node without a password, one with --requirepass, and
-a cluster of one node (`partkv cluster up --nodes 1`) that is also sent
+Runs take turns: a node without a password; one with --requirepass; a
+cluster of one node (`partkv cluster up --nodes 1`) that is also sent
 PK.REPL PUSH frames with the cluster secret, as a leader sends its
 followers partition snapshots and log records -- here mutated from
-fuzz/seeds/fuzz_part_stream.  Seeded: the seed is printed, and --seed
-replays a run's frames (timing still differs).
+fuzz/seeds/fuzz_part_stream; a node with ACL users (--aclfile, the
+default user off) whose connections log in as users of every kind and
+are also sent ACL commands; and a node with a TLS port
+(--tls-auth-clients optional), where most connections fuzz inside TLS
+sessions (with and without a client certificate) and the others send
+mutated ClientHellos, random bytes and plain RESP to the TLS port.
+Seeded: the seed is printed, and --seed replays a run's frames (timing
+still differs).
 
     /usr/bin/python3 tests/integration/netfuzz.py --duration 3600 \\
         --partkv build/asan/partkv
@@ -24,16 +30,30 @@ import argparse
 import os
 import random
 import selectors
+import shutil
 import socket
+import ssl
 import struct
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster as pkcluster  # noqa: E402
 import server as pkserver  # noqa: E402
+import tlscerts  # noqa: E402
 
 PASSWORD = "fuzz-secret"
+# The users of the acl runs: admin may do anything (the end's PING logs
+# in as admin, and no frame names it); app1 is a tenant held to app1:*;
+# reader may read every key.  The default user is off.
+ACL_FILE = """user default off
+user admin on >adminpw ~* &* +@all
+user app1 on >app1pw ~app1:* %R~shared:* +@all -@dangerous
+user reader on >readpw ~* +@read +@connection
+"""
+ACL_LOGINS = [["admin", "adminpw"], ["app1", "app1pw"],
+              ["reader", "readpw"], ["app1", "wrong"], ["nobody", "x"]]
 SANITIZER = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
              "runtime error", "UndefinedBehaviorSanitizer")
 # Whatever the node's anonymous RSS may grow by from before to after: the
@@ -114,6 +134,39 @@ SEEDS = [
     ["FT.INFO", "i2"], ["FT.DROPINDEX", "i2"], ["DEL", "h1", "h2"],
     ["FT.ALTER", "i2", "SCHEMA", "ADD", "m", "TEXT"],
 ]
+# Sent as well in the acl runs: ACL edits and queries, logins, and keys
+# inside and outside app1's patterns.  u1-u3 come and go; admin is never
+# named.
+ACL_SEEDS = [
+    ["ACL", "SETUSER", "u1", "on", ">p1", "~u1:*", "+get", "+set"],
+    ["ACL", "SETUSER", "u1", "reset"], ["ACL", "SETUSER", "u1", "off"],
+    ["ACL", "SETUSER", "u2", "on", "nopass", "%R~*", "%W~u2:*", "+@all",
+     "-@admin", "&ch*"],
+    ["ACL", "SETUSER", "u2", "(~x:* +get)", "(%W~y:* +@write)"],
+    ["ACL", "SETUSER", "u2", "clearselectors", "resetkeys", "allkeys"],
+    ["ACL", "SETUSER", "u3", "on", "#" + "a" * 64, "<p1", "-@all",
+     "+client|setname", "+config|get", "-debug"],
+    ["ACL", "SETUSER", "app1", "-@write"],
+    ["ACL", "SETUSER", "app1", "+@all", "-@dangerous"],
+    ["ACL", "SETUSER", "app1", "resetpass", ">app1pw"],
+    ["ACL", "DELUSER", "u1", "u2", "u3"], ["ACL", "GETUSER", "app1"],
+    ["ACL", "GETUSER", "u2"], ["ACL", "LIST"], ["ACL", "USERS"],
+    ["ACL", "WHOAMI"], ["ACL", "CAT"], ["ACL", "CAT", "write"],
+    ["ACL", "DRYRUN", "app1", "GET", "app2:x"],
+    ["ACL", "DRYRUN", "u2", "SET", "u2:a", "1"], ["ACL", "LOG"],
+    ["ACL", "LOG", "3"], ["ACL", "LOG", "RESET"], ["ACL", "GENPASS", "33"],
+    ["ACL", "SAVE"], ["ACL", "LOAD"], ["ACL", "HELP"],
+    ["AUTH", "app1", "app1pw"], ["AUTH", "u1", "p1"], ["AUTH", "u2", "x"],
+    ["AUTH", "reader", "readpw"], ["HELLO", "3", "AUTH", "app1", "app1pw"],
+    ["GET", "app2:x"], ["SET", "app1:a", "1"], ["GET", "shared:y"],
+    ["SET", "shared:y", "1"], ["MSET", "app1:b", "1", "app2:b", "2"],
+    ["COPY", "app1:a", "app2:a"], ["RENAME", "app1:a", "app2:a"],
+    ["HSET", "app1:h", "f", "hello"], ["HSET", "app2:h", "f", "hello"],
+    ["FT.CREATE", "ai", "ON", "HASH", "SCHEMA", "f", "TEXT"],
+    ["FT.SEARCH", "ai", "hello"], ["KEYS", "*"], ["SCAN", "0"],
+    ["RANDOMKEY"], ["FLUSHALL"], ["CONFIG", "SET", "maxclients", "100"],
+    ["CLIENT", "KILL", "USER", "app1"],
+]
 NUMBERS = [b"-1", b"-2", b"0", b"1", b"2147483647", b"2147483648",
            b"4294967296", b"9223372036854775807", b"9223372036854775808",
            b"-9223372036854775808", b"99999999999999999999", b"", b"+5",
@@ -133,6 +186,27 @@ def resp(args):
 
 def inline(args):
     return b" ".join(a.encode("latin-1") for a in args) + b"\r\n"
+
+
+_HELLOS = {}
+
+
+def client_hello(version):
+    """The first flight of a TLS client of that highest version, made
+    without a socket (memory BIOs)."""
+    if version not in _HELLOS:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.maximum_version = version
+        out = ssl.MemoryBIO()
+        obj = ctx.wrap_bio(ssl.MemoryBIO(), out, server_hostname="localhost")
+        try:
+            obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        _HELLOS[version] = out.read()
+    return _HELLOS[version]
 
 
 def part_stream_seeds():
@@ -155,16 +229,17 @@ class Frames:
     cluster secret, also PK.REPL PUSH frames as a leader sends them to
     its followers, their snapshots and log records mutated."""
 
-    def __init__(self, rng, password, secret=None):
+    def __init__(self, rng, logins, secret=None, seeds=SEEDS):
         self.rng = rng
-        self.password = password
+        self.logins = logins
         self.secret = secret
+        self.seeds = seeds
         self.epoch = 1
         if secret is not None:
             self.snaps, self.recs = part_stream_seeds()
 
     def cmd(self):
-        return list(self.rng.choice(SEEDS))
+        return list(self.rng.choice(self.seeds))
 
     def valid(self):
         return resp(self.cmd())
@@ -242,14 +317,17 @@ class Frames:
                                                  b"'", b"\\x"]))
         return f
 
+    def login(self):
+        """AUTH or HELLO AUTH with one of the logins (right or wrong)."""
+        if not self.logins:
+            return resp(["AUTH", "nopass"])
+        who = self.rng.choice(self.logins)
+        if self.rng.random() < 0.5:
+            return resp(["AUTH", *who])
+        return resp(["HELLO", "3", "AUTH", *(["default"] + who)[-2:]])
+
     def auth_then(self):
-        if self.password is None:
-            pre = resp(["AUTH", "nopass"])
-        elif self.rng.random() < 0.5:
-            pre = resp(["AUTH", self.password])
-        else:
-            pre = resp(["HELLO", "3", "AUTH", "default", self.password])
-        return pre + self.any_bad()
+        return self.login() + self.any_bad()
 
     def multi_mix(self):
         body = b"".join(self.pick()() for _ in range(self.rng.randint(1, 5)))
@@ -311,6 +389,23 @@ class Frames:
         args[4] = str(n if self.rng.random() < 0.95 else n + 1)
         return resp(["PK.AUTH", self.secret]) + resp(args)
 
+    def hello_bytes(self):
+        """What a TLS port is sent before any handshake: a ClientHello
+        (of TLS 1.2 or 1.3, mutated or cut short mostly), random bytes
+        or plain RESP."""
+        r = self.rng.random()
+        if r < 0.7:
+            h = client_hello(self.rng.choice([ssl.TLSVersion.TLSv1_2,
+                                              ssl.TLSVersion.TLSv1_3]))
+            if self.rng.random() < 0.8:
+                h = self.mutated(h)
+            if self.rng.random() < 0.3:
+                h = h[:self.rng.randrange(1, len(h))]
+            return h
+        if r < 0.85:
+            return self.random_bytes()
+        return self.pick()()
+
     def any_bad(self):
         return self.rng.choice([self.truncated, self.bad_length,
                                 self.bad_type, self.flipped, self.nested,
@@ -335,6 +430,7 @@ class Stats:
         self.opened = 0
         self.closed_by_node = 0
         self.resets = 0
+        self.handshakes = 0
         self.indexes = 0  # FT indexes dropped at the end
         self.anon_fuzzed = None  # RssAnon before they were
 
@@ -367,16 +463,51 @@ def anon_kb(pid):
     return None
 
 
-def ping(host, port, password, timeout=10.0):
-    """PING on a fresh connection (after AUTH when there is a password);
-    returns the reply bytes."""
+def ping(host, port, login, timeout=10.0, tls=None):
+    """PING on a fresh connection (after AUTH login when there is one, in
+    TLS with a TlsFiles); returns the reply bytes."""
     with socket.create_connection((host, port), timeout=timeout) as s:
-        if password is not None:
-            s.sendall(resp(["AUTH", password]))
+        if tls is not None:
+            s = tls.context(True).wrap_socket(s, server_hostname="localhost")
+        if login:
+            s.sendall(resp(["AUTH", *login]))
             if not s.recv(64).startswith(b"+OK"):
                 return b"AUTH refused"
         s.sendall(resp(["PING"]))
         return s.recv(64)
+
+
+class TlsFiles:
+    """A CA and a node certificate in a temporary directory, the node's
+    TLS flags, and client contexts with and without a certificate."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="partkv-netfuzz-tls-")
+        tlscerts.make_ca(self.dir, "ca")
+        tlscerts.make_cert(self.dir, "node", "ca")
+        self.port = None
+        self._ctx = {}
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def flags(self):
+        return ["--tls-port", "0", "--tls-cert-file", self.path("node.crt"),
+                "--tls-key-file", self.path("node.key"),
+                "--tls-ca-cert-file", self.path("ca.crt"),
+                "--tls-auth-clients", "optional"]
+
+    def context(self, with_cert):
+        if with_cert not in self._ctx:
+            c = ssl.create_default_context(cafile=self.path("ca.crt"))
+            if with_cert:
+                c.load_cert_chain(self.path("node.crt"),
+                                  self.path("node.key"))
+            self._ctx[with_cert] = c
+        return self._ctx[with_cert]
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def drop_indexes(host, port, password, timeout=30.0):
@@ -443,19 +574,37 @@ class PeerNode:
 
 
 class Fuzzer:
-    def __init__(self, node, rng, password, conns, stats, secret=None):
+    """conns connections to node, opened again when closed.  With tls
+    (a TlsFiles), connection i is: i % 8 == 7, a plain socket to the TLS
+    port sent what comes before a handshake (Frames.hello_bytes); i % 8
+    == 6, the plain port; the others TLS sessions, with a client
+    certificate when i is even."""
+
+    def __init__(self, node, rng, logins, conns, stats, secret=None,
+                 seeds=SEEDS, tls=None):
         self.node = node
         self.rng = rng
-        self.password = password
-        self.frames = Frames(rng, password, secret)
+        self.logins = logins
+        self.frames = Frames(rng, logins, secret, seeds)
+        self.tls = tls
         self.sel = selectors.DefaultSelector()
         self.socks = [None] * conns
         self.pending = [b""] * conns  # the rest of a frame sent in parts
         self.stats = stats
 
+    def kind(self, i):
+        if self.tls is None or i % 8 == 6:
+            return "plain"
+        return "hello" if i % 8 == 7 else "tls"
+
     def open(self, i):
-        s = socket.create_connection((self.node.host, self.node.port),
-                                     timeout=5)
+        kind = self.kind(i)
+        port = self.node.port if kind == "plain" else self.tls.port
+        s = socket.create_connection((self.node.host, port), timeout=5)
+        if kind == "tls":
+            s = self.tls.context(i % 2 == 0).wrap_socket(
+                s, server_hostname="localhost")  # handshakes, blocking
+            self.stats.handshakes += 1
         s.setblocking(False)
         self.socks[i] = s
         # One connection in 16 never reads: its replies pile up in the
@@ -463,8 +612,15 @@ class Fuzzer:
         if i % 16 != 15:
             self.sel.register(s, selectors.EVENT_READ, i)
         self.stats.opened += 1
-        if self.password is not None and self.rng.random() < 0.5:
-            self.send(i, resp(["AUTH", self.password]))
+        if self.logins and kind != "hello" and self.rng.random() < 0.7:
+            self.send(i, resp(["AUTH", *self.rng.choice(self.logins)]))
+
+    def frame(self, i):
+        if self.kind(i) == "hello":
+            return self.frames.hello_bytes()
+        if i % 4 == 0:
+            return self.frames.well_behaved()
+        return self.frames.pick()()
 
     def close(self, i, reset=False):
         s = self.socks[i]
@@ -490,6 +646,9 @@ class Fuzzer:
             self.stats.sent += s.send(data)
         except (BlockingIOError, InterruptedError):
             pass
+        except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            # OpenSSL wants the same bytes again, first.
+            self.pending[i] = data + self.pending[i]
         except OSError:
             self.close(i)
             self.stats.closed_by_node += 1
@@ -505,7 +664,8 @@ class Fuzzer:
                         self.stats.closed_by_node += 1
                         break
                     self.stats.received += len(d)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
                 pass
             except OSError:
                 self.close(i)
@@ -527,14 +687,13 @@ class Fuzzer:
                 continue
             if self.pending[i]:
                 data, self.pending[i] = self.pending[i], b""
-            elif i % 4 == 0:
-                data = self.frames.well_behaved()
-                self.stats.frames += 1
             else:
-                data = self.frames.pick()()
+                data = self.frame(i)
                 self.stats.frames += 1
-            # A frame in parts, the others sent between them.
-            if len(data) > 1 and self.rng.random() < 0.2:
+            # A frame in parts, the others sent between them (not in TLS:
+            # a write OpenSSL could not finish must come again whole).
+            if len(data) > 1 and self.rng.random() < 0.2 and \
+                    self.kind(i) != "tls":
                 cut = self.rng.randrange(1, len(data))
                 data, self.pending[i] = data[:cut], data[cut:]
             self.send(i, data)
@@ -549,11 +708,29 @@ class Fuzzer:
             self.close(i)
 
 
+def start_node(mode, tls):
+    """The node of a run of that mode, not yet started, and the logins
+    its fuzzer may use (a right one first)."""
+    if mode == "peer":
+        return PeerNode(), None
+    if mode == "requirepass":
+        return pkserver.Server(kind="partkv", requirepass=PASSWORD), \
+            [[PASSWORD], ["wrong"]]
+    if mode == "acl":
+        node = pkserver.Server(kind="partkv")
+        path = os.path.join(node.dir, "users.acl")
+        with open(path, "w") as f:
+            f.write(ACL_FILE)
+        node.extra = ["--aclfile", path]
+        return node, ACL_LOGINS
+    if mode == "tls":
+        return pkserver.Server(kind="partkv", extra=tls.flags()), None
+    return pkserver.Server(kind="partkv"), None
+
+
 def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
-    """One node, fuzzed for seconds; mode is "plain", "requirepass" or
-    "peer" (a cluster of one, sent PK.REPL too).  Returns a list of
-    failures (empty: passed) and a dict of figures."""
-    password = PASSWORD if mode == "requirepass" else None
+    """One node, fuzzed for seconds; mode is one of MODES.  Returns a
+    list of failures (empty: passed) and a dict of figures."""
     rng = random.Random(seed)
     stats = Stats()
     failures = []
@@ -564,20 +741,22 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
         "quarantine_size_mb=16:detect_leaks=1"
     old_bin = os.environ.get("PARTKV")
     os.environ["PARTKV"] = partkv
-    if mode == "peer":
-        node = PeerNode()
-    else:
-        node = pkserver.Server(kind="partkv", requirepass=password)
+    tls = TlsFiles() if mode == "tls" else None
+    node, logins = start_node(mode, tls)
+    login = logins[0] if logins else None
     try:
         node.start()
+        if tls is not None:
+            tls.port = tlscerts.tls_port(node)
     finally:
         for k, v in (("ASAN_OPTIONS", old_env), ("PARTKV", old_bin)):
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    fz = Fuzzer(node, rng, password, conns, stats,
-                getattr(node, "secret", None))
+    fz = Fuzzer(node, rng, logins, conns, stats,
+                getattr(node, "secret", None),
+                SEEDS + ACL_SEEDS if mode == "acl" else SEEDS, tls)
     try:
         time.sleep(0.2)
         rss0, anon0 = node.rss_kb(), anon_kb(node.pid)
@@ -590,15 +769,18 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                             % (node.proc.returncode, stats.frames))
         else:
             time.sleep(1.0)
-            try:
-                rep = ping(node.host, node.port, password)
-            except OSError as e:
-                rep = repr(e).encode()
-            if not rep.startswith(b"+PONG"):
-                failures.append("PING after fuzzing answered %r" % rep[:80])
-            elif mode == "peer":
+            for port in [node.port] + ([tls.port] if tls else []):
+                try:
+                    rep = ping(node.host, port, login,
+                               tls=tls if port != node.port else None)
+                except OSError as e:
+                    rep = repr(e).encode()
+                if not rep.startswith(b"+PONG"):
+                    failures.append("PING after fuzzing answered %r"
+                                    % rep[:80])
+            if mode == "peer" and not failures:
                 stats.anon_fuzzed = anon_kb(node.pid)
-                stats.indexes = drop_indexes(node.host, node.port, password)
+                stats.indexes = drop_indexes(node.host, node.port, None)
                 time.sleep(2.0)  # the tick frees what dropped ones held
         rss1, anon1 = node.rss_kb(), anon_kb(node.pid)
         slack = RSS_SLACK_ASAN_KB if is_asan(partkv) else RSS_SLACK_KB
@@ -621,7 +803,7 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                "received_kb": stats.received // 1024,
                "connections": stats.opened,
                "closed_by_node": stats.closed_by_node,
-               "resets": stats.resets, "indexes_dropped": stats.indexes,
+               "resets": stats.resets, "handshakes": stats.handshakes, "indexes_dropped": stats.indexes,
                "anon_before_drop_kb": stats.anon_fuzzed,
                "rss_before_kb": rss0,
                "rss_after_kb": rss1, "anon_before_kb": anon0,
@@ -633,16 +815,17 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
     finally:
         fz.close_all()
         node.cleanup()
+        if tls is not None:
+            tls.cleanup()
 
 
-MODES = ("plain", "requirepass", "peer")
+MODES = ("plain", "requirepass", "peer", "acl", "tls")
 
 
-def run(partkv, seconds, runs=3, conns=64, max_frames=10 ** 9, seed=None,
-        log=print, modes=MODES):
-    """runs runs of seconds each, taking modes in turn (by default:
-    without a password, with --requirepass, as a cluster of one sent
-    PK.REPL); returns the failures of all."""
+def run(partkv, seconds, runs=len(MODES), conns=64, max_frames=10 ** 9,
+        seed=None, log=print, modes=MODES):
+    """runs runs of seconds each, taking modes in turn (by default every
+    kind); returns the failures of all."""
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 32)
     failures = []
@@ -662,10 +845,9 @@ def main():
         help="the node's binary (default build/asan/partkv)")
     ap.add_argument("--duration", type=float, default=60.0,
                     help="seconds in all, split between the runs")
-    ap.add_argument("--runs", type=int, default=3,
-                    help="nodes started one after another, in turn: "
-                    "without a password, with --requirepass, a cluster "
-                    "of one sent PK.REPL too (default 3)")
+    ap.add_argument("--runs", type=int, default=len(MODES),
+                    help="nodes started one after another, taking the "
+                    "modes in turn (default %d)" % len(MODES))
     ap.add_argument("--modes", default=",".join(MODES),
                     help="the kinds of run to take in turn (default %s)"
                     % ",".join(MODES))

@@ -1,8 +1,10 @@
 """A short run of the network fuzzer (netfuzz.py) against the node under
-test: three nodes one after another -- without a password, with
---requirepass, and a cluster of one that is also sent PK.REPL PUSH
-frames (mutated partition snapshots and log records) -- 64 connections
-of random and mutated RESP each.  Every node must survive,
+test: five nodes one after another -- without a password, with
+--requirepass, a cluster of one that is also sent PK.REPL PUSH frames
+(mutated partition snapshots and log records), one with ACL users that
+is also sent ACL commands, and one with a TLS port (fuzzed inside TLS
+sessions, and sent mutated ClientHellos) -- 64 connections of random and
+mutated RESP each.  Every node must survive,
 answer PING afterwards, print no sanitizer report and stop cleanly on
 SIGTERM; its RSS must come back near where it began.
 
@@ -28,5 +30,5 @@ def test_netfuzz():
                or random.SystemRandom().randrange(1 << 32))
     seconds = float(os.environ.get("PARTKV_NETFUZZ_SECONDS") or "3")
     print("test_netfuzz: PARTKV_NETFUZZ_SEED=%d" % seed)
-    failures = netfuzz.run(path, seconds, runs=3, conns=64, seed=seed)
+    failures = netfuzz.run(path, seconds, conns=64, seed=seed)
     assert not failures, "\n".join(failures)

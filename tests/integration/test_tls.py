@@ -6,10 +6,8 @@ of its CA cannot join or call.  Certificates are made with the openssl
 command (make test installs it)."""
 import json
 import os
-import re
 import shutil
 import signal
-import ssl
 import subprocess
 import tempfile
 import time
@@ -20,35 +18,10 @@ import redis
 import server as pkserver
 from cluster import Cluster, Proxy
 from etcd import Etcd
+from tlscerts import make_ca, make_cert, tls_port
 
-TLS_RE = re.compile(r"^partkv: tls on (\S+):(\d+)$")
 NPM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "build", "npm", "node_modules")
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True,
-                   capture_output=True, timeout=60)
-
-
-def make_ca(d, name):
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt",
-            "ec_paramgen_curve:P-256", "-nodes", "-days", "30",
-            "-keyout", name + ".key", "-out", name + ".crt",
-            "-subj", "/CN=" + name, cwd=d)
-
-
-def make_cert(d, name, ca):
-    """name.crt/.key for 127.0.0.1 and localhost, signed by ca."""
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-            "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
-            "-subj", "/CN=localhost", cwd=d)
-    with open(os.path.join(d, name + ".ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
-                "extendedKeyUsage=serverAuth,clientAuth\n")
-    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".crt",
-            "-CAkey", ca + ".key", "-CAcreateserial", "-days", "30",
-            "-out", name + ".crt", "-extfile", name + ".ext", cwd=d)
 
 
 @pytest.fixture(scope="module")
@@ -73,15 +46,8 @@ def tls_node(certs, auth="no", extra=()):
         "--tls-ca-cert-file", p(certs, "ca.crt"),
         "--tls-auth-clients", auth, *extra])
     s.start()
-    for _ in range(100):  # the TLS line follows the ready line
-        m = [TLS_RE.match(l) for l in s._out_lines]
-        m = [x for x in m if x]
-        if m:
-            s.tls_port = int(m[0].group(2))
-            return s
-        time.sleep(0.02)
-    s.stop()
-    raise AssertionError("no 'partkv: tls on' line:\n" + s.logs())
+    s.tls_port = tls_port(s)
+    return s
 
 
 def tls_client(certs, port, cert=None, **kw):
@@ -419,12 +385,7 @@ def test_proxy_and_tools_over_tls(tcl):
         "--tls-auth-clients", "no"])
     px.start()
     try:
-        deadline = time.monotonic() + 10
-        while not any(TLS_RE.match(l) for l in px._out_lines):
-            assert time.monotonic() < deadline, px.logs()
-            time.sleep(0.05)
-        port = int(next(TLS_RE.match(l) for l in px._out_lines
-                        if TLS_RE.match(l)).group(2))
+        port = tls_port(px)
         c = redis.Redis(port=port, ssl=True, ssl_ca_certs=f["ca"],
                         socket_timeout=10)
         deadline = time.monotonic() + 10
