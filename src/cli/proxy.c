@@ -1,12 +1,17 @@
 /*
  * partkv proxy --cluster HOST:PORT [--port P] [--bind ADDR]
  *              [--hot-key-reads N] [--hotkeys-sample RATE]
+ *              [--cluster-secret S]
  *              [--tls-port P --tls-cert-file F ... [--tls-cluster yes]]: a
  * routing tier that owns nothing.  It follows the map any cluster node holds
  * (PK.MAP) and forwards every keyed command to its owner, so a plain
  * Redis client sees one keyspace; a read of a key read more than N times
  * a second (default 5000, 0: never) goes to any replica of its
- * partition, which serves it by read index (server/pk_hotread.h).
+ * partition, which serves it by read index (server/pk_hotread.h).  With
+ * the cluster secret it checks its clients against the cluster's ACL
+ * users (and writes their edits there), and its links to the nodes
+ * authenticate as the nodes' own do; without it, it keeps users of its
+ * own.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +51,8 @@ int pk_cli_proxy(int argc, char **argv)
             c.port = (int)p;
         } else if (v && strcmp(argv[i], "--bind") == 0) {
             c.bind = v;
+        } else if (v && strcmp(argv[i], "--cluster-secret") == 0) {
+            c.cluster_secret = v;
         } else if (v && strcmp(argv[i], "--hot-key-reads") == 0) {
             unsigned long long n = strtoull(v, &end, 10);
             if (*v == '\0' || *v == '-' || *end) {

@@ -747,15 +747,45 @@ static void next_seed(pk_agent *a)
 /*
  * Proxy mode: the map exactly as any node holds it (PK.MAP, a read-only
  * public command), so a proxy needs no secret and follows every scheme.
+ * With the secret, the connection presents it first (PK.AUTH), for the
+ * users' calls (PK.COORD) and for nodes whose default user has a
+ * password.
  */
+static int proxy_connect(pk_agent *a)
+{
+    const char *auth[] = {"PK.AUTH", a->secret};
+    pk_rr *r = NULL;
+    int ok;
+
+    if (pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS, &a->cli) != PK_OK)
+        return -1;
+    if (a->secret[0] == '\0')
+        return 0;
+    if (call(a, &r, 2, auth, NULL) != PK_OK)
+        return -1;
+    ok = r->type == PK_RR_STATUS;
+    if (!ok && strcmp(a->why, "secret") != 0) {
+        snprintf(a->why, sizeof(a->why), "secret");
+        fprintf(stderr, "partkv: %s:%d refused the cluster secret: %s\n",
+                a->host, a->port, r->str ? r->str : "?");
+    }
+    pk_rr_free(r);
+    if (!ok) {
+        pk_sclient_free(a->cli);
+        a->cli = NULL;
+        return -1;
+    }
+    a->why[0] = '\0';
+    return 0;
+}
+
 static void poll_public_map(pk_agent *a)
 {
     const char *argv[] = {"PK.MAP"};
     pk_rr *r = NULL;
     pk_pmap *m = NULL;
 
-    if (a->cli == NULL && pk_sclient_connect(a->host, a->port, CALL_TIMEOUT_MS,
-                                             &a->cli) != PK_OK) {
+    if (a->cli == NULL && proxy_connect(a) != 0) {
         next_seed(a);
         sleep_ms(200);
         return;
@@ -784,7 +814,12 @@ static void *agent_main(void *arg)
 
     while (a->proxy && !atomic_load(&a->stop)) {
         poll_public_map(a);
-        sleep_ms(PK_AGENT_POLL_MS);
+        if (a->cli && a->secret[0]) {
+            run_jobs(a);
+            if (a->cli)
+                poll_acl(a);
+        }
+        wait_ms(a, PK_AGENT_POLL_MS);
     }
     while (!a->proxy && !atomic_load(&a->stop)) {
         if (a->cli == NULL || a->lease == 0) {
@@ -822,7 +857,7 @@ int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,
     snprintf(a->host, sizeof(a->host), "%s", host);
     snprintf(a->secret, sizeof(a->secret), "%s", secret ? secret : "");
     a->port = port;
-    a->proxy = secret == NULL;
+    a->proxy = s->cfg.proxy_of != NULL;
     atomic_init(&a->stop, 0);
     atomic_init(&a->rb_paused, 0);
     atomic_init(&a->rb_rate, PK_AGENT_RATE_DEFAULT);

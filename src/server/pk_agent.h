@@ -36,8 +36,10 @@ typedef struct pk_agent pk_agent;
 
 /*
  * Starts the agent of server s: coordinator at host:port, secret for
- * PK.AUTH.  With secret NULL (a proxy), host:port is any cluster node and
- * the agent follows its PK.MAP instead.  The strings are copied.  Returns 0,
+ * PK.AUTH.  For a proxy (s->cfg.proxy_of), host:port is any cluster node
+ * and the agent follows its PK.MAP instead; with a secret, it also reads
+ * the cluster's users and writes the proxy's ACL edits (PK_JOB_ACL).  The
+ * strings are copied (secret may be NULL for a proxy).  Returns 0,
  * PK_ENOMEM or PK_EIO (the thread could not start).
  */
 int pk_agent_start(pk_server *s, const char *host, int port, const char *secret,

@@ -92,7 +92,9 @@ static void publish(pk_server *s, int op, int argc, const pk_arg *argv)
     char *seed;
     acl_job *aj = NULL;
 
-    if (!s->cluster.enabled || s->agent == NULL || s->cfg.proxy_of)
+    /* A proxy without the cluster secret keeps users of its own. */
+    if (!s->cluster.enabled || s->agent == NULL ||
+        (s->cfg.proxy_of && s->cfg.cluster_secret == NULL))
         return;
     /* The users here seed the coordinator's when it has none yet (the
      * default user's --requirepass with them). */

@@ -151,7 +151,9 @@ static void scatter_part(pk_fwd *f, const pk_rr *r, const char *err)
     if (err && sc->err == NULL)
         sc->err = strdup(err);
     else if (err == NULL && sc->kind == SC_MGET)
-        write_reply(&sc->vals[f->idx], c ? c->proto : 2, r);
+        /* The part is a one-key MGET: its one element. */
+        write_reply(&sc->vals[f->idx], c ? c->proto : 2,
+                    r->type == PK_RR_ARRAY && r->n == 1 ? &r->elems[0] : r);
     else if (err == NULL && sc->kind == SC_COUNT && r->type == PK_RR_INT)
         sc->sum += r->integer;
     ++sc->done;
@@ -588,11 +590,13 @@ int pk_link_scatter(pk_server *s, pk_conn *c, int argc, const pk_arg *argv,
         return PK_ENOMEM;
     }
     for (size_t i = 0; i < n && rc == PK_OK; i++) {
-        /* MGET k -> GET k, MSET k v -> SET k v, DEL/EXISTS k -> same. */
+        /* MSET k v -> SET k v; MGET, DEL, EXISTS k -> the same with one
+         * key (MGET, not GET: a key of another type is nil, as in
+         * Redis). */
         const pk_arg *k = &argv[1 + i * (mset ? 2 : 1)];
-        const char *sub = mget ? "GET" : mset ? "SET" : NULL;
-        const char *a[3] = {sub ? sub : name, k->ptr, mset ? k[1].ptr : NULL};
-        size_t lens[3] = {sub ? 3 : argv[0].len, k->len, mset ? k[1].len : 0};
+        const char *a[3] = {mset ? "SET" : name, k->ptr,
+                            mset ? k[1].ptr : NULL};
+        size_t lens[3] = {mset ? 3 : argv[0].len, k->len, mset ? k[1].len : 0};
         pk_obuf cmd;
         pk_obuf_init(&cmd);
         rc = pk_rr_write_cmd(&cmd, mset ? 3 : 2, a, lens);

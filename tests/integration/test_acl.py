@@ -581,3 +581,106 @@ def test_cluster_search_filters_every_share(fwd_cluster):
     assert ok
     u.close()
     admin.close()
+
+
+@pytest.fixture(scope="module")
+def acl_proxy(fwd_cluster):
+    """`partkv proxy --cluster-secret` in front of fwd_cluster: it checks
+    its clients against the cluster's users."""
+    import cluster as pkcluster
+    px = pkcluster.Proxy(fwd_cluster.nodes[0].addr,
+                         extra=["--cluster-secret", fwd_cluster.secret])
+    px.start()
+    yield px
+    px.stop()
+
+
+def test_cluster_users_through_proxy(fwd_cluster, acl_proxy):
+    """A user the coordinator holds is checked by the proxy before it
+    forwards: keys outside its patterns are refused whole (also when one
+    key of several is), denials are in the proxy's ACL LOG, and an edit
+    made on the proxy reaches every node."""
+    import cluster as pkcluster
+    n0 = fwd_cluster.nodes[0]
+    admin = redis.Redis(host=n0.host, port=n0.port, decode_responses=True)
+    for i in range(40):  # on every node
+        admin.hset("pa1:%d" % i, "t", "y")
+        admin.hset("pa2:%d" % i, "t", "y")
+    admin.execute_command("ACL", "SETUSER", "pu", "on", ">pw", "+@all",
+                          "~pa1:*")
+    pa = redis.Redis(host=acl_proxy.host, port=acl_proxy.port,
+                     decode_responses=True)
+    ok, _ = pkcluster.wait_until(lambda: "pu" in pa.acl_users(), 10)
+    assert ok, pa.acl_users()
+    pa.acl_log_reset()
+    u = user_client(acl_proxy, "pu", "pw")
+    assert u.hget("pa1:7", "t") == "y"
+    assert u.set("pa1:new", "1") is True
+    assert u.mget("pa1:1", "pa1:2", "pa1:3") == [None] * 3  # hashes: nil
+    for fn, args in ((u.hget, ("pa2:7", "t")), (u.set, ("pa2:new", "1")),
+                     (u.exists, ("pa2:1",)), (u.mget, ("pa1:1", "pa2:1")),
+                     (u.delete, ("pa1:1", "pa2:1")),
+                     (u.copy, ("pa1:1", "pa2:copy"))):
+        assert err(fn, *args) == NOPERM_KEY, fn
+    assert admin.exists("pa2:new", "pa2:copy") == 0
+    assert admin.exists("pa1:1") == 1
+    # Index queries are for nodes (each filters its share, see above).
+    assert "not a proxy" in err(u.execute_command, "FT.SEARCH", "pidx", "*")
+    log = pa.acl_log()
+    assert sum(e["count"] for e in log) == 6  # alike ones grouped
+    assert {e["username"] for e in log} == {"pu"}
+    assert {e["object"] for e in log} >= {"pa2:7", "pa2:new", "pa2:1"}
+    # Edited on the proxy, applied on every node.
+    pa.execute_command("ACL", "SETUSER", "pu", "-hget")
+    ok, _ = pkcluster.wait_until(lambda: all(
+        "-hget" in " ".join(redis.Redis(host=n.host, port=n.port,
+                                        decode_responses=True).acl_list())
+        for n in fwd_cluster.nodes), 10)
+    assert ok
+    assert "no permissions to run the 'hget'" in err(u.hget, "pa1:7", "t")
+    pa.acl_deluser("pu")
+    ok, _ = pkcluster.wait_until(lambda: "pu" not in admin.acl_users(), 10)
+    assert ok
+    u.close()
+    pa.close()
+    admin.close()
+
+
+def test_cluster_password_through_proxy(fwd_cluster, acl_proxy):
+    """With a password on the cluster's default user, the proxy's links
+    still reach the nodes (they present the cluster secret) and the
+    proxy asks its own clients for the password."""
+    import cluster as pkcluster
+    n0 = fwd_cluster.nodes[0]
+    admin = redis.Redis(host=n0.host, port=n0.port, decode_responses=True)
+    admin.set("pw:k", "v")
+    admin.execute_command("ACL", "SETUSER", "default", ">dpw")
+    try:
+        ok, _ = pkcluster.wait_until(lambda: "required" in _err_or(
+            redis.Redis(host=acl_proxy.host, port=acl_proxy.port).ping), 10)
+        assert ok  # NOAUTH, on a new connection (logged-in ones stay so)
+        c = redis.Redis(host=acl_proxy.host, port=acl_proxy.port,
+                        password="dpw", decode_responses=True)
+        for i in range(30):  # keys on every node
+            assert c.set("pw:%d" % i, str(i)) is True
+            assert c.get("pw:%d" % i) == str(i)
+        assert c.get("pw:k") == "v"
+        c.close()
+    finally:
+        a = redis.Redis(host=n0.host, port=n0.port, password="dpw",
+                        decode_responses=True)
+        a.execute_command("ACL", "SETUSER", "default", "resetpass",
+                          "nopass")
+        a.close()
+        ok, _ = pkcluster.wait_until(lambda: all(
+            _err_or(redis.Redis(host=n.host, port=n.port).ping) == "True"
+            for n in fwd_cluster.nodes), 10)
+        assert ok
+        admin.close()
+
+
+def _err_or(fn):
+    try:
+        return str(fn())
+    except redis.exceptions.RedisError as e:
+        return str(e)

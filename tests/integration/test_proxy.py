@@ -635,6 +635,11 @@ def test_proxy_same_slot_multikey(cl, proxy, pr):
         assert rep == keys or (isinstance(rep, RespError) and
                                rep.message.startswith("CROSSSLOT")), rep
         print("\nproxy: MGET over 3 nodes -> %r" % (rep,))
+        # A key of another type is nil in MGET, as in Redis.
+        pr.delete(keys[1])
+        pr.hset(keys[1], "f", "v")
+        rep = c.call("MGET", *keys)
+        assert rep == [keys[0], None, keys[2]] or isinstance(rep, RespError)
 
 
 # ---------------------------------------------------------------------------
