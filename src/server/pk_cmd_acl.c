@@ -122,6 +122,30 @@ static void publish(pk_server *s, int op, int argc, const pk_arg *argv)
     pk_agent_commit(s->agent, &aj->j);
 }
 
+int pk_acl_set_requirepass(pk_server *s, const char *pw, size_t len, int share)
+{
+    size_t n = len + 2 > 8 ? len + 2 : 8;
+    char *rule = malloc(n), *err = NULL;
+    pk_arg r[3] = {{"default", 7}, {"resetpass", 9}, {rule, len + 1}};
+    int rc;
+
+    if (rule == NULL)
+        return -1;
+    if (len) {
+        rule[0] = '>';
+        memcpy(rule + 1, pw, len);
+    } else {
+        r[2] = (pk_arg){"nopass", 6};
+    }
+    rc = pk_acl_setuser(s->acl, "default", 7, 2, r + 1, &err);
+    if (rc == 0 && share)
+        publish(s, 0, 3, r);
+    OPENSSL_cleanse(rule, n);
+    free(rule);
+    free(err);
+    return rc == 0 ? 0 : -1;
+}
+
 /* commands, keys, channels of selector i (0: the root). */
 static void reply_selector(pk_cmd_ctx *x, const pk_acl_user *u, size_t i)
 {

@@ -28,25 +28,11 @@ int pk_acl_server_init(pk_server *s)
         fprintf(stderr, "partkv: cannot make the ACL users: out of memory\n");
         return -1;
     }
-    if (s->cfg.requirepass) {
-        size_t plen = strlen(s->cfg.requirepass);
-        char *rule = malloc(plen + 2);
-        pk_arg r[2] = {{"resetpass", 9}, {rule, plen + 1}};
-        int rc;
-        if (rule == NULL) {
-            fprintf(stderr, "partkv: out of memory\n");
-            return -1;
-        }
-        rule[0] = '>';
-        memcpy(rule + 1, s->cfg.requirepass, plen + 1);
-        rc = pk_acl_setuser(s->acl, "default", 7, 2, r, &err);
-        OPENSSL_cleanse(rule, plen + 1);
-        free(rule);
-        free(err);
-        if (rc != 0) {
-            fprintf(stderr, "partkv: out of memory\n");
-            return -1;
-        }
+    if (s->cfg.requirepass && *s->cfg.requirepass &&
+        pk_acl_set_requirepass(s, s->cfg.requirepass,
+                               strlen(s->cfg.requirepass), 0) != 0) {
+        fprintf(stderr, "partkv: out of memory\n");
+        return -1;
     }
     if (s->cfg.aclfile &&
         pk_acl_load_file(s, NULL, s->cfg.aclfile, &err) != 0) {

@@ -133,7 +133,8 @@ static const cfg_param params[] = {
      NULL},
     BOOL("replica-read-only", "slave-read-only", A, S_SLOT, 1),
     BOOL("replica-serve-stale-data", "slave-serve-stale-data", A, S_SLOT, 1),
-    STR("requirepass", S_PASS),
+    /* The default user's password (pk_acl_set_requirepass). */
+    {"requirepass", NULL, K_STR, H_LIVE, S_PASS, 0, 0, 0, 0, NULL},
     ENUM("sanitize-dump-payload", A, S_SLOT, 0, sanitize_enum),
     {"save", NULL, K_SAVE, A, S_SLOT, 0, 0, 0, 0, NULL},
     INT("set-max-intset-entries", NULL, A, S_SLOT, 0, LONG_MAX, 512),
@@ -490,6 +491,7 @@ void pk_config_obuf_format(const pk_obuf_limit lim[PK_CLIENT_CLASSES],
 typedef struct cfg_scratch {
     char save[PK_CONFIG_SAVE_LEN];
     pk_obuf_limit obuf[PK_CLIENT_CLASSES];
+    const pk_arg *pass; /* requirepass */
 } cfg_scratch;
 
 /* Parses a for row i into *v (or the scratch); on failure writes Redis's
@@ -526,6 +528,12 @@ static int parse_value(const pk_server *s, size_t i, const pk_arg *a,
                                      e ? ", " : "", p->enums[e]);
         return 0;
     }
+    case K_STR: /* requirepass, the one settable string */
+        sc->pass = a;
+        if (a != &invalid)
+            return 1;
+        snprintf(err, n, "argument must not contain a NUL byte");
+        return 0;
     case K_SAVE:
         if (parse_save(a, sc->save))
             return 1;
@@ -566,6 +574,22 @@ static int arg_width(const pk_arg *a)
     size_t n = nul ? (size_t)(nul - a->ptr) : a->len;
 
     return (int)(n > 128 ? 128 : n);
+}
+
+/* The default user's password (all over the cluster), and CONFIG GET's
+ * answer; 0 out of memory. */
+static int set_requirepass(pk_server *s, const pk_arg *pw)
+{
+    char *copy = strndup(pw->ptr, pw->len);
+
+    if (copy == NULL || pk_acl_set_requirepass(s, pw->ptr, pw->len, 1) != 0) {
+        free(copy);
+        return 0;
+    }
+    free(s->requirepass);
+    s->requirepass = copy;
+    s->cfg.requirepass = copy;
+    return 1;
 }
 
 static void config_set(pk_cmd_ctx *x)
@@ -628,11 +652,17 @@ static void config_set(pk_cmd_ctx *x)
         }
     }
     for (int k = 0; k < npairs; k++) {
+        if (params[row[k]].kind == K_STR && !set_requirepass(x->srv, sc.pass)) {
+            pk_reply_error(x->out, "ERR out of memory");
+            return;
+        }
+    }
+    for (int k = 0; k < npairs; k++) {
         if (params[row[k]].kind == K_SAVE)
             memcpy(x->srv->conf.save, sc.save, sizeof(sc.save));
         else if (params[row[k]].kind == K_OBUF)
             memcpy(x->srv->cfg.obuf_limits, sc.obuf, sizeof(sc.obuf));
-        else
+        else if (params[row[k]].kind != K_STR) /* set above */
             value_set(x->srv, (size_t)row[k], val[k]);
     }
     pk_reply_simple(x->out, "OK");

@@ -804,6 +804,7 @@ out:
     pk_cluster_free(&s->cluster);
     pk_pmap_free(s->map_pending);
     free(s->acl_pending);
+    free(s->requirepass);
     pk_coord_free(s->coord);
     pk_watch_free(s);
     pk_split_free(s);

@@ -227,6 +227,7 @@ struct pk_server {
     uint64_t hot_rng;             /* its sampling draws */
     int dispatch_depth;
     struct pk_acl *acl; /* ACL users (pk_acl.h), owned */
+    char *requirepass;  /* CONFIG SET's, owned; cfg.requirepass points here */
 };
 
 /* Command execution context, one per command. */
@@ -332,6 +333,11 @@ int pk_acl_load_file(pk_server *s, pk_conn *self, const char *path, char **err);
  * (pk_acl_sync_text); ACL SETUSER, DELUSER and LOAD are applied here,
  * answered, and sent to the coordinator by the agent (PK_JOB_ACL). */
 void pk_acl_cluster_apply(pk_server *s, const char *text, size_t len);
+/* --requirepass, and CONFIG SET requirepass with share set: the default
+ * user's passwords become pw alone (nopass when len is 0), as Redis sets
+ * them; shared, the change goes to the cluster as ACL SETUSER does.  0,
+ * or -1 out of memory. */
+int pk_acl_set_requirepass(pk_server *s, const char *pw, size_t len, int share);
 /* 1 when the connection's user may not read key: KEYS and SCAN leave it
  * out (a partkv deviation: Redis 7.0 lists every key to a user allowed
  * to run them), so that no command tells of keys outside its patterns. */

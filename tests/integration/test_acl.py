@@ -302,6 +302,29 @@ def test_default_user_off_and_requirepass(server_factory):
     c.close()
 
 
+def test_config_set_requirepass(server, r):
+    """CONFIG SET requirepass replaces the default user's passwords with
+    that one (an empty one: nopass), as Redis does; connections already
+    logged in stay so."""
+    r.execute_command("ACL", "SETUSER", "default", ">old")
+    assert r.config_set("requirepass", "newpw") is True
+    assert r.config_get("requirepass") == {"requirepass": "newpw"}
+    assert getuser(r, "default")["passwords"] == [
+        hashlib.sha256(b"newpw").hexdigest()]
+    assert r.ping() is True  # still logged in
+    n = redis.Redis(host=server.host, port=server.port, decode_responses=True)
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        n.ping()
+    assert err(n.execute_command, "AUTH", "old") == WRONGPASS
+    assert n.execute_command("AUTH", "newpw") is True
+    assert n.config_set("requirepass", "") is True
+    assert "nopass" in getuser(r, "default")["flags"]
+    assert redis.Redis(host=server.host, port=server.port).ping() is True
+    assert err(r.execute_command, "CONFIG", "SET", "requirepass", "a",
+               "requirepass", "b").endswith("duplicate parameter")
+    n.close()
+
+
 def test_genpass_and_help(r):
     assert len(r.acl_genpass()) == 64
     assert len(r.execute_command("ACL", "GENPASS", "5")) == 2
@@ -647,18 +670,21 @@ def test_cluster_users_through_proxy(fwd_cluster, acl_proxy):
 
 
 def test_cluster_password_through_proxy(fwd_cluster, acl_proxy):
-    """With a password on the cluster's default user, the proxy's links
-    still reach the nodes (they present the cluster secret) and the
-    proxy asks its own clients for the password."""
+    """CONFIG SET requirepass on one node gives every node's default user
+    that password; the proxy's links still reach the nodes (they present
+    the cluster secret) and the proxy asks its own clients for it."""
     import cluster as pkcluster
     n0 = fwd_cluster.nodes[0]
     admin = redis.Redis(host=n0.host, port=n0.port, decode_responses=True)
     admin.set("pw:k", "v")
-    admin.execute_command("ACL", "SETUSER", "default", ">dpw")
+    assert admin.config_set("requirepass", "dpw") is True
     try:
-        ok, _ = pkcluster.wait_until(lambda: "required" in _err_or(
-            redis.Redis(host=acl_proxy.host, port=acl_proxy.port).ping), 10)
-        assert ok  # NOAUTH, on a new connection (logged-in ones stay so)
+        # NOAUTH, on a new connection (logged-in ones stay so).
+        for h, p in [(n.host, n.port) for n in fwd_cluster.nodes] + [
+                (acl_proxy.host, acl_proxy.port)]:
+            ok, _ = pkcluster.wait_until(lambda: "required" in _err_or(
+                redis.Redis(host=h, port=p).ping), 10)
+            assert ok, p
         c = redis.Redis(host=acl_proxy.host, port=acl_proxy.port,
                         password="dpw", decode_responses=True)
         for i in range(30):  # keys on every node
@@ -669,8 +695,7 @@ def test_cluster_password_through_proxy(fwd_cluster, acl_proxy):
     finally:
         a = redis.Redis(host=n0.host, port=n0.port, password="dpw",
                         decode_responses=True)
-        a.execute_command("ACL", "SETUSER", "default", "resetpass",
-                          "nopass")
+        a.config_set("requirepass", "")
         a.close()
         ok, _ = pkcluster.wait_until(lambda: all(
             _err_or(redis.Redis(host=n.host, port=n.port).ping) == "True"
