@@ -7,6 +7,7 @@
 
 #include "server/pk_acl.h"
 #include "server/pk_block.h"
+#include "server/pk_climit.h"
 #include "server/pk_cmd.h"
 #include "server/pk_multi.h"
 
@@ -179,6 +180,176 @@ void pk_cmd_client_info(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n)
     (void)x;
 }
 
+/* Redis's client types: "normal", or "replica" (a node's own connection,
+ * with the cluster secret); none is a master or in Pub/Sub here. */
+static int client_type(const pk_arg *a)
+{
+    if (pk_arg_eq(a, "normal"))
+        return PK_CLIENT_NORMAL;
+    if (pk_arg_eq(a, "replica") || pk_arg_eq(a, "slave"))
+        return PK_CLIENT_REPLICA;
+    if (pk_arg_eq(a, "pubsub"))
+        return PK_CLIENT_PUBSUB;
+    return pk_arg_eq(a, "master") ? PK_CLIENT_CLASSES : -1;
+}
+
+static void reply_unknown_type(pk_cmd_ctx *x, const pk_arg *a)
+{
+    pk_reply_errorf(x->out, "ERR Unknown client type '%.*s'",
+                    (int)(a->len > 128 ? 128 : a->len), a->ptr);
+}
+
+/* CLIENT KILL's filters; a zero or NULL field matches every client. */
+typedef struct kill_filter {
+    uint64_t id;
+    int type; /* -1: any */
+    const pk_arg *addr, *laddr;
+    const pk_acl_user *user;
+    int by_user;
+    int skipme;
+} kill_filter;
+
+static int arg_is_str(const pk_arg *a, const char *s)
+{
+    return a->len == strlen(s) && memcmp(a->ptr, s, a->len) == 0;
+}
+
+static int kill_matches(const kill_filter *f, const pk_conn *self,
+                        const pk_conn *c)
+{
+    return !(f->addr && !arg_is_str(f->addr, c->addr)) &&
+           !(f->laddr && !arg_is_str(f->laddr, c->laddr)) &&
+           !(f->type >= 0 && pk_climit_class(c) != f->type) &&
+           !(f->id && c->id != f->id) && !(f->by_user && c->user != f->user) &&
+           !(c == self && f->skipme) && !c->freed;
+}
+
+/* Parses CLIENT KILL's filters (the new form); 0 after an error reply. */
+static int kill_parse(pk_cmd_ctx *x, kill_filter *f)
+{
+    for (int i = 2; i + 1 < x->argc; i += 2) {
+        const pk_arg *k = &x->argv[i], *v = &x->argv[i + 1];
+        int64_t id;
+        if (pk_arg_eq(k, "id")) {
+            if (!pk_arg_i64(v, &id) || id < 1) {
+                pk_reply_error(x->out,
+                               "ERR client-id should be greater than 0");
+                return 0;
+            }
+            f->id = (uint64_t)id;
+        } else if (pk_arg_eq(k, "type")) {
+            if ((f->type = client_type(v)) < 0) {
+                reply_unknown_type(x, v);
+                return 0;
+            }
+        } else if (pk_arg_eq(k, "addr")) {
+            f->addr = v;
+        } else if (pk_arg_eq(k, "laddr")) {
+            f->laddr = v;
+        } else if (pk_arg_eq(k, "user")) {
+            f->by_user = 1;
+            if ((f->user = pk_acl_find(x->srv->acl, v->ptr, v->len)) == NULL) {
+                pk_reply_errorf(x->out, "ERR No such user '%.*s'",
+                                (int)(v->len > 128 ? 128 : v->len), v->ptr);
+                return 0;
+            }
+        } else if (pk_arg_eq(k, "skipme") &&
+                   (pk_arg_eq(v, "yes") || pk_arg_eq(v, "no"))) {
+            f->skipme = pk_arg_eq(v, "yes");
+        } else {
+            pk_reply_syntax(x);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * CLIENT KILL ip:port (+OK, or "No such client"), or CLIENT KILL with
+ * filters ID TYPE USER ADDR LADDR SKIPME (the count killed), as Redis
+ * 7.0: the connections close at once, the caller's own after its reply.
+ */
+static void client_kill(pk_cmd_ctx *x)
+{
+    kill_filter f = {0, -1, NULL, NULL, NULL, 0, 1};
+    int64_t killed = 0;
+
+    if (x->argc == 3) {
+        f.addr = &x->argv[2];
+        f.skipme = 0; /* the old form may kill its caller */
+    } else if (x->argc < 4 || x->argc % 2 != 0) {
+        pk_reply_syntax(x);
+        return;
+    } else if (!kill_parse(x, &f)) {
+        return;
+    }
+    for (pk_conn *c = x->srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (!kill_matches(&f, x->c, c))
+            continue;
+        killed++;
+        if (c == x->c)
+            c->closing = 1; /* after this reply */
+        else
+            pk_conn_close(c);
+    }
+    if (x->argc > 3)
+        pk_reply_int(x->out, killed);
+    else if (killed)
+        pk_reply_simple(x->out, "OK");
+    else
+        pk_reply_error(x->out, "ERR No such client");
+}
+
+static void list_one(pk_cmd_ctx *x, pk_conn *c, pk_obuf *all)
+{
+    char line[1024];
+
+    pk_cmd_client_info(x, c, line, sizeof(line));
+    pk_obuf_append(all, line, strlen(line));
+}
+
+/* CLIENT LIST [TYPE type | ID id ...], as Redis 7.0 (the clients of the
+ * ids in the order asked). */
+static void client_list(pk_cmd_ctx *x)
+{
+    int type = -1;
+    pk_obuf all;
+
+    if (x->argc == 4 && pk_arg_eq(&x->argv[2], "type")) {
+        if ((type = client_type(&x->argv[3])) < 0) {
+            reply_unknown_type(x, &x->argv[3]);
+            return;
+        }
+    } else if (x->argc > 3 && pk_arg_eq(&x->argv[2], "id")) {
+        for (int i = 3; i < x->argc; i++) {
+            int64_t id;
+            if (!pk_arg_i64(&x->argv[i], &id)) {
+                pk_reply_error(x->out, "ERR Invalid client ID");
+                return;
+            }
+        }
+    } else if (x->argc != 2) {
+        pk_reply_syntax(x);
+        return;
+    }
+    pk_obuf_init(&all);
+    for (int i = 3; x->argc > 3 && type < 0 && i < x->argc; i++) {
+        int64_t id;
+        pk_arg_i64(&x->argv[i], &id);
+        for (pk_conn *c = x->srv->conns; c; c = c->next)
+            if ((int64_t)c->id == id && !c->freed)
+                list_one(x, c, &all);
+    }
+    for (pk_conn *c = x->srv->conns; c && (x->argc == 2 || type >= 0);
+         c = c->next)
+        if (!c->freed && (type < 0 || pk_climit_class(c) == type))
+            list_one(x, c, &all);
+    pk_reply_verbatim(x->out, x->proto, "txt", all.data + all.head,
+                      pk_obuf_pending(&all));
+    pk_obuf_free(&all);
+}
+
 /* CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if that client was blocked. */
 static void client_unblock(pk_cmd_ctx *x)
 {
@@ -223,15 +394,15 @@ void pk_cmd_client(pk_cmd_ctx *x)
         pk_cmd_client_info(x, x->c, line, sizeof(line));
         pk_reply_verbatim(x->out, x->proto, "txt", line, strlen(line));
     } else if (pk_arg_eq(sub, "list")) {
-        pk_obuf all;
-        pk_obuf_init(&all);
-        for (pk_conn *c = x->srv->conns; c; c = c->next) {
-            pk_cmd_client_info(x, c, line, sizeof(line));
-            pk_obuf_append(&all, line, strlen(line));
-        }
-        pk_reply_verbatim(x->out, x->proto, "txt", all.data + all.head,
-                          pk_obuf_pending(&all));
-        pk_obuf_free(&all);
+        client_list(x);
+    } else if (pk_arg_eq(sub, "kill") && x->argc >= 3) {
+        client_kill(x);
+    } else if (pk_arg_eq(sub, "no-evict") && x->argc == 3) {
+        /* Nothing is evicted here (maxmemory-policy noeviction). */
+        if (pk_arg_eq(&x->argv[2], "on") || pk_arg_eq(&x->argv[2], "off"))
+            pk_reply_simple(x->out, "OK");
+        else
+            pk_reply_syntax(x);
     } else if (pk_arg_eq(sub, "setinfo") && x->argc == 4) {
         pk_reply_simple(x->out, "OK");
     } else if (pk_arg_eq(sub, "unblock") && (x->argc == 3 || x->argc == 4)) {

@@ -216,6 +216,63 @@ def test_client(raw):
         assert other.call("CLIENT", "ID") != cid
 
 
+def test_client_kill_and_list_filters(server, raw):
+    """CLIENT KILL in both forms and CLIENT LIST's filters, with Redis
+    7.0's replies and error texts."""
+    def conn(name):
+        c = server.raw(proto=2)
+        assert c.call("CLIENT", "SETNAME", name) == "OK"
+        return c, c.call("CLIENT", "ID"), c.call("CLIENT", "INFO")
+
+    a, aid, ainfo = conn("ka")
+    b, bid, binfo = conn("kb")
+    me = raw.call("CLIENT", "ID")
+    listed = raw.call("CLIENT", "LIST", "ID", str(aid), str(bid))
+    assert sorted(l.split()[0] for l in listed.splitlines()) == sorted(
+        ["id=%d" % aid, "id=%d" % bid])
+    assert "id=%d " % me in raw.call("CLIENT", "LIST", "TYPE", "normal")
+    assert raw.call("CLIENT", "LIST", "TYPE", "pubsub") == ""
+    assert err(raw.call("CLIENT", "LIST", "TYPE", "bogus")) == (
+        "ERR Unknown client type 'bogus'")
+    assert raw.call("CLIENT", "LIST", "ID", "0") == ""
+    assert err(raw.call("CLIENT", "LIST", "ID", "x")) == (
+        "ERR Invalid client ID")
+    assert err(raw.call("CLIENT", "LIST", "FOO")) == "ERR syntax error"
+    # The old form: an address, +OK or no such client.
+    addr = dict(kv.split("=", 1) for kv in ainfo.split())["addr"]
+    assert raw.call("CLIENT", "KILL", addr) == "OK"
+    assert err(raw.call("CLIENT", "KILL", addr)) == "ERR No such client"
+    with pytest.raises((pkserver.ConnectionClosed, OSError)):
+        a.call("PING")  # closed
+    # The new form: filters, the count killed; SKIPME yes by default.
+    assert raw.call("CLIENT", "KILL", "ID", str(bid)) == 1
+    assert raw.call("CLIENT", "KILL", "ID", str(bid)) == 0
+    assert raw.call("CLIENT", "KILL", "ID", str(me)) == 0
+    assert err(raw.call("CLIENT", "KILL", "ID", "0")) == (
+        "ERR client-id should be greater than 0")
+    assert err(raw.call("CLIENT", "KILL", "TYPE", "x")) == (
+        "ERR Unknown client type 'x'")
+    assert err(raw.call("CLIENT", "KILL", "USER", "nobody")) == (
+        "ERR No such user 'nobody'")
+    assert err(raw.call("CLIENT", "KILL", "SKIPME", "maybe")) == (
+        "ERR syntax error")
+    assert err(raw.call("CLIENT", "KILL", "ID")) == "ERR No such client"
+    assert err(raw.call("CLIENT", "KILL", "ID", "1", "TYPE")) == (
+        "ERR syntax error")
+    c, cid, _ = conn("kc")
+    d, did, _ = conn("kd")
+    assert raw.call("CLIENT", "KILL", "USER", "default", "TYPE",
+                    "normal") == 2
+    assert raw.call("PING") == "PONG"  # skipped itself
+    assert raw.call("CLIENT", "NO-EVICT", "on") == "OK"
+    # SKIPME no: the caller too, after its reply.
+    assert raw.call("CLIENT", "KILL", "ID", str(me), "SKIPME", "no") == 1
+    with pytest.raises((pkserver.ConnectionClosed, OSError)):
+        raw.call("PING")
+    for x in (a, b, c, d):
+        x.close()
+
+
 # ------------------------------------------------------------------- COMMAND
 
 SECTION4 = """PING ECHO HELLO AUTH SELECT QUIT RESET COMMAND CLIENT INFO CONFIG
