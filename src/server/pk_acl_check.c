@@ -46,6 +46,22 @@ static int name_in(const char *name, const char *const *list)
     return 0;
 }
 
+/* BITFIELD with GET (and OVERFLOW) alone only reads, as Redis 7.0's
+ * bitfieldGetKeys decides; anything else (or a syntax error) writes. */
+static int bitfield_reads_only(int argc, const pk_arg *argv)
+{
+    for (int i = 2; i < argc; i++) {
+        int more = argc - i - 1;
+        if (pk_arg_eq(&argv[i], "get") && more >= 2)
+            i += 2;
+        else if (pk_arg_eq(&argv[i], "overflow") && more >= 1)
+            i += 1;
+        else
+            return 0;
+    }
+    return 1;
+}
+
 /*
  * The rights key k (0-based, in argument order) of a command needs, as
  * Redis 7.0's key specs say: read for a read-only command; for a write,
@@ -73,6 +89,8 @@ static unsigned key_need(const pk_cmd *cmd, int k, int argc, const pk_arg *argv)
         "pfmerge",     NULL};
 
     if (!(cmd->flags & PK_CMD_WRITE))
+        return PERM_R;
+    if (strcmp(cmd->name, "bitfield") == 0 && bitfield_reads_only(argc, argv))
         return PERM_R;
     if (strcmp(cmd->name, "copy") == 0 || strcmp(cmd->name, "sort") == 0)
         return k == 0 ? PERM_R : PERM_W;

@@ -502,6 +502,10 @@ static int parse_value(const pk_server *s, size_t i, const pk_arg *a,
     static const pk_arg invalid = {"\x01", 1};
     const cfg_param *p = &params[i];
 
+    if (p->kind == K_STR) { /* requirepass: any bytes, as in Redis */
+        sc->pass = a;
+        return 1;
+    }
     /* Redis reads values as C strings; one with a NUL is never valid. */
     if (memchr(a->ptr, '\0', a->len) != NULL)
         a = &invalid;
@@ -528,12 +532,6 @@ static int parse_value(const pk_server *s, size_t i, const pk_arg *a,
                                      e ? ", " : "", p->enums[e]);
         return 0;
     }
-    case K_STR: /* requirepass, the one settable string */
-        sc->pass = a;
-        if (a != &invalid)
-            return 1;
-        snprintf(err, n, "argument must not contain a NUL byte");
-        return 0;
     case K_SAVE:
         if (parse_save(a, sc->save))
             return 1;
@@ -577,15 +575,17 @@ static int arg_width(const pk_arg *a)
 }
 
 /* The default user's password (all over the cluster), and CONFIG GET's
- * answer; 0 out of memory. */
+ * answer (up to a NUL the password may hold); 0 out of memory. */
 static int set_requirepass(pk_server *s, const pk_arg *pw)
 {
-    char *copy = strndup(pw->ptr, pw->len);
+    char *copy = malloc(pw->len + 1);
 
     if (copy == NULL || pk_acl_set_requirepass(s, pw->ptr, pw->len, 1) != 0) {
         free(copy);
         return 0;
     }
+    memcpy(copy, pw->ptr, pw->len);
+    copy[pw->len] = '\0';
     free(s->requirepass);
     s->requirepass = copy;
     s->cfg.requirepass = copy;

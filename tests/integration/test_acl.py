@@ -325,6 +325,36 @@ def test_config_set_requirepass(server, r):
     n.close()
 
 
+def test_bitfield_get_only_reads(server, r):
+    """BITFIELD with GET (and OVERFLOW) alone needs read access only, as
+    Redis 7.0's key specs say; SET or INCRBY need read and write."""
+    r.execute_command("ACL", "SETUSER", "bfr", "on", "nopass", "+@all",
+                      "%R~ro*")
+    r.execute_command("ACL", "SETUSER", "bfw", "on", "nopass", "+@all",
+                      "%W~wo*")
+    c = user_client(server, "bfr", "x")
+    assert c.execute_command("BITFIELD", "ro", "GET", "u4", "0",
+                             "OVERFLOW", "SAT", "GET", "i8", "4") == [0, 0]
+    for args in (["SET", "u4", "0", "1"], ["GET", "u4", "0", "INCRBY",
+                                           "u4", "0", "1"], ["GET", "u4"]):
+        assert err(c.execute_command, "BITFIELD", "ro", *args) == NOPERM_KEY
+    w = user_client(server, "bfw", "x")
+    for args in (["GET", "u4", "0"], ["SET", "u4", "0", "1"]):
+        assert err(w.execute_command, "BITFIELD", "wo", *args) == NOPERM_KEY
+    c.close()
+    w.close()
+
+
+def test_binary_requirepass(server, r):
+    """A password may hold any bytes, NUL included, as in Redis."""
+    assert r.config_set("requirepass", "abc\x00def") is True
+    n = redis.Redis(host=server.host, port=server.port)
+    assert err(n.execute_command, "AUTH", "abc") == WRONGPASS
+    assert n.execute_command("AUTH", "abc\x00def") is True
+    assert n.config_set("requirepass", "") is True
+    n.close()
+
+
 def test_genpass_and_help(r):
     assert len(r.acl_genpass()) == 64
     assert len(r.execute_command("ACL", "GENPASS", "5")) == 2
