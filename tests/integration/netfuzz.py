@@ -431,6 +431,7 @@ class Stats:
         self.closed_by_node = 0
         self.resets = 0
         self.handshakes = 0
+        self.handshakes_cut = 0
         self.indexes = 0  # FT indexes dropped at the end
         self.anon_fuzzed = None  # RssAnon before they were
 
@@ -602,8 +603,16 @@ class Fuzzer:
         port = self.node.port if kind == "plain" else self.tls.port
         s = socket.create_connection((self.node.host, port), timeout=5)
         if kind == "tls":
-            s = self.tls.context(i % 2 == 0).wrap_socket(
-                s, server_hostname="localhost")  # handshakes, blocking
+            # Handshakes, blocking.  A fuzzed CLIENT KILL may close it
+            # meanwhile: counted, and the end's PING over TLS tells
+            # whether TLS still works.
+            try:
+                s = self.tls.context(i % 2 == 0).wrap_socket(
+                    s, server_hostname="localhost")
+            except OSError:
+                s.close()
+                self.stats.handshakes_cut += 1
+                return
             self.stats.handshakes += 1
         s.setblocking(False)
         self.socks[i] = s
@@ -778,6 +787,9 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                 if not rep.startswith(b"+PONG"):
                     failures.append("PING after fuzzing answered %r"
                                     % rep[:80])
+            if tls is not None and stats.handshakes == 0:
+                failures.append("no TLS handshake went through (%d cut)"
+                                % stats.handshakes_cut)
             if mode == "peer" and not failures:
                 stats.anon_fuzzed = anon_kb(node.pid)
                 stats.indexes = drop_indexes(node.host, node.port, None)
@@ -803,7 +815,8 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                "received_kb": stats.received // 1024,
                "connections": stats.opened,
                "closed_by_node": stats.closed_by_node,
-               "resets": stats.resets, "handshakes": stats.handshakes, "indexes_dropped": stats.indexes,
+               "resets": stats.resets, "handshakes": stats.handshakes,
+               "handshakes_cut": stats.handshakes_cut, "indexes_dropped": stats.indexes,
                "anon_before_drop_kb": stats.anon_fuzzed,
                "rss_before_kb": rss0,
                "rss_after_kb": rss1, "anon_before_kb": anon0,
