@@ -37,6 +37,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "slow: a long test (seconds of throttled moves); still "
         "part of make test, select alone with -m slow")
+    config.addinivalue_line(
+        "markers", "long_fault: a long fault schedule; run by make "
+        "test-faults, left out of make test (-m 'not long_fault')")
 
 
 def pytest_collection_modifyitems(config, items):

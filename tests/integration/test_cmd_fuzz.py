@@ -7,7 +7,7 @@ pipelined behind every command answers PONG), and the node must never
 crash.
 
 Seeded and bounded: PARTKV_FUZZ_SEED=N replays a run (the seed is printed
-and named in every failure), PARTKV_FUZZ_SECONDS (default 20) bounds the
+and named in every failure), PARTKV_FUZZ_SECONDS (default 12) bounds the
 time.  Under `make check` the node is the ASan build, so a memory error
 is a crash here.  Runs against redis-server too (PARTKV_TEST_TARGET=redis),
 which validates the harness rather than the expectations."""
@@ -257,7 +257,7 @@ def make_keys(c, names):
 def test_cmd_fuzz(server):
     seed = int(os.environ.get("PARTKV_FUZZ_SEED")
                or random.SystemRandom().randrange(1 << 32))
-    seconds = float(os.environ.get("PARTKV_FUZZ_SECONDS") or "20")
+    seconds = float(os.environ.get("PARTKV_FUZZ_SECONDS") or "12")
     print("test_cmd_fuzz: PARTKV_FUZZ_SEED=%d" % seed)
     rng = random.Random(seed)
     c = Conn(server.host, server.port)

@@ -325,6 +325,7 @@ def restarted(c, index, old_pid, timeout=15.0):
     return pid
 
 
+@pytest.mark.long_fault
 def test_leases_through_kills_and_restarts():
     """kill -9 of the hot key's leader, then of a follower holding a read
     lease, each restarted at once by `cluster up` while every node reads
