@@ -226,6 +226,10 @@ static int sel_rule(acl_sel *s, const char *op, size_t len, const char **why)
                     return PK_EINVAL;
                 }
             }
+            /* "%~a" or "%": a pattern without rights (Redis 7.0 takes
+             * it, then panics describing it). */
+            if (perm == 0)
+                return PK_EINVAL;
         } else {
             perm = PERM_R | PERM_W;
         }

@@ -54,7 +54,11 @@ static char *ds_done(dstr *d)
 
 static void ds_keypat(dstr *d, const acl_pat *p)
 {
-    ds_str(d, p->perm == (PERM_R | PERM_W) ? "~"
+    /* A read-write "*" that is not allkeys ("~a %RW~*": Redis describes it
+     * "~*", which reads back as allkeys and drops "~a") says "%RW~*". */
+    int star = p->len == 1 && p->p[0] == '*';
+
+    ds_str(d, p->perm == (PERM_R | PERM_W) ? (star ? "%RW~" : "~")
               : p->perm == PERM_R          ? "%R~"
                                            : "%W~");
     ds_add(d, p->p, p->len);

@@ -171,6 +171,8 @@ static void test_rule_errors_change_nothing(void **state)
     assert_non_null(strstr(err_out, "'allkeys' flag"));
     assert_int_equal(SET(a, "u", "allchannels", "&a"), PK_EINVAL);
     assert_int_equal(SET(a, "u", "%X~a"), PK_EINVAL);
+    assert_int_equal(SET(a, "u", "%~a"), PK_EINVAL); /* no rights */
+    assert_int_equal(SET(a, "u", "%"), PK_EINVAL);
     assert_int_equal(SET(a, "u", "(~a", "+get"), PK_EINVAL);
     assert_string_equal(err_out, "Unmatched parenthesis in acl selector "
                                  "starting at '(~a'.");
@@ -432,6 +434,7 @@ static void test_describe_round_trip(void **state)
         "-memory",      "+cluster|info", "-cluster",     "allcommands",
         "nocommands",   "+@all",         "-@all",        "~a*",
         "%R~b*",        "%W~c*",         "resetkeys",    "allkeys",
+        "%RW~*",        "%R~*",          "~*",           "%WR~*",
         "on",           "off",           "nopass",       ">pw",
         "resetpass"};
     const size_t nv = sizeof(vocab) / sizeof(vocab[0]);
