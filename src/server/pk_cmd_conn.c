@@ -345,8 +345,9 @@ static void client_list(pk_cmd_ctx *x)
          c = c->next)
         if (!c->freed && (type < 0 || pk_climit_class(c) == type))
             list_one(x, c, &all);
-    pk_reply_verbatim(x->out, x->proto, "txt", all.data + all.head,
-                      pk_obuf_pending(&all));
+    pk_reply_verbatim(x->out, x->proto, "txt",
+                      all.data ? all.data + all.head : "",
+                      pk_obuf_pending(&all)); /* no data: none listed */
     pk_obuf_free(&all);
 }
 
