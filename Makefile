@@ -31,6 +31,8 @@ BUILD ?= build
 CC ?= cc
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 30
+FUZZ_LONG_SECONDS ?= 3600
+FUZZ_LANES ?= 2
 PKGS := libxxhash openssl lmdb libuv jansson libcurl
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 
@@ -58,7 +60,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 
-.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check check-cycles bench bench-run bench-guard fuzz fuzz-ci fuzz-merge fuzz-bins fuzz-link format install clean
+.PHONY: all deps run test test-unit test-integration test-fault test-faults test-redis-suite check check-cycles bench bench-run bench-guard fuzz fuzz-ci fuzz-merge fuzz-long fuzz-bins fuzz-link format install clean
 
 all: $(BUILD)/partkv
 
@@ -215,6 +217,13 @@ fuzz-ci: fuzz-bins
 
 fuzz-merge: fuzz-bins
 	@$(call FUZZ_RUN,merge,0)
+
+# The long runs: every target FUZZ_LONG_SECONDS (default an hour),
+# FUZZ_LANES at a time, with NETFUZZ_SECONDS of network fuzzing against
+# the ASan build (make check's) beside them; a line per run in
+# build/fuzz-long/ledger (scripts/fuzz-long.sh).
+fuzz-long: fuzz-bins
+	scripts/fuzz-long.sh $(FUZZ_LANES) $(FUZZ_LONG_SECONDS) $(FUZZ_NAMES)
 
 # Entered again with BUILD=$(BUILD)/fuzzlib and clang, so that the
 # instrumented objects get their own tree.
