@@ -511,12 +511,12 @@ class TlsFiles:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def drop_indexes(host, port, password, timeout=30.0):
+def drop_indexes(host, port, password, timeout=120.0):
     """Drops every FT index the fuzzing made (a cluster node keeps a few
     MB per index, up to 256 of them, which RSS after would otherwise
     count); returns how many, or None if some were still listed at the
     timeout (edits wait for the map, and the fuzzing may have queued
-    many)."""
+    many: under ASan one DROPINDEX has waited more than 30 s)."""
     import redis
     r = redis.Redis(host=host, port=port, password=password,
                     socket_timeout=timeout)
@@ -534,6 +534,8 @@ def drop_indexes(host, port, password, timeout=30.0):
                 except redis.ResponseError:
                     pass
             time.sleep(0.2)
+        return None
+    except redis.RedisError:
         return None
     finally:
         r.close()
@@ -794,9 +796,18 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                 stats.anon_fuzzed = anon_kb(node.pid)
                 stats.indexes = drop_indexes(node.host, node.port, None)
                 time.sleep(2.0)  # the tick frees what dropped ones held
+                try:
+                    rep = ping(node.host, node.port, None)
+                except OSError as e:
+                    rep = repr(e).encode()
+                if not rep.startswith(b"+PONG"):
+                    failures.append("PING after dropping the indexes "
+                                    "answered %r" % rep[:80])
         rss1, anon1 = node.rss_kb(), anon_kb(node.pid)
         slack = RSS_SLACK_ASAN_KB if is_asan(partkv) else RSS_SLACK_KB
-        if anon0 and anon1 and anon1 - anon0 > slack:
+        # Indexes still there (not all dropped in time) hold their memory.
+        if anon0 and anon1 and anon1 - anon0 > slack and \
+                stats.indexes is not None:
             failures.append("RssAnon grew from %d kB to %d kB"
                             % (anon0, anon1))
         if node.alive():
@@ -846,8 +857,10 @@ def run(partkv, seconds, runs=len(MODES), conns=64, max_frames=10 ** 9,
         mode = modes[r % len(modes)]
         f, _ = one_run(partkv, seconds, max_frames, conns, mode, seed + r,
                        log)
-        failures += ["run %d (seed %d, %s): %s" % (r, seed + r, mode, x)
-                     for x in f]
+        f = ["run %d (seed %d, %s): %s" % (r, seed + r, mode, x) for x in f]
+        for x in f:  # at once: a long run may be cut short
+            log("netfuzz: FAIL " + x)
+        failures += f
     return failures
 
 
