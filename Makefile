@@ -219,8 +219,8 @@ fuzz-merge: fuzz-bins
 	@$(call FUZZ_RUN,merge,0)
 
 # The long runs: every target FUZZ_LONG_SECONDS (default an hour),
-# FUZZ_LANES at a time, with NETFUZZ_SECONDS of network fuzzing against
-# the ASan build (make check's) beside them; a line per run in
+# FUZZ_LANES at a time, NETFUZZ_SECONDS of network fuzzing against
+# the ASan build (make check's) first in the first lane; a line per run in
 # build/fuzz-long/ledger (scripts/fuzz-long.sh).
 fuzz-long: fuzz-bins
 	scripts/fuzz-long.sh $(FUZZ_LANES) $(FUZZ_LONG_SECONDS) $(FUZZ_NAMES)

@@ -7,8 +7,9 @@
 # build/fuzz-long/bin, so that a rebuild meanwhile changes nothing, and
 # fuzzes each for SECONDS (scripts/fuzz.sh run: finds go to the untracked
 # fuzz/corpus-NAME/), LANES targets at a time.  With NETFUZZ_SECONDS set,
-# one more lane runs the network fuzzer that long against build/asan/partkv
-# (also copied).  Each run appends a line to build/fuzz-long/ledger:
+# the first lane starts with the network fuzzer, that long, against
+# build/asan/partkv (also copied), so that LANES runs share the machine at
+# any time.  Each run appends a line to build/fuzz-long/ledger:
 #
 #   2026-12-05T16:30:00Z 4bf03c7 fuzz_resp 3600 s: ok   fuzz_resp: 23687000 runs, cov: 303, corpus 429
 #
@@ -31,10 +32,22 @@ note() {
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $commit $*" >>"$out/ledger"
 }
 
-# Lane i takes the targets i, i + lanes, i + 2 lanes ...
+netfuzz() {
+    /usr/bin/python3 tests/integration/netfuzz.py --partkv "$bin/partkv" \
+        --duration "$NETFUZZ_SECONDS" --runs 10 >"$bin/netfuzz.log" 2>&1
+    rc=$?
+    note "netfuzz $NETFUZZ_SECONDS s: $(tail -n 1 "$bin/netfuzz.log")"
+    return $rc
+}
+
+# Lane k takes the targets k, k + lanes, k + 2 lanes ... (lane 0 the
+# network fuzzer first).
 lane() {
     i=0
     rc=0
+    if [ "$k" -eq 0 ] && [ -n "${NETFUZZ_SECONDS:-}" ]; then
+        netfuzz || rc=1
+    fi
     for n in "$@"; do
         if [ $((i % lanes)) -eq "$k" ]; then
             line=$(scripts/fuzz.sh run "$bin" "$secs" "$n" | grep -E '^(ok|FAIL) ')
@@ -46,6 +59,9 @@ lane() {
     return $rc
 }
 
+if [ -n "${NETFUZZ_SECONDS:-}" ]; then
+    cp build/asan/partkv "$bin/partkv" || exit 2
+fi
 pids=""
 k=0
 while [ "$k" -lt "$lanes" ]; do
@@ -53,17 +69,6 @@ while [ "$k" -lt "$lanes" ]; do
     pids="$pids $!"
     k=$((k + 1))
 done
-if [ -n "${NETFUZZ_SECONDS:-}" ]; then
-    cp build/asan/partkv "$bin/partkv" || exit 2
-    (
-        /usr/bin/python3 tests/integration/netfuzz.py --partkv "$bin/partkv" \
-            --duration "$NETFUZZ_SECONDS" --runs 10 >"$bin/netfuzz.log" 2>&1
-        rc=$?
-        note "netfuzz $NETFUZZ_SECONDS s: $(tail -n 1 "$bin/netfuzz.log")"
-        exit $rc
-    ) &
-    pids="$pids $!"
-fi
 failed=0
 for p in $pids; do
     wait "$p" || failed=1
