@@ -119,8 +119,8 @@ test-fault: all
 # runs 6), the kill -9 durability test with 100 (make test: 30), also with --fsync always (parallel append: leaders send
 # records before their commit); the long schedules of the fault
 # harness (tests/fault); and the integration tests marked long_fault
-# (kill -9 of hot-read lease holders, restarted), which make test leaves
-# out.
+# (kill -9 of hot-read lease holders, of a move's source or target, of
+# etcd's leader during a failover), which make test leaves out.
 test-faults: deps
 	@$(MAKE) --no-print-directory all
 	PARTKV=$(abspath $(BUILD)/partkv) PARTKV_FAULT_CYCLES=40 \

@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 
+import pytest
 import redis
 
 from cluster import Cluster, keyslot, wait_until
@@ -98,6 +99,7 @@ def test_cluster_on_etcd_serves_and_survives_etcd_loss():
         e.stop()
 
 
+@pytest.mark.long_fault
 def test_three_member_etcd_leader_killed_during_failover():
     """A 3-member etcd whose members are killed one at a time while a
     leader is stopped: the failover still happens once a quorum of etcd

@@ -842,11 +842,13 @@ def kill_mid_move(cl, procs, victim):
 
 
 @slow
+@pytest.mark.long_fault
 def test_kill_source_mid_move(cl3_durable, procs):
     kill_mid_move(cl3_durable, procs, "source")
 
 
 @slow
+@pytest.mark.long_fault
 def test_kill_target_mid_move(cl3_durable, procs):
     kill_mid_move(cl3_durable, procs, "target")
 
