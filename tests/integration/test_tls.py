@@ -376,13 +376,15 @@ def test_etcd_over_tls_with_client_certificates(certs):
 
 def test_proxy_and_tools_over_tls(tcl):
     """A proxy in front of a TLS cluster (mutual TLS to the nodes, TLS to
-    its clients), and the partkv tools with PARTKV_TLS_CA_CERT_FILE."""
+    its clients, the cluster secret over it: an ACL user made on the
+    proxy reaches the nodes), and the partkv tools with
+    PARTKV_TLS_CA_CERT_FILE."""
     f = tcl.files()
     n = tcl.nodes[0]
     px = Proxy(n.addr, extra=[
         "--tls-port", "0", "--tls-cert-file", f["node"], "--tls-key-file",
         f["key"], "--tls-ca-cert-file", f["ca"], "--tls-cluster", "yes",
-        "--tls-auth-clients", "no"])
+        "--tls-auth-clients", "no", "--cluster-secret", tcl.secret])
     px.start()
     try:
         port = tls_port(px)
@@ -398,6 +400,22 @@ def test_proxy_and_tools_over_tls(tcl):
                 time.sleep(0.1)
         assert c.mget(["px:%d" % i for i in range(50)]) == [
             str(i).encode() for i in range(50)]
+        c.execute_command("ACL", "SETUSER", "tp", "on", ">pw", "+@all",
+                          "~px:*")
+        host, nport = n.addr.rsplit(":", 1)
+        node = redis.Redis(host=host, port=int(nport), ssl=True,
+                           ssl_ca_certs=f["ca"], socket_timeout=10)
+        deadline = time.monotonic() + 10
+        while "tp" not in node.acl_users():
+            assert time.monotonic() < deadline, px.logs()
+            time.sleep(0.1)
+        u = redis.Redis(port=port, ssl=True, ssl_ca_certs=f["ca"],
+                        username="tp", password="pw", socket_timeout=10)
+        assert u.get("px:7") == b"7"
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            u.get("other")
+        u.close()
+        node.close()
     finally:
         px.stop()
     exe = pkserver.partkv_path()
