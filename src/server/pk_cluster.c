@@ -402,13 +402,64 @@ static int slot_ok(const pk_arg *a, int64_t *slot)
     return pk_arg_i64(a, slot) && *slot >= 0 && *slot < PK_SLOTS;
 }
 
+static void cluster_help(pk_cmd_ctx *x)
+{
+    static const char *const help[] = {
+        "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "COUNTKEYSINSLOT <slot>",
+        "    Return the number of keys in <slot>.",
+        "GETKEYSINSLOT <slot> <count>",
+        "    Return key names stored by current node in a slot.",
+        "INFO",
+        "    Return information about the cluster.",
+        "KEYSLOT <key>",
+        "    Return the hash slot for <key>.",
+        "MYID",
+        "    Return the node id.",
+        "NODES",
+        "    Return cluster configuration seen by node. Output format:",
+        "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> "
+        "<slot> ...",
+        "SHARDS",
+        "    Return information about slot range mappings and the nodes "
+        "associated with them.",
+        "SLOTS",
+        "    Return information about slots range mappings. Each range is "
+        "made of:",
+        "    start, end, master and replicas IP addresses, ports and ids",
+        "SLOT-STATS SLOTSRANGE <start> <end> | ORDERBY <metric> [LIMIT <n>] "
+        "[ASC|DESC]",
+        "    Return per-slot statistics (partkv: keys, reads and writes).",
+        "HELP",
+        "    Prints this help."};
+    pk_reply_simples(x->out, help, sizeof(help) / sizeof(help[0]));
+}
+
 void pk_cmd_cluster(pk_cmd_ctx *x)
 {
+    /* Redis 7.0's arities (SLOT-STATS: partkv's, checked by itself). */
+    static const pk_subcmd subs[] = {{"countkeysinslot", 3},
+                                     {"getkeysinslot", 4},
+                                     {"help", 2},
+                                     {"info", 2},
+                                     {"keyslot", 3},
+                                     {"myid", 2},
+                                     {"nodes", 2},
+                                     {"shards", 2},
+                                     {"slot-stats", -2},
+                                     {"slots", 2}};
     const pk_arg *sub = &x->argv[1];
     const pk_pmap *m = x->srv->cluster.map;
     int64_t slot, count;
 
-    if (pk_arg_eq(sub, "keyslot") && x->argc == 3) {
+    if (pk_cmd_subcommand(x, "cluster", subs, sizeof(subs) / sizeof(subs[0])) <
+        0)
+        return;
+    if (pk_arg_eq(sub, "help")) {
+        cluster_help(x);
+        return;
+    }
+    if (pk_arg_eq(sub, "keyslot")) {
         pk_reply_int(x->out, pk_hash_slot(x->argv[2].ptr, x->argv[2].len));
         return;
     }
@@ -417,9 +468,9 @@ void pk_cmd_cluster(pk_cmd_ctx *x)
                                "disabled");
         return;
     }
-    if (pk_arg_eq(sub, "myid") && x->argc == 2) {
+    if (pk_arg_eq(sub, "myid")) {
         pk_reply_bulk_str(x->out, x->srv->cluster.name);
-    } else if (pk_arg_eq(sub, "countkeysinslot") && x->argc == 3) {
+    } else if (pk_arg_eq(sub, "countkeysinslot")) {
         pk_part_stats st;
         if (!slot_ok(&x->argv[2], &slot)) {
             pk_reply_error(x->out, "ERR Invalid slot");
@@ -431,7 +482,7 @@ void pk_cmd_cluster(pk_cmd_ctx *x)
             pk_cmd_store_error(x, rc);
         else
             pk_reply_int(x->out, (int64_t)st.keys);
-    } else if (pk_arg_eq(sub, "getkeysinslot") && x->argc == 4) {
+    } else if (pk_arg_eq(sub, "getkeysinslot")) {
         if (!slot_ok(&x->argv[2], &slot) || !pk_arg_i64(&x->argv[3], &count) ||
             count < 0) {
             pk_reply_error(x->out, "ERR Invalid slot or number of keys");
@@ -440,20 +491,15 @@ void pk_cmd_cluster(pk_cmd_ctx *x)
         getkeysinslot(x, slot, count);
     } else if (m == NULL) {
         pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
-    } else if (pk_arg_eq(sub, "slots") && x->argc == 2) {
-        cluster_slots(x, m);
-    } else if (pk_arg_eq(sub, "nodes") && x->argc == 2) {
-        cluster_nodes(x, m);
-    } else if (pk_arg_eq(sub, "info") && x->argc == 2) {
-        cluster_info(x, m);
-    } else if (pk_arg_eq(sub, "shards") && x->argc == 2) {
-        cluster_shards(x, m);
     } else if (pk_arg_eq(sub, "slot-stats")) {
         pk_cmd_cluster_slot_stats(x);
+    } else if (pk_arg_eq(sub, "slots")) {
+        cluster_slots(x, m);
+    } else if (pk_arg_eq(sub, "nodes")) {
+        cluster_nodes(x, m);
+    } else if (pk_arg_eq(sub, "info")) {
+        cluster_info(x, m);
     } else {
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand or wrong number of arguments "
-                        "for '%.*s'. Try CLUSTER HELP.",
-                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+        cluster_shards(x, m);
     }
 }

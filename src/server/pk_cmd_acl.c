@@ -449,14 +449,11 @@ static int save_file(pk_server *s, const char *path)
 }
 
 /* ACL subcommands and their Redis 7.0 arities (name included). */
-static const struct {
-    const char *name;
-    int arity;
-} acl_subs[] = {{"cat", -2},     {"deluser", -3}, {"dryrun", -4},
-                {"genpass", -2}, {"getuser", 3},  {"help", 2},
-                {"list", 2},     {"load", 2},     {"log", -2},
-                {"save", 2},     {"setuser", -3}, {"users", 2},
-                {"whoami", 2}};
+static const pk_subcmd acl_subs[] = {
+    {"cat", -2},    {"deluser", -3}, {"dryrun", -4},  {"genpass", -2},
+    {"getuser", 3}, {"help", 2},     {"list", 2},     {"load", 2},
+    {"log", -2},    {"save", 2},     {"setuser", -3}, {"users", 2},
+    {"whoami", 2}};
 
 static void reply_help(pk_cmd_ctx *x)
 {
@@ -500,26 +497,10 @@ void pk_cmd_acl(pk_cmd_ctx *x)
 {
     const pk_arg *sub = &x->argv[1];
     pk_server *s = x->srv;
-    int found = 0;
 
-    for (size_t i = 0; i < sizeof(acl_subs) / sizeof(acl_subs[0]); i++) {
-        int ar = acl_subs[i].arity;
-        if (!pk_arg_eq(sub, acl_subs[i].name))
-            continue;
-        found = 1;
-        if ((ar > 0 && x->argc != ar) || (ar < 0 && x->argc < -ar)) {
-            pk_reply_errorf(x->out,
-                            "ERR wrong number of arguments for 'acl|%s' "
-                            "command",
-                            acl_subs[i].name);
-            return;
-        }
-    }
-    if (!found) {
-        pk_reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try ACL HELP.",
-                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    if (pk_cmd_subcommand(x, "acl", acl_subs,
+                          sizeof(acl_subs) / sizeof(acl_subs[0])) < 0)
         return;
-    }
     if (pk_arg_eq(sub, "setuser")) {
         char *err = NULL;
         int rc;

@@ -88,21 +88,12 @@ int pk_cmd_keys_memory(int argc, const pk_arg *argv, pk_keyrun *r)
  * nothing, so n is only checked. */
 void pk_cmd_memory(pk_cmd_ctx *x)
 {
-    const pk_arg *sub = &x->argv[1];
+    static const pk_subcmd subs[] = {{"usage", -3}};
     uint64_t bytes;
     int64_t n;
 
-    if (!pk_arg_eq(sub, "usage")) {
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand '%.*s'. Try MEMORY HELP.",
-                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    if (pk_cmd_subcommand(x, "memory", subs, 1) < 0)
         return;
-    }
-    if (x->argc < 3) {
-        pk_reply_error(x->out, "ERR wrong number of arguments for "
-                               "'memory|usage' command");
-        return;
-    }
     for (int i = 3; i < x->argc; i += 2) {
         if (!pk_arg_eq(&x->argv[i], "samples") || i + 1 >= x->argc) {
             pk_reply_syntax(x);

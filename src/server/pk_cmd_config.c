@@ -753,31 +753,17 @@ static void config_help(pk_cmd_ctx *x)
 
 void pk_cmd_config(pk_cmd_ctx *x)
 {
-    static const struct {
-        const char *name;
-        int arity; /* as the config|sub entries of Redis's COMMAND */
-        void (*fn)(pk_cmd_ctx *x);
-    } subs[] = {{"get", -3, config_get},
-                {"help", 2, config_help},
-                {"resetstat", 2, config_resetstat},
-                {"rewrite", 2, config_rewrite},
-                {"set", -4, config_set}};
-    const pk_arg *sub = &x->argv[1];
+    /* As the config|sub entries of Redis's COMMAND. */
+    static const pk_subcmd subs[] = {{"get", -3},
+                                     {"help", 2},
+                                     {"resetstat", 2},
+                                     {"rewrite", 2},
+                                     {"set", -4}};
+    static void (*const fns[])(pk_cmd_ctx *) = {
+        config_get, config_help, config_resetstat, config_rewrite, config_set};
+    int i =
+        pk_cmd_subcommand(x, "config", subs, sizeof(subs) / sizeof(subs[0]));
 
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-        if (!pk_arg_eq(sub, subs[i].name))
-            continue;
-        if ((subs[i].arity > 0 && x->argc != subs[i].arity) ||
-            (subs[i].arity < 0 && x->argc < -subs[i].arity)) {
-            pk_reply_errorf(x->out,
-                            "ERR wrong number of arguments for 'config|%s' "
-                            "command",
-                            subs[i].name);
-        } else {
-            subs[i].fn(x);
-        }
-        return;
-    }
-    pk_reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG HELP.",
-                    arg_width(sub), sub->ptr);
+    if (i >= 0)
+        fns[i](x);
 }

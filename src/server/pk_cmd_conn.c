@@ -376,39 +376,91 @@ static void client_unblock(pk_cmd_ctx *x)
     pk_reply_int(x->out, done);
 }
 
+static void client_help(pk_cmd_ctx *x)
+{
+    static const char *const help[] = {
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ID",
+        "    Return the ID of the current connection.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "KILL <ip:port>",
+        "    Kill connection made from <ip:port>.",
+        "KILL <option> <value> [<option> <value> [...]]",
+        "    Kill connections. Options are:",
+        "    * ADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made from the specified address",
+        "    * LADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made to specified local address",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Kill connections by type.",
+        "    * USER <username>",
+        "      Kill connections authenticated by <username>.",
+        "    * SKIPME (YES|NO)",
+        "      Skip killing current connection (default: yes).",
+        "LIST [options ...]",
+        "    Return information about client connections. Options:",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Return clients of specified type.",
+        "    * ID <id> [<id> ...]",
+        "      Return clients of the specified ids.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
+        "NO-EVICT (ON|OFF)",
+        "    Protect current client connection from eviction.",
+        "HELP",
+        "    Prints this help."};
+    pk_reply_simples(x->out, help, sizeof(help) / sizeof(help[0]));
+}
+
 void pk_cmd_client(pk_cmd_ctx *x)
 {
+    /* Redis 7.0's arities; a subcommand partkv does not serve (PAUSE,
+     * REPLY, TRACKING ...) is unknown here. */
+    static const pk_subcmd subs[] = {
+        {"getname", 2}, {"help", 2},    {"id", 2},       {"info", 2},
+        {"kill", -3},   {"list", -2},   {"no-evict", 3}, {"setinfo", 4},
+        {"setname", 3}, {"unblock", -3}};
     const pk_arg *sub = &x->argv[1];
     char line[1024];
 
-    if (pk_arg_eq(sub, "setname") && x->argc == 3) {
+    if (pk_cmd_subcommand(x, "client", subs, sizeof(subs) / sizeof(subs[0])) <
+        0)
+        return;
+    if (pk_arg_eq(sub, "help")) {
+        client_help(x);
+    } else if (pk_arg_eq(sub, "setname")) {
         if (set_name(x, &x->argv[2]))
             pk_reply_simple(x->out, "OK");
-    } else if (pk_arg_eq(sub, "getname") && x->argc == 2) {
+    } else if (pk_arg_eq(sub, "getname")) {
         if (x->c->name[0])
             pk_reply_bulk_str(x->out, x->c->name);
         else
             pk_reply_null(x->out, x->proto);
-    } else if (pk_arg_eq(sub, "id") && x->argc == 2) {
+    } else if (pk_arg_eq(sub, "id")) {
         pk_reply_int(x->out, (int64_t)x->c->id);
-    } else if (pk_arg_eq(sub, "info") && x->argc == 2) {
+    } else if (pk_arg_eq(sub, "info")) {
         pk_cmd_client_info(x, x->c, line, sizeof(line));
         pk_reply_verbatim(x->out, x->proto, "txt", line, strlen(line));
     } else if (pk_arg_eq(sub, "list")) {
         client_list(x);
-    } else if (pk_arg_eq(sub, "kill") && x->argc >= 3) {
+    } else if (pk_arg_eq(sub, "kill")) {
         client_kill(x);
-    } else if (pk_arg_eq(sub, "no-evict") && x->argc == 3) {
+    } else if (pk_arg_eq(sub, "no-evict")) {
         /* Nothing is evicted here (maxmemory-policy noeviction). */
         if (pk_arg_eq(&x->argv[2], "on") || pk_arg_eq(&x->argv[2], "off"))
             pk_reply_simple(x->out, "OK");
         else
             pk_reply_syntax(x);
-    } else if (pk_arg_eq(sub, "setinfo") && x->argc == 4) {
+    } else if (pk_arg_eq(sub, "setinfo")) {
         pk_reply_simple(x->out, "OK");
     } else if (pk_arg_eq(sub, "unblock") && (x->argc == 3 || x->argc == 4)) {
         client_unblock(x);
-    } else {
+    } else { /* UNBLOCK with more arguments: Redis 7.0's text */
         pk_reply_errorf(x->out,
                         "ERR unknown subcommand or wrong number of arguments "
                         "for '%.*s'. Try CLIENT HELP.",

@@ -389,28 +389,17 @@ void pk_cmd_object(pk_cmd_ctx *x)
     pk_type type;
     int rc;
 
-    static const char *const subs[] = {"encoding", "freq", "help", "idletime",
-                                       "refcount"};
-    const char *name = NULL;
+    static const pk_subcmd subs[] = {{"encoding", 3},
+                                     {"freq", 3},
+                                     {"help", 2},
+                                     {"idletime", 3},
+                                     {"refcount", 3}};
+    int i =
+        pk_cmd_subcommand(x, "object", subs, sizeof(subs) / sizeof(subs[0]));
 
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (pk_arg_eq(sub, subs[i]))
-            name = subs[i];
-    /* Redis 7's texts for a container command's subcommands. */
-    if (name == NULL) {
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand '%.*s'. Try OBJECT HELP.",
-                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    if (i < 0)
         return;
-    }
-    if (x->argc != (strcmp(name, "help") == 0 ? 2 : 3)) {
-        pk_reply_errorf(x->out,
-                        "ERR wrong number of arguments for 'object|%s' "
-                        "command",
-                        name);
-        return;
-    }
-    if (strcmp(name, "help") == 0) {
+    if (strcmp(subs[i].name, "help") == 0) {
         object_help(x);
         return;
     }

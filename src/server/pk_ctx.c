@@ -4,6 +4,7 @@
  */
 #include "server/pk_ctx.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,34 @@ void pk_reply_syntax(pk_cmd_ctx *x)
 void pk_reply_notint(pk_cmd_ctx *x)
 {
     pk_reply_error(x->out, "ERR value is not an integer or out of range");
+}
+
+int pk_cmd_subcommand(pk_cmd_ctx *x, const char *container,
+                      const pk_subcmd *subs, size_t n)
+{
+    const pk_arg *sub = &x->argv[1];
+    char upper[32];
+    size_t i;
+
+    for (i = 0; i < n && !pk_arg_eq(sub, subs[i].name); i++)
+        ;
+    if (i == n) {
+        for (i = 0; container[i] && i < sizeof(upper) - 1; i++)
+            upper[i] = (char)toupper((unsigned char)container[i]);
+        upper[i] = '\0';
+        pk_reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr,
+                        upper);
+        return -1;
+    }
+    if ((subs[i].arity > 0 && x->argc != subs[i].arity) ||
+        (subs[i].arity < 0 && x->argc < -subs[i].arity)) {
+        pk_reply_errorf(x->out,
+                        "ERR wrong number of arguments for '%s|%s' command",
+                        container, subs[i].name);
+        return -1;
+    }
+    return (int)i;
 }
 
 void pk_reply_slice(pk_cmd_ctx *x, pk_slice v)

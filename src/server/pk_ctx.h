@@ -91,6 +91,22 @@ int pk_arg_double(const pk_arg *a, double *v);
 void pk_reply_syntax(pk_cmd_ctx *x);
 void pk_reply_notint(pk_cmd_ctx *x);
 
+/* A container command's subcommand (CONFIG GET), with its arity counted
+ * as pk_cmd's (the container's name included). */
+typedef struct pk_subcmd {
+    const char *name; /* lower case */
+    int arity;
+} pk_subcmd;
+
+/*
+ * The index in subs[0..n) of x's subcommand (argv[1]), or -1 after
+ * Redis 7.0's answer, which it gives before the command runs: "unknown
+ * subcommand 'x'. Try CONTAINER HELP." or "wrong number of arguments for
+ * 'container|sub' command" (container: the command's name, lower case).
+ */
+int pk_cmd_subcommand(pk_cmd_ctx *x, const char *container,
+                      const pk_subcmd *subs, size_t n);
+
 void pk_reply_slice(pk_cmd_ctx *x, pk_slice v); /* bulk, or nil */
 /* A store call's integer result: v, or the error rc names. */
 void pk_reply_int_rc(pk_cmd_ctx *x, int rc, int64_t v);

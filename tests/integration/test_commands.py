@@ -216,6 +216,31 @@ def test_client(raw):
         assert other.call("CLIENT", "ID") != cid
 
 
+def test_container_subcommand_errors(raw):
+    """Redis 7.0 checks a container's subcommand and its arity before the
+    command runs, with these texts."""
+    assert err(raw.call("CLIENT", "KILL")) == (
+        "ERR wrong number of arguments for 'client|kill' command")
+    assert err(raw.call("CLIENT", "SETNAME")) == (
+        "ERR wrong number of arguments for 'client|setname' command")
+    assert err(raw.call("CLIENT", "ID", "x")) == (
+        "ERR wrong number of arguments for 'client|id' command")
+    assert err(raw.call("CLIENT", "NOSUCH")) == (
+        "ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.")
+    assert err(raw.call("CLIENT", "UNBLOCK", "1", "2", "3")) == (
+        "ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. "
+        "Try CLIENT HELP.")
+    assert raw.call("CLIENT", "HELP")[0].startswith("CLIENT <subcommand>")
+    assert err(raw.call("CLUSTER", "KEYSLOT")) == (
+        "ERR wrong number of arguments for 'cluster|keyslot' command")
+    assert err(raw.call("CLUSTER", "GETKEYSINSLOT", "1")) == (
+        "ERR wrong number of arguments for 'cluster|getkeysinslot' command")
+    if pkserver.target() == "partkv":  # Redis: "cluster support disabled"
+        assert raw.call("CLUSTER", "KEYSLOT", "foo") == 12182
+    assert err(raw.call("MEMORY", "NOSUCH")) == (
+        "ERR unknown subcommand 'NOSUCH'. Try MEMORY HELP.")
+
+
 def test_client_kill_and_list_filters(server, raw):
     """CLIENT KILL in both forms and CLIENT LIST's filters, with Redis
     7.0's replies and error texts."""
