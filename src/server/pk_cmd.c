@@ -542,6 +542,7 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
     }
     x->c->cmd_seen = cmd;
     x->c->last_cmd = cmd->name;
+    x->c->last_sub = NULL;
     if ((cmd->arity > 0 && x->argc != cmd->arity) ||
         (cmd->arity < 0 && x->argc < -cmd->arity)) {
         pk_multi_reject(x->c);

@@ -168,14 +168,15 @@ void pk_cmd_client_info(pk_cmd_ctx *x, pk_conn *c, char *buf, size_t n)
              "id=%llu addr=%s laddr=%s fd=-1 name=%s age=%llu idle=%llu "
              "flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu "
              "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 "
-             "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=%s "
+             "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s%s%s user=%s "
              "redir=-1 resp=%d\n",
              (unsigned long long)c->id, c->addr, c->laddr, c->name,
              (unsigned long long)(now - c->created_ms) / 1000,
              (unsigned long long)(now - c->last_ms) / 1000,
              pk_resp_buffered(c->parser), pk_obuf_pending(&c->out),
              pk_resp_memory(c->parser) + c->out.cap + c->wire.cap,
-             c->last_cmd ? c->last_cmd : "NULL",
+             c->last_cmd ? c->last_cmd : "NULL", c->last_sub ? "|" : "",
+             c->last_sub ? c->last_sub : "",
              c->user ? pk_acl_user_name(c->user) : "(none)", c->proto);
     (void)x;
 }

@@ -131,6 +131,8 @@ int pk_cmd_subcommand(pk_cmd_ctx *x, const char *container,
                         container, subs[i].name);
         return -1;
     }
+    if (x->c)
+        x->c->last_sub = subs[i].name; /* CLIENT LIST's cmd=client|list */
     return (int)i;
 }
 

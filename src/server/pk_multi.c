@@ -329,6 +329,7 @@ static void exec_run(pk_cmd_ctx *x, struct pk_multi *m)
                         .have_part = x->have_part,
                         .part = x->part};
         c->last_cmd = m->q[i].cmd->name;
+        c->last_sub = NULL;
         /* The user's rules may have changed since the command was
          * queued: Redis checks again. */
         if (pk_acl_exec_allows(&y, m->q[i].cmd))

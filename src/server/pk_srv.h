@@ -127,6 +127,7 @@ struct pk_conn {
     int in_exec;
     pk_conn *prev, *next;   /* all connections */
     const char *last_cmd;   /* name of the last command, static */
+    const char *last_sub;   /* its subcommand (pk_cmd_subcommand) or NULL */
     const pk_cmd *cmd_seen; /* the last command found: a pipeline repeats it */
     /* Waiting in a blocking command (pk_block.c), or NULL. */
     struct bl_waiter *blk;

@@ -252,6 +252,8 @@ def test_client_kill_and_list_filters(server, raw):
     a, aid, ainfo = conn("ka")
     b, bid, binfo = conn("kb")
     me = raw.call("CLIENT", "ID")
+    assert " cmd=client|info " in ainfo  # a container's subcommand shown
+    assert " cmd=client|list " in raw.call("CLIENT", "LIST", "ID", str(me))
     listed = raw.call("CLIENT", "LIST", "ID", str(aid), str(bid))
     assert sorted(l.split()[0] for l in listed.splitlines()) == sorted(
         ["id=%d" % aid, "id=%d" % bid])
