@@ -20,6 +20,8 @@
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each
 #   make fuzz-ci    every libFuzzer target for FUZZ_CI_SECONDS (part of
 #                   make test), and fuzz-merge: keep the corpus minimal
+#   make fuzz-long  the hour-long runs, FUZZ_LANES at a time, with
+#                   NETFUZZ_SECONDS of network fuzzing (fuzz/README.md)
 #   make format     clang-format every C file
 #   make install PREFIX=/usr/local
 #
