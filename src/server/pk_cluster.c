@@ -438,16 +438,16 @@ static void cluster_help(pk_cmd_ctx *x)
 void pk_cmd_cluster(pk_cmd_ctx *x)
 {
     /* Redis 7.0's arities (SLOT-STATS: partkv's, checked by itself). */
-    static const pk_subcmd subs[] = {{"countkeysinslot", 3},
-                                     {"getkeysinslot", 4},
-                                     {"help", 2},
-                                     {"info", 2},
-                                     {"keyslot", 3},
-                                     {"myid", 2},
-                                     {"nodes", 2},
-                                     {"shards", 2},
-                                     {"slot-stats", -2},
-                                     {"slots", 2}};
+    static const pk_subcmd subs[] = {{"countkeysinslot", 3, NULL},
+                                     {"getkeysinslot", 4, NULL},
+                                     {"help", 2, NULL},
+                                     {"info", 2, NULL},
+                                     {"keyslot", 3, NULL},
+                                     {"myid", 2, NULL},
+                                     {"nodes", 2, NULL},
+                                     {"shards", 2, NULL},
+                                     {"slot-stats", -2, NULL},
+                                     {"slots", 2, NULL}};
     const pk_arg *sub = &x->argv[1];
     const pk_pmap *m = x->srv->cluster.map;
     int64_t slot, count;

@@ -543,8 +543,7 @@ void pk_cmd_dispatch(pk_cmd_ctx *x)
     x->c->cmd_seen = cmd;
     x->c->last_cmd = cmd->name;
     x->c->last_sub = NULL;
-    if ((cmd->arity > 0 && x->argc != cmd->arity) ||
-        (cmd->arity < 0 && x->argc < -cmd->arity)) {
+    if (!pk_arity_ok(cmd->arity, x->argc)) {
         pk_multi_reject(x->c);
         pk_reply_errorf(x->out,
                         "ERR wrong number of arguments for '%s' command",
@@ -661,8 +660,7 @@ void pk_cmd_command(pk_cmd_ctx *x)
             pk_reply_error(x->out, "ERR Invalid command specified");
             return;
         }
-        if ((c->arity > 0 && nargs != c->arity) ||
-            (c->arity < 0 && nargs < -c->arity)) {
+        if (!pk_arity_ok(c->arity, nargs)) {
             pk_reply_error(x->out,
                            "ERR Invalid number of arguments specified for "
                            "command");

@@ -124,23 +124,22 @@ static void publish(pk_server *s, int op, int argc, const pk_arg *argv)
 
 int pk_acl_set_requirepass(pk_server *s, const char *pw, size_t len, int share)
 {
-    size_t n = len + 2 > 8 ? len + 2 : 8;
-    char *rule = malloc(n), *err = NULL;
-    pk_arg r[3] = {{"default", 7}, {"resetpass", 9}, {rule, len + 1}};
+    char *rule = NULL, *err = NULL; /* ">pw" */
+    pk_arg r[3] = {{"default", 7}, {"resetpass", 9}, {"nopass", 6}};
     int rc;
 
-    if (rule == NULL)
-        return -1;
     if (len) {
+        if ((rule = malloc(len + 1)) == NULL)
+            return -1;
         rule[0] = '>';
         memcpy(rule + 1, pw, len);
-    } else {
-        r[2] = (pk_arg){"nopass", 6};
+        r[2] = (pk_arg){rule, len + 1};
     }
     rc = pk_acl_setuser(s->acl, "default", 7, 2, r + 1, &err);
     if (rc == 0 && share)
         publish(s, 0, 3, r);
-    OPENSSL_cleanse(rule, n);
+    if (rule)
+        OPENSSL_cleanse(rule, len + 1);
     free(rule);
     free(err);
     return rc == 0 ? 0 : -1;
@@ -450,10 +449,11 @@ static int save_file(pk_server *s, const char *path)
 
 /* ACL subcommands and their Redis 7.0 arities (name included). */
 static const pk_subcmd acl_subs[] = {
-    {"cat", -2},    {"deluser", -3}, {"dryrun", -4},  {"genpass", -2},
-    {"getuser", 3}, {"help", 2},     {"list", 2},     {"load", 2},
-    {"log", -2},    {"save", 2},     {"setuser", -3}, {"users", 2},
-    {"whoami", 2}};
+    {"cat", -2, NULL},     {"deluser", -3, NULL}, {"dryrun", -4, NULL},
+    {"genpass", -2, NULL}, {"getuser", 3, NULL},  {"help", 2, NULL},
+    {"list", 2, NULL},     {"load", 2, NULL},     {"log", -2, NULL},
+    {"save", 2, NULL},     {"setuser", -3, NULL}, {"users", 2, NULL},
+    {"whoami", 2, NULL}};
 
 static void reply_help(pk_cmd_ctx *x)
 {

@@ -88,7 +88,7 @@ int pk_cmd_keys_memory(int argc, const pk_arg *argv, pk_keyrun *r)
  * nothing, so n is only checked. */
 void pk_cmd_memory(pk_cmd_ctx *x)
 {
-    static const pk_subcmd subs[] = {{"usage", -3}};
+    static const pk_subcmd subs[] = {{"usage", -3, NULL}};
     uint64_t bytes;
     int64_t n;
 

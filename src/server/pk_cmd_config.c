@@ -754,16 +754,14 @@ static void config_help(pk_cmd_ctx *x)
 void pk_cmd_config(pk_cmd_ctx *x)
 {
     /* As the config|sub entries of Redis's COMMAND. */
-    static const pk_subcmd subs[] = {{"get", -3},
-                                     {"help", 2},
-                                     {"resetstat", 2},
-                                     {"rewrite", 2},
-                                     {"set", -4}};
-    static void (*const fns[])(pk_cmd_ctx *) = {
-        config_get, config_help, config_resetstat, config_rewrite, config_set};
+    static const pk_subcmd subs[] = {{"get", -3, config_get},
+                                     {"help", 2, config_help},
+                                     {"resetstat", 2, config_resetstat},
+                                     {"rewrite", 2, config_rewrite},
+                                     {"set", -4, config_set}};
     int i =
         pk_cmd_subcommand(x, "config", subs, sizeof(subs) / sizeof(subs[0]));
 
     if (i >= 0)
-        fns[i](x);
+        subs[i].fn(x);
 }

@@ -206,7 +206,6 @@ typedef struct kill_filter {
     int type; /* -1: any */
     const pk_arg *addr, *laddr;
     const pk_acl_user *user;
-    int by_user;
     int skipme;
 } kill_filter;
 
@@ -221,7 +220,7 @@ static int kill_matches(const kill_filter *f, const pk_conn *self,
     return !(f->addr && !arg_is_str(f->addr, c->addr)) &&
            !(f->laddr && !arg_is_str(f->laddr, c->laddr)) &&
            !(f->type >= 0 && pk_climit_class(c) != f->type) &&
-           !(f->id && c->id != f->id) && !(f->by_user && c->user != f->user) &&
+           !(f->id && c->id != f->id) && !(f->user && c->user != f->user) &&
            !(c == self && f->skipme) && !c->freed;
 }
 
@@ -248,7 +247,6 @@ static int kill_parse(pk_cmd_ctx *x, kill_filter *f)
         } else if (pk_arg_eq(k, "laddr")) {
             f->laddr = v;
         } else if (pk_arg_eq(k, "user")) {
-            f->by_user = 1;
             if ((f->user = pk_acl_find(x->srv->acl, v->ptr, v->len)) == NULL) {
                 pk_reply_errorf(x->out, "ERR No such user '%.*s'",
                                 (int)(v->len > 128 ? 128 : v->len), v->ptr);
@@ -272,7 +270,7 @@ static int kill_parse(pk_cmd_ctx *x, kill_filter *f)
  */
 static void client_kill(pk_cmd_ctx *x)
 {
-    kill_filter f = {0, -1, NULL, NULL, NULL, 0, 1};
+    kill_filter f = {0, -1, NULL, NULL, NULL, 1};
     int64_t killed = 0;
 
     if (x->argc == 3) {
@@ -358,6 +356,13 @@ static void client_unblock(pk_cmd_ctx *x)
     int64_t id;
     int error = 0, done = 0;
 
+    if (x->argc > 4) { /* Redis 7.0's text, the name as it came */
+        pk_reply_errorf(x->out,
+                        "ERR unknown subcommand or wrong number of arguments "
+                        "for '%.*s'. Try CLIENT HELP.",
+                        (int)x->argv[1].len, x->argv[1].ptr);
+        return;
+    }
     if (!pk_arg_i64(&x->argv[2], &id)) {
         pk_reply_notint(x);
         return;
@@ -418,53 +423,65 @@ static void client_help(pk_cmd_ctx *x)
     pk_reply_simples(x->out, help, sizeof(help) / sizeof(help[0]));
 }
 
+static void client_setname(pk_cmd_ctx *x)
+{
+    if (set_name(x, &x->argv[2]))
+        pk_reply_simple(x->out, "OK");
+}
+
+static void client_getname(pk_cmd_ctx *x)
+{
+    if (x->c->name[0])
+        pk_reply_bulk_str(x->out, x->c->name);
+    else
+        pk_reply_null(x->out, x->proto);
+}
+
+static void client_id(pk_cmd_ctx *x)
+{
+    pk_reply_int(x->out, (int64_t)x->c->id);
+}
+
+static void client_info(pk_cmd_ctx *x)
+{
+    char line[1024];
+
+    pk_cmd_client_info(x, x->c, line, sizeof(line));
+    pk_reply_verbatim(x->out, x->proto, "txt", line, strlen(line));
+}
+
+/* Nothing is evicted here (maxmemory-policy noeviction). */
+static void client_no_evict(pk_cmd_ctx *x)
+{
+    if (pk_arg_eq(&x->argv[2], "on") || pk_arg_eq(&x->argv[2], "off"))
+        pk_reply_simple(x->out, "OK");
+    else
+        pk_reply_syntax(x);
+}
+
+/* Client library name and version: taken, kept nowhere. */
+static void client_setinfo(pk_cmd_ctx *x)
+{
+    pk_reply_simple(x->out, "OK");
+}
+
 void pk_cmd_client(pk_cmd_ctx *x)
 {
     /* Redis 7.0's arities; a subcommand partkv does not serve (PAUSE,
      * REPLY, TRACKING ...) is unknown here. */
-    static const pk_subcmd subs[] = {
-        {"getname", 2}, {"help", 2},    {"id", 2},       {"info", 2},
-        {"kill", -3},   {"list", -2},   {"no-evict", 3}, {"setinfo", 4},
-        {"setname", 3}, {"unblock", -3}};
-    const pk_arg *sub = &x->argv[1];
-    char line[1024];
+    static const pk_subcmd subs[] = {{"getname", 2, client_getname},
+                                     {"help", 2, client_help},
+                                     {"id", 2, client_id},
+                                     {"info", 2, client_info},
+                                     {"kill", -3, client_kill},
+                                     {"list", -2, client_list},
+                                     {"no-evict", 3, client_no_evict},
+                                     {"setinfo", 4, client_setinfo},
+                                     {"setname", 3, client_setname},
+                                     {"unblock", -3, client_unblock}};
+    int i =
+        pk_cmd_subcommand(x, "client", subs, sizeof(subs) / sizeof(subs[0]));
 
-    if (pk_cmd_subcommand(x, "client", subs, sizeof(subs) / sizeof(subs[0])) <
-        0)
-        return;
-    if (pk_arg_eq(sub, "help")) {
-        client_help(x);
-    } else if (pk_arg_eq(sub, "setname")) {
-        if (set_name(x, &x->argv[2]))
-            pk_reply_simple(x->out, "OK");
-    } else if (pk_arg_eq(sub, "getname")) {
-        if (x->c->name[0])
-            pk_reply_bulk_str(x->out, x->c->name);
-        else
-            pk_reply_null(x->out, x->proto);
-    } else if (pk_arg_eq(sub, "id")) {
-        pk_reply_int(x->out, (int64_t)x->c->id);
-    } else if (pk_arg_eq(sub, "info")) {
-        pk_cmd_client_info(x, x->c, line, sizeof(line));
-        pk_reply_verbatim(x->out, x->proto, "txt", line, strlen(line));
-    } else if (pk_arg_eq(sub, "list")) {
-        client_list(x);
-    } else if (pk_arg_eq(sub, "kill")) {
-        client_kill(x);
-    } else if (pk_arg_eq(sub, "no-evict")) {
-        /* Nothing is evicted here (maxmemory-policy noeviction). */
-        if (pk_arg_eq(&x->argv[2], "on") || pk_arg_eq(&x->argv[2], "off"))
-            pk_reply_simple(x->out, "OK");
-        else
-            pk_reply_syntax(x);
-    } else if (pk_arg_eq(sub, "setinfo")) {
-        pk_reply_simple(x->out, "OK");
-    } else if (pk_arg_eq(sub, "unblock") && (x->argc == 3 || x->argc == 4)) {
-        client_unblock(x);
-    } else { /* UNBLOCK with more arguments: Redis 7.0's text */
-        pk_reply_errorf(x->out,
-                        "ERR unknown subcommand or wrong number of arguments "
-                        "for '%.*s'. Try CLIENT HELP.",
-                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
-    }
+    if (i >= 0)
+        subs[i].fn(x);
 }

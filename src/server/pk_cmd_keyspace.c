@@ -389,11 +389,11 @@ void pk_cmd_object(pk_cmd_ctx *x)
     pk_type type;
     int rc;
 
-    static const pk_subcmd subs[] = {{"encoding", 3},
-                                     {"freq", 3},
-                                     {"help", 2},
-                                     {"idletime", 3},
-                                     {"refcount", 3}};
+    static const pk_subcmd subs[] = {{"encoding", 3, NULL},
+                                     {"freq", 3, NULL},
+                                     {"help", 2, NULL},
+                                     {"idletime", 3, NULL},
+                                     {"refcount", 3, NULL}};
     int i =
         pk_cmd_subcommand(x, "object", subs, sizeof(subs) / sizeof(subs[0]));
 

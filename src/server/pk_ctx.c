@@ -124,8 +124,7 @@ int pk_cmd_subcommand(pk_cmd_ctx *x, const char *container,
                         upper);
         return -1;
     }
-    if ((subs[i].arity > 0 && x->argc != subs[i].arity) ||
-        (subs[i].arity < 0 && x->argc < -subs[i].arity)) {
+    if (!pk_arity_ok(subs[i].arity, x->argc)) {
         pk_reply_errorf(x->out,
                         "ERR wrong number of arguments for '%s|%s' command",
                         container, subs[i].name);

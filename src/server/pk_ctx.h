@@ -91,11 +91,20 @@ int pk_arg_double(const pk_arg *a, double *v);
 void pk_reply_syntax(pk_cmd_ctx *x);
 void pk_reply_notint(pk_cmd_ctx *x);
 
+/* argc arguments (the name included) fit arity: N exactly N, -N at least
+ * N (pk_cmd's and pk_subcmd's). */
+static inline int pk_arity_ok(int arity, int argc)
+{
+    return arity > 0 ? argc == arity : argc >= -arity;
+}
+
 /* A container command's subcommand (CONFIG GET), with its arity counted
- * as pk_cmd's (the container's name included). */
+ * as pk_cmd's (the container's name included), and the function that
+ * runs it (NULL where the container runs it itself). */
 typedef struct pk_subcmd {
     const char *name; /* lower case */
     int arity;
+    pk_cmd_fn fn;
 } pk_subcmd;
 
 /*
