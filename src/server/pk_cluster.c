@@ -181,8 +181,9 @@ static void slots_run(pk_cmd_ctx *x, uint32_t start, uint32_t end,
             reply_node_entry(x, &m->nodes[p->replicas[i]]);
 }
 
-static void cluster_slots(pk_cmd_ctx *x, const pk_pmap *m)
+static void cluster_slots(pk_cmd_ctx *x)
 {
+    const pk_pmap *m = x->srv->cluster.map;
     if (m->scheme != PK_SCHEME_SLOTS) {
         pk_reply_errorf(x->out,
                         "ERR CLUSTER SLOTS is only served with the slots "
@@ -218,8 +219,9 @@ static uint32_t followed_leader(const pk_pmap *m, uint32_t id)
     return PK_NODE_NONE;
 }
 
-static void cluster_nodes(pk_cmd_ctx *x, const pk_pmap *m)
+static void cluster_nodes(pk_cmd_ctx *x)
 {
+    const pk_pmap *m = x->srv->cluster.map;
     pk_obuf *saved = x->out, text;
 
     pk_obuf_init(&text);
@@ -252,8 +254,9 @@ static void cluster_nodes(pk_cmd_ctx *x, const pk_pmap *m)
     pk_obuf_free(&text);
 }
 
-static void cluster_info(pk_cmd_ctx *x, const pk_pmap *m)
+static void cluster_info(pk_cmd_ctx *x)
 {
+    const pk_pmap *m = x->srv->cluster.map;
     char buf[1024];
     uint32_t assigned = 0, masters = 0, known = 0;
     int n;
@@ -323,8 +326,9 @@ static uint32_t first_led(const pk_pmap *m, uint32_t id)
 
 /* One shard per leading node; with announced followers, those of its
  * first partition are its replicas. */
-static void cluster_shards(pk_cmd_ctx *x, const pk_pmap *m)
+static void cluster_shards(pk_cmd_ctx *x)
 {
+    const pk_pmap *m = x->srv->cluster.map;
     size_t nshards = 0;
 
     for (uint32_t id = 0; id < m->nnodes; id++)
@@ -372,14 +376,28 @@ static int collect_key(void *ctx, uint32_t part, pk_slice key)
     return 0;
 }
 
-static void getkeysinslot(pk_cmd_ctx *x, int64_t slot, int64_t count)
+static int slot_ok(const pk_arg *a, int64_t *slot)
 {
+    return pk_arg_i64(a, slot) && *slot >= 0 && *slot < PK_SLOTS;
+}
+
+static void cluster_getkeysinslot(pk_cmd_ctx *x)
+{
+    int64_t slot, count;
     pk_scan_opts o = {NULL, 0, 1024, PK_TYPE_NONE, NULL, NULL};
     pk_obuf keys;
-    slot_keys k = {x, &keys, (uint32_t)slot, count, 0};
-    uint64_t cursor = (uint64_t)slot << 32, next = 0;
+    slot_keys k = {x, &keys, 0, 0, 0};
+    uint64_t cursor, next = 0;
     int rc = PK_OK;
 
+    if (!slot_ok(&x->argv[2], &slot) || !pk_arg_i64(&x->argv[3], &count) ||
+        count < 0) {
+        pk_reply_error(x->out, "ERR Invalid slot or number of keys");
+        return;
+    }
+    k.slot = (uint32_t)slot;
+    k.want = count;
+    cursor = (uint64_t)slot << 32;
     TXN_OR_RETURN(x, t);
     pk_obuf_init(&keys);
     do {
@@ -395,11 +413,6 @@ static void getkeysinslot(pk_cmd_ctx *x, int64_t slot, int64_t count)
                            pk_obuf_pending(&keys));
     }
     pk_obuf_free(&keys);
-}
-
-static int slot_ok(const pk_arg *a, int64_t *slot)
-{
-    return pk_arg_i64(a, slot) && *slot >= 0 && *slot < PK_SLOTS;
 }
 
 static void cluster_help(pk_cmd_ctx *x)
@@ -435,71 +448,61 @@ static void cluster_help(pk_cmd_ctx *x)
     pk_reply_simples(x->out, help, sizeof(help) / sizeof(help[0]));
 }
 
+static void cluster_keyslot(pk_cmd_ctx *x)
+{
+    pk_reply_int(x->out, pk_hash_slot(x->argv[2].ptr, x->argv[2].len));
+}
+
+static void cluster_myid(pk_cmd_ctx *x)
+{
+    pk_reply_bulk_str(x->out, x->srv->cluster.name);
+}
+
+static void cluster_countkeysinslot(pk_cmd_ctx *x)
+{
+    pk_part_stats st;
+    int64_t slot;
+    int rc;
+
+    if (!slot_ok(&x->argv[2], &slot)) {
+        pk_reply_error(x->out, "ERR Invalid slot");
+        return;
+    }
+    TXN_OR_RETURN(x, t);
+    rc = pk_store_part_stats(t, (uint32_t)slot, &st);
+    if (rc != PK_OK)
+        pk_cmd_store_error(x, rc);
+    else
+        pk_reply_int(x->out, (int64_t)st.keys);
+}
+
 void pk_cmd_cluster(pk_cmd_ctx *x)
 {
-    /* Redis 7.0's arities (SLOT-STATS: partkv's, checked by itself). */
-    static const pk_subcmd subs[] = {{"countkeysinslot", 3, NULL},
-                                     {"getkeysinslot", 4, NULL},
-                                     {"help", 2, NULL},
-                                     {"info", 2, NULL},
-                                     {"keyslot", 3, NULL},
-                                     {"myid", 2, NULL},
-                                     {"nodes", 2, NULL},
-                                     {"shards", 2, NULL},
-                                     {"slot-stats", -2, NULL},
-                                     {"slots", 2, NULL}};
-    const pk_arg *sub = &x->argv[1];
-    const pk_pmap *m = x->srv->cluster.map;
-    int64_t slot, count;
+    /* Redis 7.0's arities (SLOT-STATS: partkv's, checked by itself), in
+     * three groups: the first answer without cluster support, the next
+     * need it, the rest need the partition map too. */
+    enum { NEED_CLUSTER = 2, NEED_MAP = 5 };
+    static const pk_subcmd subs[] = {
+        {"help", 2, cluster_help},
+        {"keyslot", 3, cluster_keyslot},
+        {"myid", 2, cluster_myid},
+        {"countkeysinslot", 3, cluster_countkeysinslot},
+        {"getkeysinslot", 4, cluster_getkeysinslot},
+        {"info", 2, cluster_info},
+        {"nodes", 2, cluster_nodes},
+        {"shards", 2, cluster_shards},
+        {"slot-stats", -2, pk_cmd_cluster_slot_stats},
+        {"slots", 2, cluster_slots}};
+    int i =
+        pk_cmd_subcommand(x, "cluster", subs, sizeof(subs) / sizeof(subs[0]));
 
-    if (pk_cmd_subcommand(x, "cluster", subs, sizeof(subs) / sizeof(subs[0])) <
-        0)
+    if (i < 0)
         return;
-    if (pk_arg_eq(sub, "help")) {
-        cluster_help(x);
-        return;
-    }
-    if (pk_arg_eq(sub, "keyslot")) {
-        pk_reply_int(x->out, pk_hash_slot(x->argv[2].ptr, x->argv[2].len));
-        return;
-    }
-    if (!x->srv->cluster.enabled) {
+    if (i >= NEED_CLUSTER && !x->srv->cluster.enabled)
         pk_reply_error(x->out, "ERR This instance has cluster support "
                                "disabled");
-        return;
-    }
-    if (pk_arg_eq(sub, "myid")) {
-        pk_reply_bulk_str(x->out, x->srv->cluster.name);
-    } else if (pk_arg_eq(sub, "countkeysinslot")) {
-        pk_part_stats st;
-        if (!slot_ok(&x->argv[2], &slot)) {
-            pk_reply_error(x->out, "ERR Invalid slot");
-            return;
-        }
-        TXN_OR_RETURN(x, t);
-        int rc = pk_store_part_stats(t, (uint32_t)slot, &st);
-        if (rc != PK_OK)
-            pk_cmd_store_error(x, rc);
-        else
-            pk_reply_int(x->out, (int64_t)st.keys);
-    } else if (pk_arg_eq(sub, "getkeysinslot")) {
-        if (!slot_ok(&x->argv[2], &slot) || !pk_arg_i64(&x->argv[3], &count) ||
-            count < 0) {
-            pk_reply_error(x->out, "ERR Invalid slot or number of keys");
-            return;
-        }
-        getkeysinslot(x, slot, count);
-    } else if (m == NULL) {
+    else if (i >= NEED_MAP && x->srv->cluster.map == NULL)
         pk_reply_error(x->out, "CLUSTERDOWN The cluster is down");
-    } else if (pk_arg_eq(sub, "slot-stats")) {
-        pk_cmd_cluster_slot_stats(x);
-    } else if (pk_arg_eq(sub, "slots")) {
-        cluster_slots(x, m);
-    } else if (pk_arg_eq(sub, "nodes")) {
-        cluster_nodes(x, m);
-    } else if (pk_arg_eq(sub, "info")) {
-        cluster_info(x, m);
-    } else {
-        cluster_shards(x, m);
-    }
+    else
+        subs[i].fn(x);
 }
