@@ -91,6 +91,11 @@
  *
  * The table lives in the map, so it has the map's epoch and reaches every
  * node and the proxy with it.  The range scheme has no salt table.
+ *
+ * Files: pk_salted.c the command path and the parts' side of a fold;
+ * pk_salted_count.c counters; pk_salted_sets.c sets and HLLs;
+ * pk_salted_more.c strings, hashes, sorted sets and expiry;
+ * pk_salted_run.c salting and folding, and the tick (pk_salted_int.h).
  */
 #ifndef PK_SERVER_PK_SALTED_H
 #define PK_SERVER_PK_SALTED_H

@@ -1,17 +1,23 @@
 /*
- * pk_salted_int: what pk_salted.c (counters, salting and folding) shares
- * with pk_salted_sets.c (salted sets and HyperLogLogs).  Internal to the
- * two; the rest of the server sees pk_salted.h.
+ * pk_salted_int: what pk_salted.c (the command path, counters) shares
+ * with pk_salted_run.c (salting and folding), pk_salted_sets.c (salted
+ * sets and HyperLogLogs) and pk_salted_more.c (strings, hashes, sorted
+ * sets, expiry).  Internal to them; the rest of the server sees
+ * pk_salted.h.
  */
 #ifndef PK_SERVER_PK_SALTED_INT_H
 #define PK_SERVER_PK_SALTED_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/pk_pmap.h"
 #include "core/pk_salt.h"
 #include "server/pk_link.h"
+
+struct pk_rr;
+struct uv_loop_s;
 
 typedef struct pk_server pk_server;
 typedef struct pk_cmd_ctx pk_cmd_ctx;
@@ -35,6 +41,7 @@ typedef struct pk__hlc {
 #define PK__STAMP_LEN 20 /* hex: ms (12), counter (4), node (4) */
 
 #define PK__SALT_NAME_CAP (PK_SALT_KEY_MAX + PK_SALT_NAME_EXTRA)
+#define PK__SALT_VAL_CAP 64 /* a counter part's value: a number */
 
 /* The kind of a salted key (its parts' tags carry it). */
 static inline pk_salt_kind pk__salted_kind(const pk_salt *e)
@@ -42,14 +49,43 @@ static inline pk_salt_kind pk__salted_kind(const pk_salt *e)
     return pk_salt_tag_kind(e->tags[1]);
 }
 
+/* e as an operation's own entry: into *dst, its key copied into key
+ * (PK_SALT_KEY_MAX bytes), so that a map change does not take it away. */
+static inline void pk__salted_own_entry(pk_salt *dst, uint8_t *key,
+                                        const pk_salt *e)
+{
+    *dst = *e;
+    memcpy(key, e->key, e->len);
+    dst->key = key;
+}
+
 /* Part i's key name into out (PK__SALT_NAME_CAP bytes; part 0: the key
  * itself); its length, 0 when it does not fit. */
 size_t pk__salted_part_name(const pk_salt *e, int i, uint8_t *out);
 
-/* Sends argv on a raw link to the leader of argv[1]'s partition; cb gets
- * ctx.  Returns 0 or an error after which cb is never called. */
+/* The address of the leader of name's partition, or NULL. */
+const char *pk__salted_leader_of(const pk_server *s, const void *name,
+                                 size_t len);
+
+/* Sends argv (argc items) on a raw link to addr (NULL: PK_ENOTFOUND); cb
+ * gets ctx.  Returns 0 or an error after which cb is never called. */
+int pk__salted_send_to(pk_server *s, const char *addr, int argc,
+                       const char *const *argv, const size_t *lens,
+                       pk_link_cb cb, void *ctx);
+
+/* pk__salted_send_to the leader of argv[1]'s partition. */
 int pk__salted_send(pk_server *s, int argc, const char *const *argv,
                     const size_t *lens, pk_link_cb cb, void *ctx);
+
+/* The node's random numbers (xorshift). */
+uint64_t pk__salted_rnd(pk_server *s);
+
+/* A value as an int64 (1), a finite float (2), or neither (0). */
+int pk__salted_parse_num(const char *v, size_t len, int64_t *i, long double *f);
+
+/* A part's reply (an integer or a string) as its value, cut to
+ * PK__SALT_VAL_CAP - 1 bytes, into dst and *dlen. */
+void pk__salted_keep_value(char *dst, uint8_t *dlen, const struct pk_rr *r);
 
 /* The head of the list of set and HLL operations in flight. */
 pk_uop **pk__salted_uops(pk_server *s);
@@ -66,8 +102,65 @@ pk__hlc *pk__salted_hlc(pk_server *s);
  * the home, and only the home can spread them. */
 int pk__salted_pick(pk_server *s, const pk_salt *e, int spread);
 
-/* 1 when this node leads key's partition. */
-int pk__salted_leads(const pk_server *s, const void *key, size_t len);
+/* 1 when this node leads key's partition (into *part unless NULL). */
+int pk__salted_leads(const pk_server *s, const void *key, size_t len,
+                     uint32_t *part);
+
+/*
+ * pk_salted_count.c: a salted counter's operations on its parts.  Each
+ * pk__salted_start_* answers x's client when the parts have answered: 0
+ * (x waits, or has its error), as pk_salted_route.  want: what the
+ * client gets.
+ */
+enum {
+    PK__R_INT,    /* INCR INCRBY DECR DECRBY: the total as an integer */
+    PK__R_FLOAT,  /* INCRBYFLOAT: the total as a float */
+    PK__R_GET,    /* GET: the total, nil when no part exists */
+    PK__R_EXISTS, /* EXISTS: 1 when a part exists */
+    PK__R_TYPE,   /* TYPE */
+    PK__R_DEL,    /* DEL UNLINK: 1 when a part existed */
+};
+typedef struct pk__salt_counts pk__salt_counts;
+pk__salt_counts *pk__salted_counts(pk_server *s);
+pk__salt_counts *pk__salted_counts_new(void);
+void pk__salted_counts_free(pk__salt_counts *sd);
+void pk__salted_counts_forget(pk__salt_counts *sd, pk_conn *c);
+
+/* The write of one part (pk__salted_pick; part 0 with base), then the
+ * total (want: PK__R_INT or PK__R_FLOAT). */
+int pk__salted_start_write(pk_cmd_ctx *x, const pk_salt *e, int want, int base);
+
+/* A read of every part (want: PK__R_GET, PK__R_EXISTS or PK__R_TYPE). */
+int pk__salted_start_read(pk_cmd_ctx *x, const pk_salt *e, int want);
+
+/* DEL or UNLINK of the key: every part. */
+int pk__salted_start_del(pk_cmd_ctx *x, const pk_salt *e);
+
+/* A counter's write and its total all here, with no hop, when this node
+ * may read every part in its own copy: 1 when x is answered so, 0 to go
+ * the way of the calls (nothing was done). */
+int pk__salted_total_here(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e,
+                          int want);
+
+/* x's argv with argument 1 replaced by name (valid while the command
+ * runs or until it is copied); 0 when out of memory. */
+int pk__salted_rename_key(pk_cmd_ctx *x, const uint8_t *name, size_t len);
+
+/*
+ * pk_salted_run.c: the salting and folding runs of this node, and the
+ * keys its tick follows (pk__salted_runs: the server's).
+ */
+typedef struct pk__salt_runs pk__salt_runs;
+pk__salt_runs *pk__salted_runs(pk_server *s);
+pk__salt_runs *pk__salted_runs_new(struct uv_loop_s *loop);
+void pk__salted_runs_free(pk__salt_runs *sd); /* closes its timer */
+void pk__salted_runs_forget(pk__salt_runs *sd, pk_conn *c);
+
+/* Asks the key's leader to fold e back (this node or another). */
+void pk__salted_ask_fold(pk_server *s, const pk_salt *e);
+
+/* A SET of key: a hot key it writes is salted as a string. */
+void pk__salted_note_set(pk_server *s, const void *key, size_t len);
 
 /*
  * pk_salted_sets.c.  pk__salted_sets_route: a read of a salted set or

@@ -716,9 +716,7 @@ static pk_mop *m_new(pk_cmd_ctx *x, const pk_salt *e, int want)
         return NULL;
     op->s = x->srv;
     op->want = want;
-    op->e = *e;
-    memcpy(op->key, e->key, e->len);
-    op->e.key = op->key;
+    pk__salted_own_entry(&op->e, op->key, e);
     op->ttl = -2;
     op->nargs = x->argc;
     if ((op->args = pk_conn_args_copy(x->argc, x->argv)) == NULL) {
@@ -827,7 +825,7 @@ int pk__salted_more_route(pk_cmd_ctx *x, const pk_cmd *cmd, const pk_salt *e)
         return m_start(x, e, M_GET);
     if (is(cmd, "set") && x->argc == 3) {
         /* One clock stamps a key's SETs: its partition's leader's. */
-        if (!pk__salted_leads(x->srv, e->key, e->len))
+        if (!pk__salted_leads(x->srv, e->key, e->len, NULL))
             return 2;
         return m_start(x, e, M_SET);
     }

@@ -399,9 +399,7 @@ static pk_uop *u_new(pk_cmd_ctx *x, const pk_salt *e, int want)
         return NULL;
     op->s = x->srv;
     op->want = want;
-    op->e = *e;
-    memcpy(op->key, e->key, e->len);
-    op->e.key = op->key;
+    pk__salted_own_entry(&op->e, op->key, e);
     if (members) {
         op->nargs = x->argc - 2;
         op->args = pk_conn_args_copy(op->nargs, x->argv + 2);
