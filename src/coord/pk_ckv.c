@@ -123,6 +123,11 @@ uint64_t pk_ckv_oldest_revision(const pk_ckv *s)
     return s->revision + 1 - s->hist_n;
 }
 
+uint64_t pk_ckv_history_bytes(const pk_ckv *s)
+{
+    return s->hist_bytes;
+}
+
 size_t pk_ckv_count(const pk_ckv *s)
 {
     return s->nkeys;

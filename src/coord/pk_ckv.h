@@ -87,6 +87,10 @@ uint64_t pk_ckv_oldest_revision(const pk_ckv *s);
 /* Number of keys. */
 size_t pk_ckv_count(const pk_ckv *s);
 
+/* The history's size as hist_max_bytes counts it (its events' keys and
+ * values). */
+uint64_t pk_ckv_history_bytes(const pk_ckv *s);
+
 /* ---- reads ------------------------------------------------------------ */
 
 /* Returns 0 with *out set, PK_ENOTFOUND or PK_EINVAL. */

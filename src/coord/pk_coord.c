@@ -137,3 +137,8 @@ const char *pk_coord_backend(const pk_coord *c)
 {
     return c != NULL ? c->ops->name : "?";
 }
+
+uint64_t pk_coord_history_bytes(const pk_coord *c)
+{
+    return c != NULL && c->ops->history_bytes ? c->ops->history_bytes(c) : 0;
+}

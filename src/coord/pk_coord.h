@@ -206,4 +206,9 @@ void pk_coord_free(pk_coord *c);
 /* Backend name ("embedded", "etcd"); static storage. */
 const char *pk_coord_backend(const pk_coord *c);
 
+/* The bytes of the event history this process holds for watches from the
+ * past (the embedded backend: up to PK_CKV_HIST_BYTES of the keys and
+ * values of the last events); 0 for a remote backend. */
+uint64_t pk_coord_history_bytes(const pk_coord *c);
+
 #endif

@@ -420,6 +420,11 @@ static void emb_watch_cancel(pk_coord_watch *w)
 
 /* ---- the handle ------------------------------------------------------- */
 
+static uint64_t emb_history_bytes(const pk_coord *c)
+{
+    return pk_ckv_history_bytes(((const emb *)c)->kv);
+}
+
 static void emb_free(pk_coord *c)
 {
     emb *e = (emb *)c;
@@ -445,6 +450,7 @@ static const pk_coord_ops emb_ops = {
     .watch_start = emb_watch_start,
     .watch_cancel = emb_watch_cancel,
     .free = emb_free,
+    .history_bytes = emb_history_bytes,
 };
 
 int pk_coord_embedded_open(const char *path, const pk_coord_embedded_opts *o,

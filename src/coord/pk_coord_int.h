@@ -46,6 +46,8 @@ typedef struct pk_coord_ops {
                        pk_coord_watch **out);
     void (*watch_cancel)(pk_coord_watch *w);
     void (*free)(pk_coord *c);
+    /* pk_coord_history_bytes; NULL: the history is not held here. */
+    uint64_t (*history_bytes)(const pk_coord *c);
 } pk_coord_ops;
 
 struct pk_coord {

@@ -5,6 +5,7 @@
  * the section is asked for by name; the default output carries a summary,
  * since clients call INFO on every connection.
  */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "coord/pk_coord.h"
 #include "core/pk_err.h"
 #include "core/pk_hash.h"
 #include "server/pk_block.h"
@@ -54,6 +56,24 @@ static uint64_t rss_bytes(void)
     return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* ASan's allocator, when the binary is built with it (a weak reference:
+ * NULL otherwise); malloc then does not go through glibc's. */
+extern size_t __sanitizer_get_current_allocated_bytes(void)
+    __attribute__((weak));
+
+/* The bytes malloc has handed out and not had back, as Redis's
+ * used_memory counts its allocator's: what the process holds, without
+ * what the allocator keeps for later (in RSS). */
+static uint64_t heap_bytes(void)
+{
+    struct mallinfo2 mi;
+
+    if (__sanitizer_get_current_allocated_bytes)
+        return __sanitizer_get_current_allocated_bytes();
+    mi = mallinfo2();
+    return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
 static void sec_server(pk_cmd_ctx *x, pk_obuf *b)
 {
     pk_server *s = x->srv;
@@ -80,17 +100,22 @@ static void sec_clients(pk_cmd_ctx *x, pk_obuf *b)
         x->srv->nconns, x->srv->cfg.maxclients, pk_block_count(x->srv));
 }
 
+/* The data itself is LMDB's map (file pages, in RSS as they are read),
+ * not the heap: used_memory is the heap only.  Of it, a hosted
+ * coordinator keeps its recent events for watches (bounded). */
 static void sec_memory(pk_cmd_ctx *x, pk_obuf *b)
 {
-    uint64_t rss = rss_bytes();
+    uint64_t rss = rss_bytes(), heap = heap_bytes();
 
-    (void)x;
     add(b,
         "# Memory\r\nused_memory:%llu\r\nused_memory_human:%.2fM\r\n"
-        "used_memory_rss:%llu\r\nmaxmemory:0\r\n"
-        "maxmemory_policy:noeviction\r\n\r\n",
+        "used_memory_rss:%llu\r\nused_memory_rss_human:%.2fM\r\n"
+        "maxmemory:0\r\nmaxmemory_policy:noeviction\r\n"
+        "mem_allocator:%s\r\ncoordinator_history_bytes:%llu\r\n\r\n",
+        (unsigned long long)heap, (double)heap / 1048576.0,
         (unsigned long long)rss, (double)rss / 1048576.0,
-        (unsigned long long)rss);
+        __sanitizer_get_current_allocated_bytes ? "asan" : "libc",
+        (unsigned long long)pk_coord_history_bytes(x->srv->coord));
 }
 
 static void sec_persistence(pk_cmd_ctx *x, pk_obuf *b)

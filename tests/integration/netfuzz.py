@@ -61,6 +61,10 @@ SANITIZER = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
 # and ASan's allocator and quarantine more (seen: up to 100 MB).
 RSS_SLACK_KB = 128 * 1024
 RSS_SLACK_ASAN_KB = 256 * 1024
+# The heap the node holds with every connection closed, against the
+# same before the fuzzing: its bounded logs (ACL LOG, SLOWLOG), names and
+# counters may stay.
+HEAP_SLACK_KB = 8 * 1024
 
 
 def is_asan(path):
@@ -464,9 +468,10 @@ def anon_kb(pid):
     return None
 
 
-def ping(host, port, login, timeout=10.0, tls=None):
-    """PING on a fresh connection (after AUTH login when there is one, in
-    TLS with a TlsFiles); returns the reply bytes."""
+def call(host, port, login, args, timeout=10.0, tls=None):
+    """One command on a fresh connection (after AUTH login when there is
+    one, in TLS with a TlsFiles); returns the reply's bytes (a bulk
+    reply's whole payload)."""
     with socket.create_connection((host, port), timeout=timeout) as s:
         if tls is not None:
             s = tls.context(True).wrap_socket(s, server_hostname="localhost")
@@ -474,8 +479,38 @@ def ping(host, port, login, timeout=10.0, tls=None):
             s.sendall(resp(["AUTH", *login]))
             if not s.recv(64).startswith(b"+OK"):
                 return b"AUTH refused"
-        s.sendall(resp(["PING"]))
-        return s.recv(64)
+        s.sendall(resp(args))
+        rep = s.recv(65536)
+        if rep.startswith(b"$") and b"\r\n" in rep:
+            want = len(rep.split(b"\r\n", 1)[0]) + 2 + \
+                int(rep[1:rep.index(b"\r\n")]) + 2
+            while len(rep) < want:
+                more = s.recv(65536)
+                if not more:
+                    break
+                rep += more
+        return rep
+
+
+def ping(host, port, login, timeout=10.0, tls=None):
+    return call(host, port, login, ["PING"], timeout, tls)
+
+
+def heap_kb(node, login):
+    """INFO's used_memory in kB -- the bytes malloc handed out and did not
+    get back -- less what a hosted coordinator keeps of its recent events
+    (coordinator_history_bytes, bounded); None when the node does not
+    answer."""
+    try:
+        rep = call(node.host, node.port, login, ["INFO", "memory"])
+    except OSError:
+        return None
+    f = dict(line.split(b":", 1) for line in rep.split(b"\r\n")
+             if b":" in line)
+    if b"used_memory" not in f:
+        return None
+    return (int(f[b"used_memory"]) -
+            int(f.get(b"coordinator_history_bytes", b"0"))) // 1024
 
 
 class TlsFiles:
@@ -771,6 +806,7 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
     try:
         time.sleep(0.2)
         rss0, anon0 = node.rss_kb(), anon_kb(node.pid)
+        heap0 = heap_kb(node, login)
         t0 = time.monotonic()
         fz.run(t0 + seconds, max_frames)
         elapsed = time.monotonic() - t0
@@ -804,12 +840,17 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                     failures.append("PING after dropping the indexes "
                                     "answered %r" % rep[:80])
         rss1, anon1 = node.rss_kb(), anon_kb(node.pid)
+        heap1 = heap_kb(node, login) if node.alive() else None
         slack = RSS_SLACK_ASAN_KB if is_asan(partkv) else RSS_SLACK_KB
         # Indexes still there (not all dropped in time) hold their memory.
         if anon0 and anon1 and anon1 - anon0 > slack and \
                 stats.indexes is not None:
             failures.append("RssAnon grew from %d kB to %d kB"
                             % (anon0, anon1))
+        if heap0 is not None and heap1 is not None and \
+                heap1 - heap0 > HEAP_SLACK_KB and stats.indexes is not None:
+            failures.append("the heap (INFO used_memory) grew from %d kB "
+                            "to %d kB" % (heap0, heap1))
         if node.alive():
             rc = node.stop(timeout=30.0)
             if rc != 0:
@@ -831,7 +872,8 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                "anon_before_drop_kb": stats.anon_fuzzed,
                "rss_before_kb": rss0,
                "rss_after_kb": rss1, "anon_before_kb": anon0,
-               "anon_after_kb": anon1}
+               "anon_after_kb": anon1, "heap_before_kb": heap0,
+               "heap_after_kb": heap1}
         log("netfuzz: %s" % " ".join("%s=%s" % kv for kv in fig.items()))
         if failures:
             log("netfuzz: node output:\n%s" % node.logs(8000))

@@ -491,6 +491,21 @@ def test_redis_benchmark_cluster(cl):
 # CLUSTER SLOTS / NODES / SHARDS / INFO / MYID
 # ---------------------------------------------------------------------------
 
+def test_info_coordinator_history(bcl):
+    """INFO memory's coordinator_history_bytes: the embedded coordinator's
+    node holds the recent events (the map's puts at least), in its heap
+    (used_memory); the others, and every node on etcd, hold none."""
+    for i, n in enumerate(bcl.nodes):
+        with n.raw() as c:
+            mem = dict(l.split(":", 1) for l in
+                       c.execute("INFO", "memory").split("\r\n") if ":" in l)
+        hist = int(mem["coordinator_history_bytes"])
+        if i == 0 and "--coordinator" not in bcl.extra:
+            assert 0 < hist < int(mem["used_memory"]), mem
+        else:
+            assert hist == 0, (i, mem)
+
+
 def test_cluster_nodes_shape(cl):
     ids = {n.id: n for n in cl.nodes}
     for n in cl.nodes:

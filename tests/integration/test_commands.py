@@ -391,6 +391,31 @@ def test_info(server, raw):
     c.close()
 
 
+def test_info_used_memory_is_the_heap(server, raw):
+    """used_memory counts what the node holds on its heap, as Redis's
+    counts its allocator's: a client's half-sent 8 MB argument is in it
+    while the client waits, and is gone once it leaves."""
+    def used():
+        return int(parse_info(raw.call("INFO", "memory"))["Memory"]
+                   ["used_memory"])
+
+    def wait_for(ok):
+        deadline = time.monotonic() + 10
+        while not ok(used()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return used()
+
+    base = used()
+    big = 8 << 20
+    with socket.create_connection((server.host, server.port)) as s:
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % (big + 1))
+        s.sendall(b"x" * big)
+        held = wait_for(lambda u: u >= base + big * 3 // 4)
+        assert held >= base + big * 3 // 4, (base, held)
+    after = wait_for(lambda u: u <= base + big // 4)
+    assert after <= base + big // 4, (base, held, after)
+
+
 def test_info_keyspace_empty(raw):
     s = parse_info(raw.call("INFO", "keyspace"))
     assert s == {"Keyspace": {}}
