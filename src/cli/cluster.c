@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/cluster_up.h"
+#include "cli/cluster_args.h"
 #include "cli/spawn.h"
 #include "cli/tls_gen.h"
 #include "core/pk_err.h"
@@ -64,7 +64,9 @@
 #define RESTART_MAX_MS 5000
 #define RESTART_QUICK_MS 5000 /* dying sooner doubles the next delay */
 
-static int up_tls(up_args *a, pk_tls **out)
+/* --tls: the files (made on the first start), and our own connections to
+ * the nodes over TLS with the node certificate. */
+static int up_tls(pk_up_args *a, pk_tls **out)
 {
     static const char *const names[] = {PK_TLS_GEN_CA, PK_TLS_GEN_CERT,
                                         PK_TLS_GEN_KEY};
@@ -92,7 +94,7 @@ static int up_tls(up_args *a, pk_tls **out)
 }
 
 /* The cluster secret: --secret, else DIR/secret, else a new random one. */
-static int load_secret(const up_args *a, char *secret, size_t cap)
+static int load_secret(const pk_up_args *a, char *secret, size_t cap)
 {
     char path[4096];
     unsigned char raw[16];
@@ -135,18 +137,18 @@ static long mono_ms(void)
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-static int start_nodes(const up_args *a, const char *secret, pk_child *kids,
-                       up_node *nodes)
+static int start_nodes(const pk_up_args *a, const char *secret, pk_child *kids,
+                       pk_up_node *nodes)
 {
     for (unsigned long i = 0; i < a->nodes; i++) {
-        up_node *n = &nodes[i];
+        pk_up_node *n = &nodes[i];
         snprintf(n->dir, sizeof(n->dir), "%s/node-%lu", a->dir, i);
         if (mkdir(n->dir, 0700) != 0 && errno != EEXIST) {
             fprintf(stderr, "partkv cluster up: mkdir %s: %s\n", n->dir,
                     strerror(errno));
             return -1;
         }
-        pk_cluster_up_argv(a, secret, i, kids[0].port, n);
+        pk_up_node_argv(a, secret, i, kids[0].port, n);
         if (pk_child_start(&kids[i], n->argv, NODE_START_MS) != 0)
             return -1;
         /* A restart takes the same port, also one picked with port 0. */
@@ -156,7 +158,7 @@ static int start_nodes(const up_args *a, const char *secret, pk_child *kids,
     return 0;
 }
 
-static int read_id(const up_args *a, unsigned long i, char *id)
+static int read_id(const pk_up_args *a, unsigned long i, char *id)
 {
     char path[4096];
     int fd, ok;
@@ -239,7 +241,7 @@ static int put_map(pk_sclient *c, const pk_pmap *m, uint64_t mod_rev)
  * Returns 0 and sets *created, 1 to try again (the map changed under us),
  * or -1.
  */
-static int ensure_map_once(pk_sclient *c, const up_args *a,
+static int ensure_map_once(pk_sclient *c, const pk_up_args *a,
                            const pk_child *kids, char ids[][PK_NAME_MAX + 1],
                            int *created)
 {
@@ -297,7 +299,7 @@ static int ensure_map_once(pk_sclient *c, const up_args *a,
 
 /* ensure_map_once until no node races us (nodes refresh their own
  * address in the map when they register). */
-static int ensure_map(pk_sclient *c, const up_args *a, const pk_child *kids,
+static int ensure_map(pk_sclient *c, const pk_up_args *a, const pk_child *kids,
                       char ids[][PK_NAME_MAX + 1], int *created)
 {
     int rc = 1;
@@ -346,12 +348,12 @@ static long backoff(long delay_ms)
 }
 
 /* Reaps the nodes that died and schedules their restart. */
-static void reap_nodes(pk_child *kids, up_node *nodes, unsigned long count)
+static void reap_nodes(pk_child *kids, pk_up_node *nodes, unsigned long count)
 {
     long now = mono_ms();
 
     for (unsigned long i = 0; i < count; i++) {
-        up_node *n = &nodes[i];
+        pk_up_node *n = &nodes[i];
         int st;
         if (kids[i].pid <= 0 || waitpid(kids[i].pid, &st, WNOHANG) <= 0)
             continue;
@@ -381,10 +383,10 @@ static int port_taken(const char *port)
 }
 
 /* Starts again every node whose restart is due, unless we are stopping. */
-static void restart_due(pk_child *kids, up_node *nodes, unsigned long count)
+static void restart_due(pk_child *kids, pk_up_node *nodes, unsigned long count)
 {
     for (unsigned long i = 0; i < count && !stop_requested(); i++) {
-        up_node *n = &nodes[i];
+        pk_up_node *n = &nodes[i];
         int st = n->dead_status;
         char why[48];
         int taken;
@@ -419,7 +421,7 @@ static void restart_due(pk_child *kids, up_node *nodes, unsigned long count)
 
 /* Until SIGINT or SIGTERM (blocked, in set with SIGCHLD): nodes that die
  * are started again.  Returns 0, or -1 if waiting for signals failed. */
-static int supervise(pk_child *kids, up_node *nodes, unsigned long count,
+static int supervise(pk_child *kids, pk_up_node *nodes, unsigned long count,
                      const sigset_t *set)
 {
     for (;;) {
@@ -452,16 +454,16 @@ static int supervise(pk_child *kids, up_node *nodes, unsigned long count,
 
 static int cluster_up(int argc, char **argv)
 {
-    up_args a;
-    pk_child kids[NODES_MAX];
-    up_node *nodes = NULL;
-    char secret[128], ids[NODES_MAX][PK_NAME_MAX + 1], acks[32] = "";
+    pk_up_args a;
+    pk_child kids[PK_UP_NODES_MAX];
+    pk_up_node *nodes = NULL;
+    char secret[128], ids[PK_UP_NODES_MAX][PK_NAME_MAX + 1], acks[32] = "";
     pk_sclient *c = NULL;
     pk_tls *tls = NULL;
     sigset_t set;
     int created = 0, status = 1;
 
-    if (pk_cluster_up_args(argc, argv, &a) != 0)
+    if (pk_up_parse(argc, argv, &a) != 0)
         return 2;
     if (mkdir(a.dir, 0700) != 0 && errno != EEXIST) {
         fprintf(stderr, "partkv cluster up: --dir %s: %s\n", a.dir,
@@ -486,7 +488,7 @@ static int cluster_up(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGCHLD);
     memset(kids, 0, sizeof(kids));
-    for (int i = 0; i < NODES_MAX; i++)
+    for (int i = 0; i < PK_UP_NODES_MAX; i++)
         kids[i].out_fd = -1;
     nodes = calloc(a.nodes, sizeof(*nodes));
     if (nodes == NULL) {

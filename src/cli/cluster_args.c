@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/cluster_up.h"
+#include "cli/cluster_args.h"
 #include "cli/keyset.h"
 #include "cli/presplit.h"
 #include "cli/spawn.h"
@@ -32,7 +32,7 @@ static int scheme_of(const char *s, pk_scheme *out)
 
 /* The range scheme's boundaries from the --presplit flags (after the
  * other checks); -1 after a one-line message. */
-static int range_args(up_args *a)
+static int range_args(pk_up_args *a)
 {
     pk_keyset ks = {0};
     int rc;
@@ -76,9 +76,7 @@ static int range_args(up_args *a)
     return 0;
 }
 
-/* --tls: the files (made on the first start), and our own connections to
- * the nodes over TLS with the node certificate. */
-int pk_cluster_up_args(int argc, char **argv, up_args *a)
+int pk_up_parse(int argc, char **argv, pk_up_args *a)
 {
     static const struct option opts[] = {
         {"nodes", required_argument, NULL, 'n'},
@@ -126,12 +124,12 @@ int pk_cluster_up_args(int argc, char **argv, up_args *a)
         int num_ok = optarg && *optarg && *optarg != '-' && *end == '\0';
         switch (ch) {
         case 'n':
-            if (!num_ok || v < 1 || v > NODES_MAX)
+            if (!num_ok || v < 1 || v > PK_UP_NODES_MAX)
                 goto bad;
             a->nodes = v;
             break;
         case 'p':
-            if (!num_ok || v > 65535 - NODES_MAX)
+            if (!num_ok || v > 65535 - PK_UP_NODES_MAX)
                 goto bad;
             a->base_port = v;
             break;
@@ -283,8 +281,8 @@ bad:
     return -1;
 }
 
-void pk_cluster_up_argv(const up_args *a, const char *secret, unsigned long i,
-                        int coord_port, up_node *n)
+void pk_up_node_argv(const pk_up_args *a, const char *secret, unsigned long i,
+                     int coord_port, pk_up_node *n)
 {
     char **argv = n->argv;
     int k = 0;

@@ -206,9 +206,11 @@ void pk_coord_free(pk_coord *c);
 /* Backend name ("embedded", "etcd"); static storage. */
 const char *pk_coord_backend(const pk_coord *c);
 
-/* The bytes of the event history this process holds for watches from the
- * past (the embedded backend: up to PK_CKV_HIST_BYTES of the keys and
- * values of the last events); 0 for a remote backend. */
+/* The keys' and values' bytes of the event history this process holds for
+ * watches from the past (the embedded backend, whose pk_ckv_opts bound it:
+ * by default the last PK_CKV_HIST_EVENTS events, dropped from the oldest
+ * beyond PK_CKV_HIST_BYTES, the newest kept whatever its size); 0 for a
+ * remote backend. */
 uint64_t pk_coord_history_bytes(const pk_coord *c);
 
 #endif

@@ -56,22 +56,28 @@ static uint64_t rss_bytes(void)
     return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* ASan's allocator, when the binary is built with it (a weak reference:
- * NULL otherwise); malloc then does not go through glibc's. */
+/* A sanitizer's allocator (ASan in `make check`), when the binary is
+ * built with one (a weak reference: NULL otherwise); malloc then does not
+ * go through glibc's. */
 extern size_t __sanitizer_get_current_allocated_bytes(void)
     __attribute__((weak));
 
 /* The bytes malloc has handed out and not had back, as Redis's
  * used_memory counts its allocator's: what the process holds, without
- * what the allocator keeps for later (in RSS). */
+ * what the allocator keeps for later (in RSS).  mallinfo2 walks glibc's
+ * arenas (one or two here: the server is one thread) in microseconds.
+ * Without glibc 2.33's mallinfo2: RSS, as before. */
 static uint64_t heap_bytes(void)
 {
-    struct mallinfo2 mi;
-
     if (__sanitizer_get_current_allocated_bytes)
         return __sanitizer_get_current_allocated_bytes();
-    mi = mallinfo2();
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    struct mallinfo2 mi = mallinfo2();
+
     return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+#else
+    return rss_bytes();
+#endif
 }
 
 static void sec_server(pk_cmd_ctx *x, pk_obuf *b)
@@ -114,7 +120,7 @@ static void sec_memory(pk_cmd_ctx *x, pk_obuf *b)
         "mem_allocator:%s\r\ncoordinator_history_bytes:%llu\r\n\r\n",
         (unsigned long long)heap, (double)heap / 1048576.0,
         (unsigned long long)rss, (double)rss / 1048576.0,
-        __sanitizer_get_current_allocated_bytes ? "asan" : "libc",
+        __sanitizer_get_current_allocated_bytes ? "sanitizer" : "libc",
         (unsigned long long)pk_coord_history_bytes(x->srv->coord));
 }
 

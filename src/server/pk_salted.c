@@ -527,7 +527,7 @@ int pk_salted_init(pk_server *s)
     if (sd == NULL || (sd->counts = pk__salted_counts_new()) == NULL ||
         (sd->runs = pk__salted_runs_new(&s->loop)) == NULL) {
         if (sd)
-            free(sd->counts);
+            pk__salted_counts_free(sd->counts);
         free(sd);
         return PK_ENOMEM;
     }

@@ -63,8 +63,8 @@ struct sop {
     sop *next;
 };
 
-/* What total_here read of one part this transaction (part UINT32_MAX:
- * nothing). */
+/* What pk__salted_total_here read of one part this transaction (part
+ * UINT32_MAX: nothing). */
 typedef struct seen_part {
     uint32_t part;     /* its partition */
     uint64_t seq;      /* the partition's log position then */
@@ -74,14 +74,14 @@ typedef struct seen_part {
 } seen_part;
 
 /*
- * total_here's reads of a salted key's parts and fold markers, kept for
- * the rest of the loop's transaction: a hot counter's hundred INCRs in
- * one group commit read each other part once.  A part read is good while
- * its partition's log has not moved (nothing else changes a partition's
- * data: the log has a record of every write, expiry and fold, and a
- * follower's settling applies records the log already counts), no record
- * of this transaction may take the place of its last (pk_store_log_keepable),
- * and its value has not expired.
+ * pk__salted_total_here's reads of a salted key's parts and fold markers, kept
+ * for the rest of the loop's transaction: a hot counter's hundred INCRs in one
+ * group commit read each other part once.  A part read is good while its
+ * partition's log has not moved (nothing else changes a partition's data: the
+ * log has a record of every write, expiry and fold, and a follower's settling
+ * applies records the log already counts), no record of this transaction may
+ * take the place of its last (pk_store_log_keepable), and its value has not
+ * expired.
  */
 typedef struct tot_seen {
     uint64_t commits, mapep; /* the transaction (pk_server.commits), map */
@@ -566,8 +566,8 @@ static void seen_keep(pk_txn *t, seen_part *sp, uint32_t part,
     sp->expire_ms = expire_ms;
 }
 
-/* total_here's reads: every part's value (the one just written, pick,
- * afresh) and the fold markers, into op; PK_OK or an error. */
+/* pk__salted_total_here's reads: every part's value (the one just written,
+ * pick, afresh) and the fold markers, into op; PK_OK or an error. */
 static int read_parts(pk_cmd_ctx *x, pk_txn *t, const pk_salt *e,
                       uint8_t (*names)[NAME_CAP], const size_t *lens,
                       const uint32_t *parts, int pick, sop *op)
@@ -755,6 +755,8 @@ void pk__salted_counts_forget(pk__salt_counts *sd, pk_conn *c)
 
 void pk__salted_counts_free(pk__salt_counts *sd)
 {
+    if (sd == NULL)
+        return;
     while (sd->ops)
         op_free(sd->ops); /* their calls were failed by the links' close */
     free(sd);

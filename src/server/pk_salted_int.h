@@ -1,9 +1,10 @@
 /*
- * pk_salted_int: what pk_salted.c (the command path, counters) shares
- * with pk_salted_run.c (salting and folding), pk_salted_sets.c (salted
- * sets and HyperLogLogs) and pk_salted_more.c (strings, hashes, sorted
- * sets, expiry).  Internal to them; the rest of the server sees
- * pk_salted.h.
+ * pk_salted_int: what the files of salted keys share -- pk_salted.c (the
+ * command path, the parts' side of a fold, the helpers below),
+ * pk_salted_count.c (counters), pk_salted_run.c (salting and folding),
+ * pk_salted_sets.c (sets and HyperLogLogs) and pk_salted_more.c (strings,
+ * hashes, sorted sets, expiry).  Internal to them; the rest of the server
+ * sees pk_salted.h.
  */
 #ifndef PK_SERVER_PK_SALTED_INT_H
 #define PK_SERVER_PK_SALTED_INT_H
@@ -96,8 +97,8 @@ pk_mop **pk__salted_mops(pk_server *s);
 /* This node's clock. */
 pk__hlc *pk__salted_hlc(pk_server *s);
 
-/* The part a write of e goes to: at random among those this node leads
- * (the write takes no hop), or among all when it leads none or when
+/* pk_salted_count.c.  The part a write of e goes to: at random among those this
+ * node leads (the write takes no hop), or among all when it leads none or when
  * spread: a salted string's SETs, which its home stamps, all come through
  * the home, and only the home can spread them. */
 int pk__salted_pick(pk_server *s, const pk_salt *e, int spread);
@@ -123,7 +124,7 @@ enum {
 typedef struct pk__salt_counts pk__salt_counts;
 pk__salt_counts *pk__salted_counts(pk_server *s);
 pk__salt_counts *pk__salted_counts_new(void);
-void pk__salted_counts_free(pk__salt_counts *sd);
+void pk__salted_counts_free(pk__salt_counts *sd); /* NULL: a no-op */
 void pk__salted_counts_forget(pk__salt_counts *sd, pk_conn *c);
 
 /* The write of one part (pk__salted_pick; part 0 with base), then the
@@ -153,7 +154,9 @@ int pk__salted_rename_key(pk_cmd_ctx *x, const uint8_t *name, size_t len);
 typedef struct pk__salt_runs pk__salt_runs;
 pk__salt_runs *pk__salted_runs(pk_server *s);
 pk__salt_runs *pk__salted_runs_new(struct uv_loop_s *loop);
-void pk__salted_runs_free(pk__salt_runs *sd); /* closes its timer */
+/* Frees the runs and closes the timer, whose close callback frees sd: the
+ * loop must run after it.  NULL is a no-op. */
+void pk__salted_runs_free(pk__salt_runs *sd);
 void pk__salted_runs_forget(pk__salt_runs *sd, pk_conn *c);
 
 /* Asks the key's leader to fold e back (this node or another). */

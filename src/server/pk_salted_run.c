@@ -2,8 +2,9 @@
  * pk_salted_run: salting a key and folding it back, run by the leader of
  * the key's partition one step at a time (a call to a part's leader or a
  * map edit through the agent), the tick that starts them for keys that
- * run hot or stay cold, and the PK.SALT* commands that carry them
- * (pk_salted.h).  The command path is pk_salted.c.
+ * run hot or stay cold, and PK.SALT / PK.UNSALT, which start them by
+ * hand (pk_salted.h).  The command path, and the parts' side of a fold
+ * (PK.SALTTAKE, PK.SALTADD, PK.SALTDROP), are pk_salted.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -663,7 +664,6 @@ void pk_salted_tick(pk_server *s)
     double thr = (double)s->cfg.hot_key_writes;
     uint32_t nt = 0, part;
     pk_txn *t = NULL;
-
     pk__salt_runs *sd;
 
     if (s->salted == NULL || m == NULL || m->scheme == PK_SCHEME_RANGE ||
@@ -792,6 +792,8 @@ static void on_timer_close(uv_handle_t *h)
 
 void pk__salted_runs_free(pk__salt_runs *sd)
 {
+    if (sd == NULL)
+        return;
     while (sd->runs) {
         salting *r = sd->runs;
         sd->runs = r->next;

@@ -546,14 +546,17 @@ class TlsFiles:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def drop_indexes(host, port, password, timeout=120.0):
+def drop_indexes(host, port, login, timeout=120.0):
     """Drops every FT index the fuzzing made (a cluster node keeps a few
-    MB per index, up to 256 of them, which RSS after would otherwise
-    count); returns how many, or None if some were still listed at the
-    timeout (edits wait for the map, and the fuzzing may have queued
-    many: under ASan one DROPINDEX has waited more than 30 s)."""
+    MB per index, up to 256 of them, which the heap and RSS after would
+    otherwise count), as login ([password] or [user, password]); returns
+    how many, or None if some were still listed at the timeout (edits
+    wait for the map, and the fuzzing may have queued many: under ASan
+    one DROPINDEX has waited more than 30 s)."""
     import redis
-    r = redis.Redis(host=host, port=port, password=password,
+    user, password = (None, None) if not login else \
+        (None, login[0]) if len(login) == 1 else login
+    r = redis.Redis(host=host, port=port, username=user, password=password,
                     socket_timeout=timeout)
     dropped = 0
     deadline = time.monotonic() + timeout
@@ -828,12 +831,12 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
             if tls is not None and stats.handshakes == 0:
                 failures.append("no TLS handshake went through (%d cut)"
                                 % stats.handshakes_cut)
-            if mode == "peer" and not failures:
+            if not failures:
                 stats.anon_fuzzed = anon_kb(node.pid)
-                stats.indexes = drop_indexes(node.host, node.port, None)
+                stats.indexes = drop_indexes(node.host, node.port, login)
                 time.sleep(2.0)  # the tick frees what dropped ones held
                 try:
-                    rep = ping(node.host, node.port, None)
+                    rep = ping(node.host, node.port, login)
                 except OSError as e:
                     rep = repr(e).encode()
                 if not rep.startswith(b"+PONG"):
@@ -847,8 +850,10 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
                 stats.indexes is not None:
             failures.append("RssAnon grew from %d kB to %d kB"
                             % (anon0, anon1))
-        if heap0 is not None and heap1 is not None and \
-                heap1 - heap0 > HEAP_SLACK_KB and stats.indexes is not None:
+        if heap0 is None or heap1 is None:
+            log("netfuzz: the heap was not measured (INFO memory "
+                "unanswered)")
+        elif heap1 - heap0 > HEAP_SLACK_KB and stats.indexes is not None:
             failures.append("the heap (INFO used_memory) grew from %d kB "
                             "to %d kB" % (heap0, heap1))
         if node.alive():

@@ -1,9 +1,10 @@
 /*
- * cluster_up: the flags of `partkv cluster up` (cluster_args.c), and the
- * nodes it runs (cluster.c).
+ * cluster_args: the flags of `partkv cluster up` (pk_up_args), and each
+ * node it runs (pk_up_node) with the flags it gives that node; cluster.c
+ * runs them.
  */
-#ifndef PK_CLI_CLUSTER_UP_H
-#define PK_CLI_CLUSTER_UP_H
+#ifndef PK_CLI_CLUSTER_ARGS_H
+#define PK_CLI_CLUSTER_ARGS_H
 
 #include <sys/types.h>
 
@@ -11,10 +12,10 @@
 #include "core/pk_hash.h"
 #include "core/pk_pmap.h"
 
-#define NODES_MAX 64
-#define NODE_ARGS_MAX 64
+#define PK_UP_NODES_MAX 64
+#define PK_UP_NODE_ARGS_MAX 64
 
-typedef struct up_args {
+typedef struct pk_up_args {
     unsigned long nodes, base_port, replicas, partitions;
     const char *dir;
     const char *secret;
@@ -42,30 +43,30 @@ typedef struct up_args {
     int tls;                   /* --tls */
     char tls_dir[4096];        /* its files: DIR/tls */
     char tls_files[3][4200];   /* ca, cert, key */
-} up_args;
+} pk_up_args;
 
 /*
  * One node as `cluster up` runs it.  argv points into the buffers here,
- * so it stays valid as long as the up_node; port is rewritten with the
+ * so it stays valid as long as the pk_up_node; port is rewritten with the
  * port the node got on its first start, which a restart then asks for.
  */
-typedef struct up_node {
+typedef struct pk_up_node {
     char dir[4096], port[16], join[64];
-    char *argv[NODE_ARGS_MAX];
+    char *argv[PK_UP_NODE_ARGS_MAX];
     long started_ms; /* mono_ms() when the running process was ready */
     long restart_ms; /* mono_ms() when to start it again, 0 if it runs */
     long delay_ms;   /* delay before the last restart, 0 before any */
     pid_t dead_pid;  /* the process that died, for the report */
     int dead_status; /* its wait status */
-} up_node;
+} pk_up_node;
 
 /* Parses cluster up's flags (argv[0]: "up") into *a; 0, or -1 after a
  * one-line message. */
-int pk_cluster_up_args(int argc, char **argv, up_args *a);
+int pk_up_parse(int argc, char **argv, pk_up_args *a);
 
 /* Fills n->argv for node i (n->dir set); coord_port is node 0's port (for
  * --join). */
-void pk_cluster_up_argv(const up_args *a, const char *secret, unsigned long i,
-                        int coord_port, up_node *n);
+void pk_up_node_argv(const pk_up_args *a, const char *secret, unsigned long i,
+                     int coord_port, pk_up_node *n);
 
 #endif
