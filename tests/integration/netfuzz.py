@@ -834,7 +834,8 @@ def one_run(partkv, seconds, max_frames, conns, mode, seed, log):
             if not failures:
                 stats.anon_fuzzed = anon_kb(node.pid)
                 stats.indexes = drop_indexes(node.host, node.port, login)
-                time.sleep(2.0)  # the tick frees what dropped ones held
+                if stats.indexes:
+                    time.sleep(2.0)  # the tick frees what dropped ones held
                 try:
                     rep = ping(node.host, node.port, login)
                 except OSError as e:
