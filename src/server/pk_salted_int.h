@@ -2,9 +2,9 @@
  * pk_salted_int: what the files of salted keys share -- pk_salted.c (the
  * command path, the parts' side of a fold, the helpers below),
  * pk_salted_count.c (counters), pk_salted_run.c (salting and folding),
- * pk_salted_sets.c (sets and HyperLogLogs) and pk_salted_more.c (strings,
- * hashes, sorted sets, expiry).  Internal to them; the rest of the server
- * sees pk_salted.h.
+ * pk_salted_sets.c (sets and HyperLogLogs), pk_salted_more.c (strings,
+ * hashes, sorted sets, expiry) and pk_salted_part.c (their parts' side).
+ * Internal to them; the rest of the server sees pk_salted.h.
  */
 #ifndef PK_SERVER_PK_SALTED_INT_H
 #define PK_SERVER_PK_SALTED_INT_H
@@ -207,8 +207,13 @@ void pk__salted_hlc_stamp(pk_server *s, char *out);
 /* The clock moves past a stamp read (anything else is ignored). */
 void pk__salted_hlc_see(pk_server *s, const char *p, size_t len);
 
-/* PK.SALTADD name i str stamp value: value and stamp into name unless its
- * stamp is as new; 0 or a store error. */
+/*
+ * pk_salted_part.c: a part's side of salted strings, hashes and sorted
+ * sets, in PK.SALTADD's and PK.SALTTAKE's transaction.
+ *
+ * PK.SALTADD name i str stamp value: value and stamp into name unless its
+ * stamp is as new; 0 or a store error.
+ */
 int pk__salted_add_str(pk_cmd_ctx *x, pk_txn *t);
 
 /* PK.SALTTAKE of a stamped part: 1 after replying ["str", stamp, value]

@@ -1,7 +1,9 @@
 /*
  * pk_salted_more: salted strings (last writer wins by a hybrid logical
- * clock), and the expiry commands fanned out to the parts of a salted key
- * of any kind (see pk_salted.h).
+ * clock), salted hashes and sorted sets (sums per field or member), and
+ * the expiry commands fanned out to the parts of a salted key of any kind
+ * (see pk_salted.h).  This is the side of the node that took the client's
+ * command; pk_salted_part.c is the parts' side.
  *
  *   SET key value        at the leader of the key's partition: a stamp
  *                        from its clock, then PK.SALTADD part 0 str stamp
@@ -18,6 +20,14 @@
  *                        folding); 1 when some part answered 1
  *   TTL PTTL             every part: -2 when none exists, -1 when one
  *                        has no expiry, else the longest
+ *   HINCRBY HINCRBYFLOAT ZINCRBY
+ *                        the increment to one random part (part 0
+ *                        while folding), then the field's (member's)
+ *                        total over every part
+ *   HGET ZSCORE HGETALL HLEN
+ *                        every part (parts 1..n-1, then part 0): totals
+ *                        per field or member; HLEN counts the fields
+ *                        some part holds
  *
  * Stamps are 20 hex digits, milliseconds (12), logical counter (4) and
  * node (4), so that byte order is stamp order.  One node -- the key's
@@ -39,10 +49,7 @@
 #include "server/pk_salted_int.h"
 #include "server/pk_srv.h"
 #include "store/pk_hmap.h"
-#include "store/pk_key.h"
 #include "store/pk_str.h"
-#include "store/pk_zset.h"
-#include "store/pk_zset_range.h"
 
 /* What an operation answers its client. */
 enum {
@@ -845,172 +852,4 @@ void pk__salted_more_free(pk_server *s)
 
     while (*ops)
         m_free(*ops);
-}
-
-/* ---- the parts' side --------------------------------------------------- */
-
-/* The stamp key of name (a part: a sub-key, or the key itself). */
-static size_t stamp_of(const void *name, size_t len, uint8_t *out)
-{
-    const void *k;
-    size_t kl;
-    uint32_t tag;
-
-    if (pk_salt_parse(name, len, &k, &kl, &tag))
-        return pk_salt_stamp(k, kl, 1, tag, out, PK__SALT_NAME_CAP);
-    return pk_salt_stamp(name, len, 0, 0, out, PK__SALT_NAME_CAP);
-}
-
-int pk__salted_add_str(pk_cmd_ctx *x, pk_txn *t)
-{
-    uint8_t sname[PK__SALT_NAME_CAP];
-    size_t sl = stamp_of(x->argv[1].ptr, x->argv[1].len, sname);
-    const pk_arg *st = &x->argv[4], *v = &x->argv[5];
-    uint32_t part = pk_cmd_part(x, 1);
-    pk_set_opts keep = {PK_SET_KEEPTTL, 0};
-    pk_slice cur;
-    int done, rc;
-
-    if (x->argc != 6 || sl == 0 || st->len != PK__STAMP_LEN)
-        return PK_EINVAL;
-    rc = pk_str_get(t, part, sname, sl, NOW(x), &cur);
-    if (rc == PK_OK && cur.len == PK__STAMP_LEN &&
-        memcmp(cur.ptr, st->ptr, PK__STAMP_LEN) >= 0)
-        return PK_OK; /* the part holds a newer (or this) write */
-    if (rc != PK_OK && rc != PK_ENOTFOUND && rc != PK_STORE_WRONGTYPE)
-        return rc;
-    /* A fold (part i >= 1 into part 0) keeps part 0's expiry; a SET of a
-     * part replaces it, as SET does. */
-    rc = pk_str_set(t, PK_KEY(x, 1), v->ptr, v->len,
-                    x->argv[2].len == 1 && x->argv[2].ptr[0] == '0' ? NULL
-                                                                    : &keep,
-                    NOW(x), &done, NULL);
-    if (rc == PK_OK)
-        rc = pk_str_set(t, part, sname, sl, st->ptr, st->len, NULL, NOW(x),
-                        &done, NULL);
-    return rc;
-}
-
-int pk__salted_take_str(pk_cmd_ctx *x, pk_txn *t)
-{
-    uint8_t sname[PK__SALT_NAME_CAP];
-    size_t sl = stamp_of(x->argv[1].ptr, x->argv[1].len, sname);
-    pk_slice st, v;
-    char sb[PK__STAMP_LEN];
-
-    if (sl == 0 ||
-        pk_str_get(t, pk_cmd_part(x, 1), sname, sl, NOW(x), &st) != PK_OK ||
-        st.len != PK__STAMP_LEN)
-        return 0;
-    memcpy(sb, st.ptr, PK__STAMP_LEN); /* st is scratch until the next get */
-    if (pk_str_get(t, PK_KEY(x, 1), NOW(x), &v) != PK_OK) {
-        pk_reply_null(x->out, x->c->proto); /* nothing to fold */
-        return 1;
-    }
-    pk_reply_array(x->out, 3);
-    pk_reply_bulk(x->out, "str", 3);
-    pk_reply_bulk(x->out, sb, PK__STAMP_LEN);
-    pk_reply_bulk(x->out, v.ptr, v.len);
-    return 1;
-}
-
-size_t pk__salted_stamp_of(const void *name, size_t len, uint8_t *out)
-{
-    return stamp_of(name, len, out);
-}
-
-/* Pairs gathered for PK.SALTTAKE's reply, counted. */
-typedef struct pairs {
-    pk_obuf buf;
-    size_t n;
-} pairs;
-
-static int take_field(void *ctx, pk_slice f, pk_slice v)
-{
-    pairs *p = ctx;
-
-    p->n++;
-    pk_reply_bulk(&p->buf, f.ptr, f.len);
-    return pk_reply_bulk(&p->buf, v.ptr, v.len);
-}
-
-static int take_member(void *ctx, pk_slice m, double score)
-{
-    pairs *p = ctx;
-    char b[40];
-    int n = snprintf(b, sizeof(b), "%.17g", score);
-
-    p->n++;
-    pk_reply_bulk(&p->buf, m.ptr, m.len);
-    return pk_reply_bulk(&p->buf, b, (size_t)n);
-}
-
-int pk__salted_take_more(pk_cmd_ctx *x, pk_txn *t)
-{
-    pk_type type = PK_TYPE_NONE;
-    pairs p = {.n = 0};
-    pk_zrange all = {
-        .kind = PK_ZRANGE_RANK, .start = 0, .stop = -1, .count = -1};
-    int rc = pk_key_type(t, PK_KEY(x, 1), NOW(x), &type);
-
-    if (rc != PK_OK || (type != PK_TYPE_HASH && type != PK_TYPE_ZSET))
-        return 0;
-    pk_obuf_init(&p.buf);
-    if (type == PK_TYPE_HASH)
-        rc = pk_hmap_each(t, PK_KEY(x, 1), NOW(x), take_field, &p);
-    else
-        rc = pk_zset_range(t, PK_KEY(x, 1), &all, NOW(x), take_member, &p);
-    if (rc == PK_OK && p.buf.err)
-        rc = p.buf.err;
-    if (rc != PK_OK) {
-        pk_cmd_store_error(x, rc);
-    } else {
-        pk_reply_array(x->out, 2 * p.n + 1);
-        pk_reply_bulk(x->out, type == PK_TYPE_HASH ? "hash" : "zset", 4);
-        pk_obuf_append(x->out, p.buf.data + p.buf.head,
-                       pk_obuf_pending(&p.buf));
-    }
-    pk_obuf_free(&p.buf);
-    return 1;
-}
-
-int pk__salted_more_tagged(const pk_cmd_ctx *x)
-{
-    const pk_arg *a = &x->argv[3];
-
-    return x->argc >= 4 && a->len == 4 && (x->argc - 4) % 2 == 0 &&
-           (memcmp(a->ptr, "hash", 4) == 0 || memcmp(a->ptr, "zset", 4) == 0);
-}
-
-int pk__salted_add_more(pk_cmd_ctx *x, pk_txn *t)
-{
-    int zset = x->argv[3].ptr[0] == 'z';
-    int rc = PK_OK;
-
-    for (int k = 4; rc == PK_OK && k + 1 < x->argc; k += 2) {
-        const pk_arg *f = &x->argv[k], *v = &x->argv[k + 1];
-        int64_t iv, out;
-        long double fv;
-        pk_slice s;
-        if (zset) {
-            pk_slice m = {f->ptr, f->len};
-            pk_zadd_result res;
-            double sc = strtod(v->ptr, NULL); /* args are NUL-ended */
-            rc = pk_zset_add(t, PK_KEY(x, 1), PK_ZADD_INCR, 1, &sc, &m, NOW(x),
-                             &res);
-            continue;
-        }
-        rc = PK_STORE_HASH_NOTINT;
-        if (pk_str_parse_int(v->ptr, v->len, &iv) == PK_OK)
-            rc = pk_hmap_incrby(t, PK_KEY(x, 1), f->ptr, f->len, iv, NOW(x),
-                                &out);
-        if (rc == PK_STORE_HASH_NOTINT && pk_hmap_parse_ld(v->ptr, v->len, &fv))
-            rc = pk_hmap_incrbyfloat(t, PK_KEY(x, 1), f->ptr, f->len, fv,
-                                     NOW(x), &s);
-        else if (rc == PK_STORE_HASH_NOTINT) /* not a number: kept whole */
-            rc = pk_hmap_set(t, PK_KEY(x, 1), 1, &(pk_slice){f->ptr, f->len},
-                             &(pk_slice){v->ptr, v->len}, NOW(x),
-                             &(uint64_t){0});
-    }
-    return rc;
 }
