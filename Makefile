@@ -107,10 +107,11 @@ test-unit: all $(UNIT_BIN)
 	@scripts/run-tests.sh $(UNIT_BIN)
 
 # Debian's pytest and python3-redis live in /usr/bin/python3, not in
-# whatever python3 comes first on PATH.
+# whatever python3 comes first on PATH.  The 20 slowest tests are listed
+# at the end (make test has a budget of 20 minutes).
 test-integration: all
 	PARTKV=$(abspath $(BUILD)/partkv) /usr/bin/python3 -m pytest -q \
-	    -m "not long_fault" tests/integration
+	    --durations=20 -m "not long_fault" tests/integration
 
 # The short fault schedules (tests/fault: iptables cuts, kill -9, SIGSTOP,
 # etcd leader kills; about 1.5 minutes; needs root for iptables).

@@ -11,6 +11,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 sys.path.insert(0, HERE)
 
 import faultlib  # noqa: E402
+import server as pkserver  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    pkserver.sweep_owned()
 
 
 @pytest.fixture(scope="session")

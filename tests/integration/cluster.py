@@ -106,6 +106,8 @@ class Cluster(pkserver.Process):
         self.secret = secret or "s-%016x" % random.getrandbits(64)
         self._own_dir = dir is None
         self.root = dir or tempfile.mkdtemp(prefix="partkv-cl-")
+        if self._own_dir:
+            pkserver.own(self)
         self.dir = os.path.join(self.root, "data")
         self.ready_timeout = ready_timeout
         self.proc = None

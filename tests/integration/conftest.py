@@ -42,6 +42,10 @@ def pytest_configure(config):
         "test-faults, left out of make test (-m 'not long_fault')")
 
 
+def pytest_sessionfinish(session, exitstatus):
+    pkserver.sweep_owned()
+
+
 def pytest_collection_modifyitems(config, items):
     if pkserver.target() != "redis":
         return

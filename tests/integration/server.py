@@ -31,6 +31,25 @@ def target():
     return t
 
 
+# Servers and clusters that made their own temporary directory: a test
+# that only stops one (or fails before it cleans up) leaves it to
+# sweep_owned() at the end of the session (conftest.py).
+_OWNED = []
+
+
+def own(thing):
+    """Notes thing (a Server or a Cluster that made its directory) for
+    sweep_owned()."""
+    _OWNED.append(thing)
+
+
+def sweep_owned():
+    """cleanup() of everything own() noted: stops what still runs (by
+    PID) and removes its directory."""
+    while _OWNED:
+        _OWNED.pop().cleanup()
+
+
 def partkv_path():
     return os.environ.get("PARTKV", os.path.join(ROOT, "build", "partkv"))
 
@@ -102,6 +121,8 @@ class Server(Process):
         self.kind = kind or target()
         self._own_dir = dir is None
         self.dir = dir or tempfile.mkdtemp(prefix="partkv-it-")
+        if self._own_dir:
+            own(self)
         self.port = port
         self.host = "127.0.0.1"
         self.fsync = fsync
