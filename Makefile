@@ -91,13 +91,19 @@ $(BUILD)/bench/%: bench/%.c $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS)
 
+# Compiles run a job per core.
+JOBS := $(shell nproc 2>/dev/null || echo 2)
+
 # Targets that need packages install them first, then re-enter make so
 # that pkg-config (itself possibly just installed) is asked afresh.
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/partkv cluster up --nodes 3 --base-port 7000 --dir ./data
 
+# make test builds first, a job per core; the tests run one at a time.
 test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BIN)
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-bins
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory fuzz-ci
 	@$(MAKE) --no-print-directory test-integration
@@ -114,7 +120,7 @@ test-integration: all
 	    --durations=20 -m "not long_fault" tests/integration
 
 # The short fault schedules (tests/fault: iptables cuts, kill -9, SIGSTOP,
-# etcd leader kills; about 1.5 minutes; needs root for iptables).
+# etcd leader kills; about 2.5 minutes; needs root for iptables).
 test-fault: all
 	PARTKV=$(abspath $(BUILD)/partkv) /usr/bin/python3 -m pytest -q -rsx tests/fault
 

@@ -7,7 +7,7 @@ pipelined behind every command answers PONG), and the node must never
 crash.
 
 Seeded and bounded: PARTKV_FUZZ_SEED=N replays a run (the seed is printed
-and named in every failure), PARTKV_FUZZ_SECONDS (default 12) bounds the
+and named in every failure), PARTKV_FUZZ_SECONDS (default 6) bounds the
 time.  Under `make check` the node is the ASan build, so a memory error
 is a crash here.  Runs against redis-server too (PARTKV_TEST_TARGET=redis),
 which validates the harness rather than the expectations."""
@@ -31,7 +31,7 @@ SKIP = {"shutdown", "quit", "monitor", "sync", "psync", "subscribe",
 # connection is replaced.
 BLOCKING = {"blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin",
             "bzpopmax", "bzmpop", "wait", "waitaof", "xread", "xreadgroup"}
-BLOCK_S = 2.0
+BLOCK_S = 0.5
 
 NUMBERS = ["0", "1", "-1", "2", "-2", "3", "10", "100", "-100",
            "9223372036854775807", "-9223372036854775808",
@@ -257,7 +257,7 @@ def make_keys(c, names):
 def test_cmd_fuzz(server):
     seed = int(os.environ.get("PARTKV_FUZZ_SEED")
                or random.SystemRandom().randrange(1 << 32))
-    seconds = float(os.environ.get("PARTKV_FUZZ_SECONDS") or "12")
+    seconds = float(os.environ.get("PARTKV_FUZZ_SECONDS") or "6")
     print("test_cmd_fuzz: PARTKV_FUZZ_SEED=%d" % seed)
     rng = random.Random(seed)
     c = Conn(server.host, server.port)

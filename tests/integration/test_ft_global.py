@@ -283,7 +283,7 @@ def test_random_queries_match_model(genv):
     # the round's queries with CONSISTENT, each from the next node.  Each
     # write ships its entries through the outbox, so the first queries of
     # a round run while the entries are on their way.
-    rounds, per_round = 10, 30
+    rounds, per_round = 10, 15
     second = list(ft.make_docs(rng, 1200, prefix + "n", prices).items())
     changed = rng.sample(sorted(first), 60)
     step = len(second) // rounds

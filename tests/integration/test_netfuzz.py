@@ -10,7 +10,7 @@ SIGTERM; its RSS must come back near where it began.
 
 The node is $PARTKV: the plain build under make test (a crash is caught,
 a quiet memory error is not), the ASan+UBSan build under make check.
-PARTKV_NETFUZZ_SECONDS (default 2) is the length of each run,
+PARTKV_NETFUZZ_SECONDS (default 1) is the length of each run,
 PARTKV_NETFUZZ_SEED=N replays one (the seed is printed and named in every
 failure).  The long run is netfuzz.py itself (see the README)."""
 import os
@@ -28,7 +28,7 @@ def test_netfuzz():
     assert os.access(path, os.X_OK), "build partkv first (make)"
     seed = int(os.environ.get("PARTKV_NETFUZZ_SEED")
                or random.SystemRandom().randrange(1 << 32))
-    seconds = float(os.environ.get("PARTKV_NETFUZZ_SECONDS") or "2")
+    seconds = float(os.environ.get("PARTKV_NETFUZZ_SECONDS") or "1")
     print("test_netfuzz: PARTKV_NETFUZZ_SEED=%d" % seed)
     failures = netfuzz.run(path, seconds, conns=64, seed=seed)
     assert not failures, "\n".join(failures)

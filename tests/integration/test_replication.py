@@ -344,7 +344,7 @@ def test_failover_time(cluster_factory):
     cl = SlotClient(ports(c), timeout=0.3)
     stops, kills = [], []
     rng = random.Random(7)
-    for i in range(8):
+    for i in range(4):
         # A node that leads something (a failed-over node leads nothing
         # until leaders are rebalanced), not the coordinator's host: with
         # the embedded coordinator stopped nothing can fail over.
