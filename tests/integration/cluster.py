@@ -305,6 +305,7 @@ class Cluster(pkserver.Process):
         self.reap_orphans()
         if self._own_dir:
             shutil.rmtree(self.root, ignore_errors=True)
+            pkserver.disown(self)
 
     # -- diagnostics ------------------------------------------------------
     def stdout_text(self):

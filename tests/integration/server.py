@@ -43,9 +43,15 @@ def own(thing):
     _OWNED.append(thing)
 
 
+def disown(thing):
+    """thing cleaned up: sweep_owned() has nothing left to do for it."""
+    if thing in _OWNED:
+        _OWNED.remove(thing)
+
+
 def sweep_owned():
-    """cleanup() of everything own() noted: stops what still runs (by
-    PID) and removes its directory."""
+    """cleanup() of everything own() noted and not yet cleaned up: stops
+    what still runs (by PID) and removes its directory."""
     while _OWNED:
         _OWNED.pop().cleanup()
 
@@ -314,6 +320,7 @@ class Server(Process):
         self.stop()
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+            disown(self)
 
     # -- diagnostics ------------------------------------------------------
     def logs(self, limit=4000):
