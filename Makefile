@@ -101,6 +101,8 @@ run: deps
 	$(BUILD)/partkv cluster up --nodes 3 --base-port 7000 --dir ./data
 
 # make test builds first, a job per core; the tests run one at a time.
+# fuzz-bins builds apart: it re-enters make for libpkserver.a, which a
+# parallel `all` could be writing at the same time.
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BIN)
 	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-bins

@@ -34,26 +34,25 @@ def target():
 # Servers and clusters that made their own temporary directory: a test
 # that only stops one (or fails before it cleans up) leaves it to
 # sweep_owned() at the end of the session (conftest.py).
-_OWNED = []
+_OWNED = {}
 
 
 def own(thing):
     """Notes thing (a Server or a Cluster that made its directory) for
     sweep_owned()."""
-    _OWNED.append(thing)
+    _OWNED[id(thing)] = thing
 
 
 def disown(thing):
     """thing cleaned up: sweep_owned() has nothing left to do for it."""
-    if thing in _OWNED:
-        _OWNED.remove(thing)
+    _OWNED.pop(id(thing), None)
 
 
 def sweep_owned():
     """cleanup() of everything own() noted and not yet cleaned up: stops
     what still runs (by PID) and removes its directory."""
     while _OWNED:
-        _OWNED.pop().cleanup()
+        _OWNED.popitem()[1].cleanup()
 
 
 def partkv_path():
